@@ -1,0 +1,48 @@
+"""dpsql: GROUP BY aggregates over confidential, skewed data with a differential-privacy guarantee.
+
+    >>> import dpsql
+    >>> con = dpsql.connect()            # the demo database and its policy
+    >>> cur = con.cursor().execute("SELECT naics2, SUM(payann) FROM establishments GROUP BY naics2")
+    >>> rows, receipt = cur.fetchall(), cur.receipt
+"""
+
+from __future__ import annotations
+
+from .dbapi import (
+    BINARY,
+    DATETIME,
+    NUMBER,
+    ROWID,
+    STRING,
+    Connection,
+    Cursor,
+    apilevel,
+    connect,
+    paramstyle,
+    threadsafety,
+)
+from .errors import (
+    BudgetExceededError,
+    DatabaseError,
+    DataError,
+    DpsqlError,
+    Error,
+    IntegrityError,
+    InterfaceError,
+    InternalError,
+    NotSupportedError,
+    OperationalError,
+    ProgrammingError,
+    QueryRefused,
+    Warning,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "connect", "Connection", "Cursor", "apilevel", "threadsafety", "paramstyle",
+    "STRING", "NUMBER", "DATETIME", "BINARY", "ROWID",
+    "Warning", "Error", "InterfaceError", "DatabaseError", "DataError", "OperationalError",
+    "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError",
+    "DpsqlError", "QueryRefused", "BudgetExceededError",
+]

@@ -1,0 +1,200 @@
+"""PEP 249 (DB-API 2.0) face over :class:`dpsql.session.Session`.
+
+Every ``execute`` is one private release: it is charged to the connection's budget before its
+rows reach the cursor, and the cursor's ``receipt`` says what it cost and how noisy it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import ConnectionClosedError, NotSupportedError
+from .result import Explanation, Receipt, Result
+from .session import Session
+
+apilevel = "2.0"
+threadsafety = 1  # threads may share the module, not connections
+paramstyle = "qmark"
+
+
+class _TypeObject:
+    """PEP 249 type objects compare equal to the DuckDB type names they cover."""
+
+    def __init__(self, *prefixes: str) -> None:
+        self.prefixes = prefixes
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and other.upper().startswith(self.prefixes)
+
+    def __hash__(self) -> int:
+        return hash(self.prefixes)
+
+
+STRING = _TypeObject("VARCHAR", "CHAR", "TEXT", "STRING")
+NUMBER = _TypeObject("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+                     "UINTEGER", "UBIGINT", "DOUBLE", "FLOAT", "REAL", "DECIMAL")
+DATETIME = _TypeObject("DATE", "TIME", "TIMESTAMP")
+BINARY = _TypeObject("BLOB")
+ROWID = _TypeObject("ROWID")
+
+
+def connect(database: str | Path | None = None, policy: str | Path | None = None, *, rho: Any = None,
+            analyst: str = "", threads: int | None = None, _random_source: Any = None) -> Connection:
+    """Open a dpsql connection.
+
+    Args:
+        database: a DuckDB file; None opens the demo database (built on first use).
+        policy: the data owner's policy file; None looks for ``<database stem>.policy.toml``
+            beside the database (the demo's policy for the demo database).
+        rho: zCDP budget charged per query (default: the policy's ``budget.default_rho``).
+        analyst: a name recorded with each charge.
+        threads: DuckDB worker threads (default: all cores).
+        _random_source: TEST ONLY — a seeded source from :func:`dpsql.testing.seeded_random`.
+            The default is the operating system's CSPRNG.
+    """
+    return Connection(Session(database, policy, rho=rho, random_source=_random_source, threads=threads, analyst=analyst))
+
+
+class Connection:
+    def __init__(self, session: Session) -> None:
+        self._session: Session | None = session
+
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            raise ConnectionClosedError("the connection is closed")
+        return self._session
+
+    def cursor(self) -> Cursor:
+        return Cursor(self)
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    def commit(self) -> None:
+        """Nothing to commit: dpsql never writes the database. (Charges are recorded when made.)"""
+        self.session  # noqa: B018 - raises when closed
+
+    def rollback(self) -> None:
+        raise NotSupportedError("dpsql is read-only and a charged release cannot be rolled back")
+
+    def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> Cursor:
+        """Shortcut: a new cursor, executed."""
+        return self.cursor().execute(sql, parameters)
+
+    def explain(self, sql: str) -> Explanation:
+        """The plan of a query, its exact SQL and its noise: costs nothing, touches no data."""
+        return self.session.explain(sql)
+
+    def set_rho(self, rho: Any) -> None:
+        """Set the zCDP ρ charged for each following query of this connection."""
+        self.session.set_rho(rho)
+
+    @property
+    def budget(self) -> dict[str, str]:
+        from .ledger import fmt
+
+        led = self.session.ledger
+        return {"spent": fmt(led.spent), "remaining": fmt(led.remaining), "total": fmt(led.total_rho),
+                "rho_per_query": fmt(self.session.rho)}
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Cursor:
+    arraysize = 1
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self._result: Result | None = None
+        self._pos = 0
+        self._closed = False
+
+    # PEP 249 attributes ---------------------------------------------------------
+    @property
+    def description(self) -> list[tuple[Any, ...]] | None:
+        if self._result is None:
+            return None
+        return [(name, typ, None, None, None, None, None) for name, typ in zip(self._result.columns, self._result.types)]
+
+    @property
+    def rowcount(self) -> int:
+        return -1 if self._result is None else len(self._result.rows)
+
+    @property
+    def receipt(self) -> Receipt | None:
+        """What the last query cost and its σ / 95% MOE per column (None before a query)."""
+        return None if self._result is None else self._result.receipt
+
+    @property
+    def result(self) -> Result | None:
+        return self._result
+
+    # PEP 249 methods ------------------------------------------------------------
+    def execute(self, operation: str, parameters: Sequence[Any] | None = None) -> Cursor:
+        self._check_open()
+        self._result = None
+        self._result = self.connection.session.execute(operation, parameters)
+        self._pos = 0
+        return self
+
+    def executemany(self, operation: str, seq_of_parameters: Sequence[Sequence[Any]]) -> Cursor:
+        """Each parameter set is its own query, charged on its own."""
+        for params in seq_of_parameters:
+            self.execute(operation, params)
+        return self
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        rows = self._rows()
+        if self._pos >= len(rows):
+            return None
+        self._pos += 1
+        return rows[self._pos - 1]
+
+    def fetchmany(self, size: int | None = None) -> list[tuple[Any, ...]]:
+        rows = self._rows()
+        n = self.arraysize if size is None else size
+        out = rows[self._pos:self._pos + n]
+        self._pos += len(out)
+        return out
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        rows = self._rows()
+        out = rows[self._pos:]
+        self._pos = len(rows)
+        return out
+
+    def close(self) -> None:
+        self._closed = True
+        self._result = None
+
+    def setinputsizes(self, sizes: Any) -> None:
+        pass
+
+    def setoutputsize(self, size: Any, column: Any = None) -> None:
+        pass
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        while (row := self.fetchone()) is not None:
+            yield row
+
+    def _rows(self) -> list[tuple[Any, ...]]:
+        self._check_open()
+        if self._result is None:
+            from .errors import ProgrammingError
+
+            raise ProgrammingError("no query has been executed on this cursor")
+        return self._result.rows
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ConnectionClosedError("the cursor is closed")
+        self.connection.session  # noqa: B018 - raises when the connection is closed

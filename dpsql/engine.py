@@ -1,0 +1,130 @@
+"""The only module that imports duckdb.
+
+Runs the rewritten SQL on a locked-down, read-only connection (DESIGN.md "Must never
+happen": no file access, no extension loading, configuration locked), and runs the finish
+stage on a separate in-memory connection that holds nothing but noisy values.
+
+DuckDB's own error messages are never passed on: they can quote values from the rows they
+failed on ("Could not convert string 'CA' ..."). Errors are translated here, and only here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from .errors import DatabaseFileError, DpsqlInternalError, QueryRefused
+
+LOCKDOWN = {
+    "enable_external_access": False,
+    "autoload_known_extensions": False,
+    "autoinstall_known_extensions": False,
+    "lock_configuration": True,
+}
+
+
+class Engine:
+    """A read-only DuckDB database file, opened so that only the plan's SQL can run."""
+
+    def __init__(self, path: str | Path, threads: int | None = None) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise DatabaseFileError(f"database file {self.path} does not exist",
+                                    hint="run `dpsql demo` to build the demo database, or pass --db PATH.")
+        config: dict[str, Any] = dict(LOCKDOWN)
+        if threads:
+            config["threads"] = threads
+        try:
+            self._con = duckdb.connect(str(self.path), read_only=True, config=config)
+        except duckdb.Error as exc:
+            raise DatabaseFileError(f"cannot open database file {self.path} read-only ({type(exc).__name__})",
+                                    hint="is it a DuckDB file, and is no other process writing to it?") from None
+
+    def close(self) -> None:
+        self._con.close()
+
+    def schema(self, tables: list[str]) -> dict[str, dict[str, str]]:
+        """Column names and types of the given tables (names lower-cased). Reads the catalog only."""
+        rows = self._con.execute(
+            "SELECT lower(table_name), lower(column_name), data_type FROM information_schema.columns "
+            "WHERE table_schema = 'main' ORDER BY table_name, ordinal_position").fetchall()
+        out: dict[str, dict[str, str]] = {t: {} for t in tables}
+        for table, column, dtype in rows:
+            if table in out:
+                out[table][column] = dtype
+        return out
+
+    def not_null_columns(self, tables: list[str]) -> dict[str, set[str]]:
+        """Columns declared NOT NULL in the schema (a schema fact, not a look at the rows)."""
+        rows = self._con.execute(
+            "SELECT lower(table_name), lower(column_name) FROM information_schema.columns "
+            "WHERE table_schema = 'main' AND is_nullable = 'NO'").fetchall()
+        out: dict[str, set[str]] = {t: set() for t in tables}
+        for table, column in rows:
+            if table in out:
+                out[table].add(column)
+        return out
+
+    def units_unique(self, table: str, unit: str) -> bool:
+        """Whether the privacy-unit column identifies one row (a configuration check of the
+        data owner's policy; the answer is never shown to analysts beyond pass/fail)."""
+        q = f'SELECT COUNT(*) = COUNT(DISTINCT "{unit}") AND COUNT("{unit}") = COUNT(*) FROM "{table}"'
+        return bool(self._run(q)[0][0])
+
+    def run(self, sql: str) -> list[tuple[Any, ...]]:
+        """Run a rewritten query; returns exact per-group rows that must never leave the engine."""
+        return self._run(sql)
+
+    def _run(self, sql: str) -> list[tuple[Any, ...]]:
+        try:
+            return self._con.execute(sql).fetchall()
+        except duckdb.InterruptException:
+            raise KeyboardInterrupt from None
+        except duckdb.Error as exc:
+            # Withhold DuckDB's message: it may quote private values.
+            raise QueryRefused(
+                f"the database could not run the rewritten query ({type(exc).__name__}); its message is withheld "
+                "because it could contain private values",
+                code="DP120",
+                hint="check the types in the query: compare text columns with text literals and numbers with numbers.",
+            ) from None
+
+    def interrupt(self) -> None:
+        self._con.interrupt()
+
+
+def finish(columns: dict[str, np.ndarray | list[Any]], sql: str) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
+    """Run the finish SELECT (HAVING, ORDER BY, LIMIT, arithmetic) over the noisy relation.
+
+    The connection is in memory and holds only the noisy cells given here.
+
+    Returns:
+        (column names, DuckDB type names, rows)
+    """
+    # Loaded before the lockdown: DuckDB reads Python objects through a replacement scan,
+    # which external-access lockdown disables. Nothing but `data` is in scope to be scanned.
+    con = duckdb.connect(":memory:")
+    try:
+        data = {name: _column_array(values) for name, values in columns.items()}
+        con.execute("CREATE TABLE __noisy AS SELECT * FROM data")
+        for setting, value in LOCKDOWN.items():
+            con.execute(f"SET {setting} = {str(value).lower()}")
+        cur = con.execute(sql)
+        names = [d[0] for d in cur.description]
+        types = [str(d[1]) for d in cur.description]
+        return names, types, cur.fetchall()
+    except duckdb.Error as exc:
+        raise DpsqlInternalError(f"post-processing of the noisy values failed ({type(exc).__name__}: {exc})") from None
+    finally:
+        con.close()
+
+
+def _column_array(values: np.ndarray | list[Any]) -> np.ndarray:
+    if isinstance(values, np.ndarray):
+        return values
+    if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return np.array(values, dtype=np.int64)
+    return np.array(values, dtype=object)  # strings stay VARCHAR (a str array would become an ENUM)

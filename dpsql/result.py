@@ -1,0 +1,130 @@
+"""Result and Receipt values: what a query returns to every face (DB-API, CLI, REPL)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from .ledger import fmt
+
+
+@dataclass(frozen=True)
+class NoiseTerm:
+    """One noisy primitive of a query: its share of the budget and its noise scale.
+
+    ``sensitivity`` and ``sigma`` are in the measure's own units; ``sensitivity`` lists the
+    distinct values over the query's cells (several when per-group thresholds apply).
+    """
+
+    aggregate: str
+    rho: Fraction
+    sensitivity: tuple[float, ...]
+    sigma: tuple[float, ...]
+    moe95: tuple[float, ...]
+    mechanism: str = "discrete_gaussian"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "aggregate": self.aggregate,
+            "mechanism": self.mechanism,
+            "rho": fmt(self.rho),
+            "sensitivity": list(self.sensitivity),
+            "sigma": list(self.sigma),
+            "moe95": list(self.moe95),
+        }
+
+
+@dataclass(frozen=True)
+class ColumnError:
+    """Per-row σ and 95% margin of error of one result column (None for keys, and for
+    expressions whose error dpsql cannot state)."""
+
+    column: str
+    sigma: tuple[float | None, ...]
+    moe95: tuple[float | None, ...]
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"sigma": list(self.sigma), "moe95": list(self.moe95)}
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """What a query cost and how noisy its answer is."""
+
+    rho: Fraction
+    delta: Fraction
+    mechanism: str
+    table: str
+    noise: tuple[NoiseTerm, ...]
+    columns: dict[str, ColumnError]
+    policy_terms: tuple[dict[str, Any], ...]
+    budget_spent: Fraction
+    budget_total: Fraction
+
+    @property
+    def budget_remaining(self) -> Fraction:
+        return self.budget_total - self.budget_spent
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rho": fmt(self.rho),
+            "delta": fmt(self.delta) if self.delta else 0,
+            "mechanism": self.mechanism,
+            "table": self.table,
+            "noise": [n.to_dict() for n in self.noise],
+            "columns": {k: v.to_dict() for k, v in self.columns.items()},
+            "policy_terms": list(self.policy_terms),
+            "budget": {
+                "spent": fmt(self.budget_spent),
+                "remaining": fmt(self.budget_remaining),
+                "total": fmt(self.budget_total),
+            },
+        }
+
+
+@dataclass(frozen=True)
+class Result:
+    columns: tuple[str, ...]
+    types: tuple[str, ...]
+    rows: list[tuple[Any, ...]]
+    receipt: Receipt
+    #: seconds spent per stage (plan, execute, noise, charge, finish): for benchmarks
+    timings: dict[str, float] = field(default_factory=dict, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"columns": list(self.columns), "rows": [list(r) for r in self.rows], "receipt": self.receipt.to_dict()}
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What `explain` shows: nothing here is derived from private rows."""
+
+    sql: str
+    table: str
+    keys: tuple[str, ...]
+    public_keys: dict[str, int]
+    exact_sql: str
+    reference_sql: str
+    noise: tuple[dict[str, Any], ...]
+    rho: Fraction
+    policy_terms: tuple[dict[str, Any], ...]
+    finish_sql: str
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            "group_keys": {k: {"public": True, "keyset_size": n} for k, n in self.public_keys.items()},
+            "exact_sql": self.exact_sql,
+            "reference_sql": self.reference_sql,
+            "finish_sql": self.finish_sql,
+            "rho": fmt(self.rho),
+            "noise": list(self.noise),
+            "policy_terms": list(self.policy_terms),
+            "notes": list(self.notes),
+        }

@@ -1,0 +1,134 @@
+"""Plan -> DuckDB SQL returning the exact per-group values noise is added to.
+
+Two forms, equal on every supported query (paper 000 Lemma 5.2), tested against each other:
+
+* ``exact_sql`` (what runs): the algebraic form. A record's splits sum to its value, so the
+  SUM over split records is the SUM of the (capped) original values; the count of distinct
+  privacy units needs no split at all (one row per unit is checked when the session opens).
+* ``reference_sql``: unit splitting materialised exactly as paper 000 Algorithm 1 / Table 2:
+  split count m(r) = max over the query's measures of ceil(|r(a)| / T(a)), at least 1;
+  split i (1..m) carries sign(r(a)) · clamp(|r(a)| − (i−1)·T(a), 0, T(a)); conditional
+  attributes (keys, the unit) copied to every split; COUNT becomes COUNT(DISTINCT unit).
+
+Every value a measure contributes is first expressed in granularity units (an integer), so
+noise is always added to integers (DESIGN.md, Mironov 2012). The WHERE filter is wrapped in
+TRY(): a row that makes it fail is filtered out instead of failing the query, because whether
+a query fails must not depend on private rows.
+
+No I/O here.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from .plan import Plan, primitive_column
+from .policy import Measure, TablePolicy
+
+INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
+
+
+def _q(name: str) -> str:
+    return exp.to_identifier(name, quoted=True).sql("duckdb")
+
+
+def _literal(value: object) -> str:
+    if isinstance(value, str):
+        return exp.Literal.string(value).sql("duckdb")
+    return str(value)
+
+
+def threshold_sql(measure: Measure) -> str:
+    """T(r) of a record, in granularity units: per group when the policy overrides it."""
+    if measure.override is None:
+        return str(measure.threshold)
+    whens = " ".join(f"WHEN {_literal(v)} THEN {t}" for v, t in measure.override.thresholds.items())
+    return f"(CASE {_q(measure.override.key)} {whens} ELSE {measure.threshold} END)"
+
+
+def value_sql(measure: Measure, column_type: str, max_splits: int | None) -> str:
+    """The measure of a record in granularity units (an integer), top-coded at
+    max_splits · T(r) when the policy caps the number of splits."""
+    col = _q(measure.name)
+    g = measure.granularity
+    if g == 1 and column_type.upper() in INTEGER_TYPES:
+        value = col
+    else:
+        scaled = col if g == 1 else f"{col} * {g.denominator} / {g.numerator}"
+        value = f"TRY_CAST(ROUND({scaled}) AS HUGEINT)"
+    if max_splits is not None:
+        cap = f"{max_splits} * {threshold_sql(measure)}"
+        value = f"LEAST(GREATEST({value}, -({cap})), {cap})"
+    return value
+
+
+def _where_sql(plan: Plan) -> str:
+    if plan.where is None:
+        return ""
+    return f"\nWHERE TRY({plan.where.sql('duckdb')})"
+
+
+def exact_sql(plan: Plan, schema: dict[str, str]) -> str:
+    """The query that runs: one scan, one group-by, exact per-group primitives."""
+    t = plan.table
+    cols = [f"{_q(k)} AS {_q(k)}" for k in plan.keys]
+    for i, p in enumerate(plan.primitives):
+        if p.kind == "count":
+            # One row per privacy unit (checked at connect): COUNT(*) = COUNT(DISTINCT unit).
+            agg = "COUNT(*)" if p.column is None else f"COUNT({_q(p.column)})"
+        else:
+            m = t.measures[p.column]
+            agg = f"SUM({value_sql(m, schema[m.name], t.max_splits)})"
+        cols.append(f"{agg} AS {_q(primitive_column(i))}")
+    sql = f"SELECT {', '.join(cols)}\nFROM {_q(t.name)}{_where_sql(plan)}"
+    if plan.keys:
+        sql += f"\nGROUP BY {', '.join(_q(k) for k in plan.keys)}"
+    return sql
+
+
+def split_relation_sql(table: TablePolicy, measures: list[Measure], schema: dict[str, str],
+                       carry: list[str], where: str = "") -> str:
+    """Unit splitting of paper 000 Algorithm 1 as one DuckDB query, no Python loop over rows.
+
+    One output row per split: the ``carry`` columns (conditional attributes, copied to every
+    split), ``__unit``, the split index ``__i`` (1..m(r)) and each measure's split value under
+    the measure's own name. m(r) = max(1, max over ``measures`` of ceil(|r(a)| / T(a))) —
+    query-scoped: only the given measures decide it. Split i carries
+    sign(r(a)) · clamp(|r(a)| − (i−1)·T(a), 0, T(a)), so the splits of a record sum to it.
+    """
+    base = [_q(c) for c in carry] + [f"{_q(table.privacy_unit)} AS __unit"]
+    for m in measures:
+        base.append(f"{value_sql(m, schema[m.name], table.max_splits)} AS {_q('__v_' + m.name)}")
+        base.append(f"{threshold_sql(m)} AS {_q('__t_' + m.name)}")
+    splits = ", ".join(f"COALESCE(CAST(CEIL(ABS({_q('__v_' + m.name)}) / {_q('__t_' + m.name)}) AS BIGINT), 0)"
+                       for m in measures)
+    m_expr = f"GREATEST(1, {splits})" if measures else "1"
+    out = [_q(c) for c in carry] + ["__unit", "__i"]
+    for m in measures:
+        v, th = _q("__v_" + m.name), _q("__t_" + m.name)
+        out.append(f"SIGN({v}) * LEAST(GREATEST(ABS({v}) - (__i - 1) * {th}, 0), {th}) AS {_q(m.name)}")
+    return (f"SELECT {', '.join(out)}\nFROM (\n  SELECT *, UNNEST(RANGE(1, {m_expr} + 1)) AS __i\n"
+            f"  FROM (SELECT {', '.join(base)} FROM {_q(table.name)}{where}) AS __base\n) AS __split")
+
+
+def reference_sql(plan: Plan, schema: dict[str, str]) -> str:
+    """The same values as :func:`exact_sql`, computed over materialised split records:
+    SUM over split values, COUNT(DISTINCT unit) for counts (paper 000 Table 3)."""
+    t = plan.table
+    measures = [t.measures[m] for m in plan.split_measures]
+    counted = sorted({p.column for p in plan.primitives if p.kind == "count" and p.column})
+    carry = list(plan.keys) + [c for c in counted if c not in plan.keys and c not in plan.split_measures]
+    where = _where_sql(plan).replace("\n", " ")
+    split = split_relation_sql(t, measures, schema, carry, where)
+    out = [f"{_q(k)} AS {_q(k)}" for k in plan.keys]
+    for i, p in enumerate(plan.primitives):
+        if p.kind == "count":
+            agg = "COUNT(DISTINCT __unit)" if p.column is None else \
+                f"COUNT(DISTINCT CASE WHEN {_q(p.column)} IS NOT NULL THEN __unit END)"
+        else:
+            agg = f"SUM({_q(p.column)})"
+        out.append(f"{agg} AS {_q(primitive_column(i))}")
+    sql = f"WITH __split_rows AS (\n{split}\n)\nSELECT {', '.join(out)}\nFROM __split_rows"
+    if plan.keys:
+        sql += f"\nGROUP BY {', '.join(_q(k) for k in plan.keys)}"
+    return sql

@@ -1,0 +1,336 @@
+"""The one orchestrator: ``Session.execute(sql) -> Result``.
+
+parse -> validate -> plan -> rewrite -> execute (exact, inside the engine) -> protect (noise)
+-> account (charge BEFORE release) -> finish (HAVING / ORDER BY / LIMIT on noisy values) ->
+rows + receipt. Exact values live only in local variables of :meth:`Session.execute` and are
+dropped before anything is returned.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlglot import exp
+
+from . import engine as engine_mod
+from .errors import DatabaseFileError, PolicyFileError, QueryRefused
+from .ledger import Charge, Ledger, fmt, parse_rho
+from .mechanisms import gaussian_sigma2, moe95_discrete_gaussian, sample_discrete_gaussian
+from .parse import parse
+from .plan import Plan, Primitive, build_plan, primitive_column, sigma_column
+from .policy import Policy, load_policy
+from .randomness import RandomSource, default_random
+from .result import ColumnError, Explanation, NoiseTerm, Receipt, Result
+from .rewrite import INTEGER_TYPES, exact_sql, reference_sql
+from .validate import check_statement
+
+MAX_CELLS = 2_000_000
+NUMERIC_TYPES = INTEGER_TYPES + ("DOUBLE", "FLOAT", "REAL")
+
+
+def default_policy_path(database: Path) -> Path:
+    """``X.duckdb`` -> ``X.policy.toml`` beside it."""
+    return database.with_name(database.stem + ".policy.toml")
+
+
+class Session:
+    """One analyst's connection to one database under one policy."""
+
+    def __init__(
+        self,
+        database: str | Path | None = None,
+        policy: str | Path | None = None,
+        *,
+        rho: Any = None,
+        random_source: RandomSource | None = None,
+        threads: int | None = None,
+        analyst: str = "",
+    ) -> None:
+        if database is None:
+            from .demo_db import ensure_demo
+
+            demo_db, demo_policy = ensure_demo()
+            database = demo_db
+            policy = policy if policy is not None else demo_policy
+        database = Path(database)
+        if policy is None:
+            policy = default_policy_path(database)
+            if not policy.is_file():
+                raise PolicyFileError(f"no policy given and none found beside the database at {policy}",
+                                      hint="pass policy=PATH (or --policy PATH) naming the data owner's policy file.")
+        self.policy: Policy = load_policy(policy)
+        self.engine = engine_mod.Engine(database, threads=threads)
+        try:
+            self.schema = self.engine.schema(list(self.policy.tables))
+            self.not_null = self.engine.not_null_columns(list(self.policy.tables))
+            self._check_catalog()
+        except Exception:
+            self.engine.close()
+            raise
+        self.rho = parse_rho(rho) if rho is not None else self.policy.budget.default_rho
+        self.ledger = Ledger(self.policy.budget.total_rho)
+        self.rng = random_source if random_source is not None else default_random()
+        self.analyst = analyst
+        self._units_checked: set[str] = set()
+        self.database = database
+
+    def close(self) -> None:
+        self.engine.close()
+
+    def set_rho(self, rho: Any) -> None:
+        self.rho = parse_rho(rho)
+
+    # ------------------------------------------------------------------ checks of the policy against the file
+    def _check_catalog(self) -> None:
+        where = str(self.policy.path or "<policy>")
+        for name, tp in self.policy.tables.items():
+            cols = self.schema.get(name) or {}
+            if not cols:
+                raise DatabaseFileError(f"{where}: table {name!r} of the policy does not exist in {self.engine.path}")
+            for col, role in [(tp.privacy_unit, "privacy_unit"), *((m, "measures") for m in tp.measures),
+                              *((k, "keys") for k in tp.keys)]:
+                if col not in cols:
+                    raise PolicyFileError(f"{where}: field 'tables.{name}.{role}' names column {col!r}, "
+                                          f"which table {name!r} does not have (columns: {', '.join(cols)})")
+            for m in tp.measures.values():
+                if not cols[m.name].upper().startswith(NUMERIC_TYPES) and not cols[m.name].upper().startswith("DECIMAL"):
+                    raise PolicyFileError(f"{where}: field 'tables.{name}.measures.{m.name}': column type "
+                                          f"{cols[m.name]} is not numeric")
+                if m.override and m.override.key not in cols:
+                    raise PolicyFileError(f"{where}: field 'tables.{name}.measures.{m.name}.overrides.key' is not a column")
+            for k in tp.keys.values():
+                if not k.public:
+                    continue
+                is_int = cols[k.name].upper() in INTEGER_TYPES
+                if not all(isinstance(v, int) == is_int for v in k.keyset or ()):
+                    want = "integers" if is_int else "strings"
+                    raise PolicyFileError(f"{where}: field 'tables.{name}.keys.{k.name}.keyset' must hold {want} "
+                                          f"(column type {cols[k.name]})")
+
+    def _check_units(self, table: str) -> None:
+        if table in self._units_checked:
+            return
+        tp = self.policy.tables[table]
+        if not self.engine.units_unique(table, tp.privacy_unit):
+            raise PolicyFileError(
+                f"table {table!r}: the privacy unit {tp.privacy_unit!r} does not identify one row per unit; "
+                "dpsql refuses to answer because its sensitivity analysis assumes one row per unit",
+                hint="the data owner must aggregate rows per unit or declare the right unit column.")
+        self._units_checked.add(table)
+
+    # ------------------------------------------------------------------ planning
+    def plan(self, sql: str, parameters: Any = None) -> Plan:
+        tree = parse(sql)
+        if parameters is not None:
+            tree = bind_parameters(tree, parameters)
+        elif tree.find(exp.Placeholder):
+            raise QueryRefused("the query has ? parameters but no values were given", code="DP118")
+        select = check_statement(tree, sql)
+        return build_plan(select, sql, self.policy, self.schema, self.not_null)
+
+    def _budget_split(self, plan: Plan, rho: Fraction) -> list[Fraction]:
+        """Equal split of the query's ρ over its noisy primitives (documented in docs/privacy.md)."""
+        n = len(plan.primitives)
+        return [rho / n] * n
+
+    def _domain(self, plan: Plan) -> list[tuple[Any, ...]]:
+        keysets = [self.policy.tables[plan.table.name].keys[k].keyset for k in plan.keys]
+        size = math.prod(len(ks or ()) for ks in keysets)
+        if size > MAX_CELLS:
+            raise QueryRefused(f"the public keysets of {', '.join(plan.keys)} make {size} groups, more than {MAX_CELLS}",
+                               code="DP207", hint="group by fewer keys or filter with WHERE.")
+        return list(itertools.product(*keysets))
+
+    def _sensitivities(self, plan: Plan, domain: list[tuple[Any, ...]], p: Primitive) -> list[int]:
+        """Per-cell L2 sensitivity in granularity units: 1 for counts; T for sums, per group when
+        the query groups by the key that sets per-group thresholds (paper 000 Example 5.7),
+        else the largest threshold any record of the cell can have."""
+        if p.kind == "count":
+            return [1] * len(domain)
+        m = plan.table.measures[p.column]
+        if m.override is not None and m.override.key in plan.keys:
+            idx = plan.keys.index(m.override.key)
+            return [m.threshold_for(cell[idx]) for cell in domain]
+        return [m.max_threshold] * len(domain)
+
+    def _policy_terms(self, plan: Plan, rhos: list[Fraction]) -> tuple[dict[str, Any], ...]:
+        """The terms this query adds to the public policy function P(r) (paper 000 Lemma 5.1,
+        Lemma 5.6, Table 3): Σ ρ_sum · |A(r)|² + Σ ρ_count."""
+        sum_rho = sum((r for p, r in zip(plan.primitives, rhos) if p.kind == "sum"), Fraction(0))
+        count_rho = sum((r for p, r in zip(plan.primitives, rhos) if p.kind == "count"), Fraction(0))
+        terms: list[dict[str, Any]] = []
+        if sum_rho:
+            thresholds: dict[str, Any] = {}
+            for name in plan.split_measures:
+                m = plan.table.measures[name]
+                thresholds[name] = m.display(m.threshold)
+                if m.override:
+                    thresholds[f"{name} by {m.override.key}"] = {str(k): m.display(v) for k, v in m.override.thresholds.items()}
+            term: dict[str, Any] = {"rho": fmt(sum_rho), "scale": "|A(r)|^2", "table": plan.table.name,
+                                    "measures": list(plan.split_measures), "thresholds": thresholds,
+                                    "splits": "|A(r)| = max(1, " + ", ".join(f"ceil(|{n}|/T({n}))" for n in plan.split_measures) + ")"}
+            if plan.table.max_splits:
+                term["max_splits"] = plan.table.max_splits
+            terms.append(term)
+        if count_rho:
+            terms.append({"rho": fmt(count_rho), "scale": "1", "table": plan.table.name})
+        return tuple(terms)
+
+    # ------------------------------------------------------------------ explain
+    def explain(self, sql: str, rho: Any = None) -> Explanation:
+        plan = self.plan(sql)
+        rho_q = parse_rho(rho) if rho is not None else self.rho
+        rhos = self._budget_split(plan, rho_q)
+        schema = self.schema[plan.table.name]
+        noise = []
+        for p, r in zip(plan.primitives, rhos):
+            m = plan.table.measures.get(p.column) if p.kind == "sum" else None
+            g = m.granularity if m else Fraction(1)
+            sens = sorted(set(m.thresholds())) if m else [1]
+            sigmas = [float(math.sqrt(gaussian_sigma2(s, r)) * g) for s in sens]
+            noise.append({"aggregate": p.label, "mechanism": "discrete_gaussian", "rho": fmt(r),
+                          "sensitivity": [float(s * g) for s in sens], "sigma": sigmas,
+                          "moe95": [moe95_discrete_gaussian(s / float(g)) * float(g) for s in sigmas]})
+        public = {k: len(plan.table.keys[k].keyset or ()) for k in plan.keys}
+        notes = ["every key of the public keysets is returned (empty groups as noise on zero); other keys are dropped"] if plan.keys else []
+        return Explanation(sql=sql, table=plan.table.name, keys=plan.keys, public_keys=public,
+                           exact_sql=exact_sql(plan, schema), reference_sql=reference_sql(plan, schema),
+                           noise=tuple(noise), rho=rho_q, policy_terms=self._policy_terms(plan, rhos),
+                           finish_sql=plan.finish.sql("duckdb", pretty=False), notes=tuple(notes))
+
+    # ------------------------------------------------------------------ execute
+    def execute(self, sql: str, parameters: Any = None, rho: Any = None) -> Result:
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        plan = self.plan(sql, parameters)
+        rho_q = parse_rho(rho) if rho is not None else self.rho
+        self.ledger.check(rho_q)  # refuse early; the binding check is the charge below
+        rhos = self._budget_split(plan, rho_q)
+        schema = self.schema[plan.table.name]
+        query = exact_sql(plan, schema)
+        self._check_units(plan.table.name)
+        timings["plan"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        exact_rows = self.engine.run(query)
+        timings["execute"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        domain = self._domain(plan)
+        nk = len(plan.keys)
+        exact_by_cell = {tuple(row[:nk]): row[nk:] for row in exact_rows}
+        del exact_rows
+        columns: dict[str, Any] = {k: [cell[i] for cell in domain] for i, k in enumerate(plan.keys)}
+        noise_terms: list[NoiseTerm] = []
+        sigmas_by_prim: list[np.ndarray] = []
+        for i, (p, r) in enumerate(zip(plan.primitives, rhos)):
+            m = plan.table.measures.get(p.column) if p.kind == "sum" else None
+            g = m.granularity if m else Fraction(1)
+            sens = self._sensitivities(plan, domain, p)
+            sigma2 = [gaussian_sigma2(s, r) for s in sens]
+            noise = sample_discrete_gaussian(sigma2, self.rng)
+            exact = [int(exact_by_cell[cell][i] or 0) if cell in exact_by_cell else 0 for cell in domain]
+            noisy = [e + int(n) for e, n in zip(exact, noise)]
+            del exact
+            sig_units = np.array([math.sqrt(s2) for s2 in sigma2], dtype=float)
+            columns[primitive_column(i)] = _as_array(noisy, g)
+            columns[sigma_column(i)] = sig_units * float(g)
+            sigmas_by_prim.append(sig_units * float(g))
+            distinct = sorted(set(sens))
+            noise_terms.append(NoiseTerm(
+                aggregate=p.label, rho=r,
+                sensitivity=tuple(float(s * g) for s in distinct),
+                sigma=tuple(float(math.sqrt(gaussian_sigma2(s, r)) * g) for s in distinct),
+                moe95=tuple(moe95_discrete_gaussian(math.sqrt(gaussian_sigma2(s, r))) * float(g) for s in distinct)))
+        del exact_by_cell
+        timings["noise"] = time.perf_counter() - t0
+
+        # Charge BEFORE anything derived from the noisy values is returned.
+        t0 = time.perf_counter()
+        terms = self._policy_terms(plan, rhos)
+        self.ledger.charge(Charge(query=sql, rho=rho_q, mechanism="discrete_gaussian", policy_terms=terms, analyst=self.analyst))
+        timings["charge"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        n_visible = len(plan.outputs)
+        hidden = [exp.column(c, quoted=True) for i in range(len(plan.primitives)) for c in (primitive_column(i), sigma_column(i))]
+        finish = plan.finish.copy().select(*hidden)
+        names, types, rows = engine_mod.finish(columns, finish.sql("duckdb"))
+        col_errors = _column_errors(plan, rows, n_visible)
+        visible = [tuple(r[:n_visible]) for r in rows]
+        timings["finish"] = time.perf_counter() - t0
+
+        receipt = Receipt(rho=rho_q, delta=Fraction(0), mechanism="discrete_gaussian", table=plan.table.name,
+                          noise=tuple(noise_terms), columns=col_errors, policy_terms=terms,
+                          budget_spent=self.ledger.spent, budget_total=self.ledger.total_rho)
+        return Result(columns=tuple(names[:n_visible]), types=tuple(types[:n_visible]), rows=visible,
+                      receipt=receipt, timings=timings)
+
+
+def _as_array(noisy: list[int], g: Fraction) -> np.ndarray:
+    if g == 1:
+        if noisy and max(abs(v) for v in noisy) >= 2**62:
+            return np.array([float(v) for v in noisy])
+        return np.array(noisy, dtype=np.int64)
+    return np.array([float(v * g) for v in noisy])
+
+
+def _column_errors(plan: Plan, rows: list[tuple[Any, ...]], n_visible: int) -> dict[str, Any]:
+    """Per-row σ and 95% MOE of each visible column, read from the hidden columns the finish
+    query carried along (so they follow HAVING / ORDER BY / LIMIT)."""
+    out = {}
+    for j, oc in enumerate(plan.outputs):
+        if oc.primitive is not None:
+            i = oc.primitive
+            sig = tuple(float(r[n_visible + 2 * i + 1]) for r in rows)
+            g = _granularity(plan, plan.primitives[i])
+            moe = tuple(moe95_discrete_gaussian(s / g) * g for s in sig)
+            out[oc.name] = ColumnError(oc.name, sig, moe)
+        elif oc.ratio is not None:
+            s_i, c_i = oc.ratio
+            sig_list: list[float | None] = []
+            for r in rows:
+                s, s_sig = r[n_visible + 2 * s_i], r[n_visible + 2 * s_i + 1]
+                c, c_sig = r[n_visible + 2 * c_i], r[n_visible + 2 * c_i + 1]
+                if c is None or c < 1:
+                    sig_list.append(None)
+                else:
+                    # Delta method for S/C with independent noise: computed from noisy values only.
+                    sig_list.append(math.sqrt(s_sig**2 + (float(s) / c) ** 2 * c_sig**2) / c)
+            out[oc.name] = ColumnError(oc.name, tuple(sig_list), tuple(None if s is None else 1.96 * s for s in sig_list),
+                                       note="approximate (delta method on noisy SUM / noisy COUNT)")
+    return out
+
+
+def _granularity(plan: Plan, p: Primitive) -> float:
+    if p.kind == "sum":
+        return float(plan.table.measures[p.column].granularity)
+    return 1.0
+
+
+def bind_parameters(tree: exp.Expression, parameters: Any) -> exp.Expression:
+    """Replace ``?`` placeholders (paramstyle ``qmark``) by literals, in order."""
+    values = list(parameters)
+    placeholders = list(tree.find_all(exp.Placeholder))
+    if len(placeholders) != len(values):
+        raise QueryRefused(f"the query has {len(placeholders)} parameter(s) but {len(values)} value(s) were given",
+                           code="DP118")
+    for node, value in zip(placeholders, values):
+        if value is None:
+            lit: exp.Expression = exp.Null()
+        elif isinstance(value, bool):
+            lit = exp.Boolean(this=value)
+        elif isinstance(value, (int, float)):
+            lit = exp.Literal.number(value)
+        elif isinstance(value, str):
+            lit = exp.Literal.string(value)
+        else:
+            raise QueryRefused(f"parameter values must be numbers, strings or None, got {type(value).__name__}", code="DP118")
+        node.replace(lit)
+    return tree
