@@ -1,0 +1,56 @@
+"""The `dpsql` command, run as a user runs it: a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+
+def run(*args: str, env_home: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, DPSQL_HOME=env_home)
+    return subprocess.run([sys.executable, "-m", "dpsql.cli", *args], capture_output=True, text=True,
+                          env=env, input=stdin, timeout=120)
+
+
+def test_query_json(demo):
+    home = str(demo[0].parent)
+    p = run("query", "SELECT naics2, SUM(payann) AS pay FROM establishments GROUP BY naics2", "--json", env_home=home)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["columns"] == ["naics2", "pay"] and len(out["rows"]) == 24
+    assert out["receipt"]["rho"] == "0.1" and out["receipt"]["columns"]["pay"]["sigma"][0] > 0
+
+
+def test_query_table_and_stdin(demo):
+    home = str(demo[0].parent)
+    p = run("query", "-", "--rho", "0.5", "--db", str(demo[0]), "--policy", str(demo[1]), env_home=home,
+            stdin="SELECT state, COUNT(*) AS n FROM establishments GROUP BY state")
+    assert p.returncode == 0, p.stderr
+    assert "± " in p.stdout and "charged rho=0.5" in p.stdout and "(51 rows)" in p.stdout
+
+
+def test_refusal_json_and_exit_code(demo):
+    home = str(demo[0].parent)
+    p = run("query", "SELECT id, payann FROM establishments", "--json", env_home=home)
+    assert p.returncode == 1
+    assert json.loads(p.stdout)["error"]["code"] == "DP201"
+    p = run("query", "SELECT county, COUNT(*) FROM establishments GROUP BY county", env_home=home)
+    assert p.returncode == 1 and "DP205" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_explain(demo):
+    home = str(demo[0].parent)
+    p = run("explain", "SELECT AVG(payann) FROM establishments WHERE state = 'CA'", env_home=home)
+    assert p.returncode == 0, p.stderr
+    assert "UNNEST(RANGE(" in p.stdout and "SUM(\"payann\")" in p.stdout and "policy terms" in p.stdout
+    p = run("explain", "SELECT AVG(payann) FROM establishments", "--json", env_home=home)
+    assert json.loads(p.stdout)["exact_sql"].startswith("SELECT")
+
+
+def test_demo_command(demo):
+    home = str(demo[0].parent)
+    p = run("demo", env_home=home)
+    assert p.returncode == 0, p.stderr
+    assert str(demo[0]) in p.stdout and "± " in p.stdout and "budget spent" in p.stdout
