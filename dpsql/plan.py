@@ -214,14 +214,21 @@ class _Planner:
         """Unqualified, quoted, lower-case column names; casts made total (TRY_CAST) so that
         no row can make the query fail (a failure that depends on the data would leak it)."""
 
-        def fix(node: exp.Expression) -> exp.Expression:
+        def columns(node: exp.Expression) -> exp.Expression:
             if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
                 return exp.column(self.column_name(node), quoted=True)
-            if isinstance(node, exp.Cast) and not isinstance(node, exp.TryCast):
-                return exp.TryCast(this=node.this, to=node.to)
             return node
 
-        return tree.transform(fix)
+        tree = tree.transform(columns)
+        # In place, every cast at any depth (transform() would not descend into a replaced node).
+        for node in list(tree.find_all(exp.Cast)):
+            if not isinstance(node, exp.TryCast):
+                replacement = exp.TryCast(this=node.this, to=node.to)
+                if node is tree:
+                    tree = replacement
+                else:
+                    node.replace(replacement)
+        return tree
 
     def group_keys(self, items: list[exp.Expression], aliases: dict[str, exp.Expression]) -> list[str]:
         group = self.select.args.get("group")

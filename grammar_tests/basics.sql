@@ -1,0 +1,52 @@
+# title: count of units over the whole table
+# execute: true
+SELECT COUNT(*) FROM establishments;
+SELECT COUNT(*) AS "__p0" FROM "establishments";
+
+# title: sum of a measure runs over split rows, grouped by a public key
+# execute: true
+SELECT naics2, SUM(payann) FROM establishments GROUP BY naics2;
+SELECT "naics2" AS "naics2", SUM("payann") AS "__p0" FROM "establishments" GROUP BY "naics2";
+
+# title: avg of a NOT NULL measure shares the count of units
+# execute: true
+SELECT state, COUNT(*), AVG(employees) FROM establishments GROUP BY state;
+SELECT "state" AS "state", COUNT(*) AS "__p0", SUM("employees") AS "__p1" FROM "establishments" GROUP BY "state";
+
+# title: the where filter runs inside TRY and casts become TRY_CAST
+# execute: true
+SELECT SUM(payqtr1) FROM establishments WHERE CAST(naics2 AS INT) > 50 AND state IN ('CA', 'NY');
+SELECT SUM("payqtr1") AS "__p0" FROM "establishments" WHERE TRY(TRY_CAST("naics2" AS INT) > 50 AND "state" IN ('CA', 'NY'));
+
+# title: alias, qualified columns, mixed case and a trailing comment
+# execute: true
+select E.NAICS2 as sector, sum(E.PayAnn) as pay from Establishments e group by sector -- by sector
+;
+SELECT "naics2" AS "naics2", SUM("payann") AS "__p0" FROM "establishments" GROUP BY "naics2";
+
+# title: group by ordinal over two public keys
+# execute: true
+SELECT state, naics2, COUNT(*) FROM establishments GROUP BY 1, 2;
+SELECT "state" AS "state", "naics2" AS "naics2", COUNT(*) AS "__p0" FROM "establishments" GROUP BY "state", "naics2";
+
+# title: count of units written as count distinct of the unit
+SELECT COUNT(DISTINCT id) FROM establishments;
+SELECT COUNT(*) AS "__p0" FROM "establishments";
+
+# title: arithmetic over aggregates shares primitives
+SELECT naics2, SUM(payann) / COUNT(*) AS pay_per_est, COUNT(*) FROM establishments GROUP BY naics2;
+SELECT "naics2" AS "naics2", SUM("payann") AS "__p0", COUNT(*) AS "__p1" FROM "establishments" GROUP BY "naics2";
+
+# title: non-integer measure scaled to its granularity
+# execute: true
+SELECT SUM(latency_ms) FROM devices;
+SELECT SUM(TRY_CAST(ROUND("latency_ms" * 10 / 1) AS HUGEINT)) AS "__p0" FROM "devices";
+
+# title: paper table 2 payroll by industry
+# execute: true
+SELECT industry, SUM(payroll), SUM(employees) FROM paper_table2 GROUP BY industry;
+SELECT "industry" AS "industry", SUM("payroll") AS "__p0", SUM("employees") AS "__p1" FROM "paper_table2" GROUP BY "industry";
+
+# title: having order by and limit are post-processing only
+SELECT naics2, SUM(payann) AS pay FROM establishments GROUP BY naics2 HAVING COUNT(*) > 100 ORDER BY pay DESC LIMIT 3;
+SELECT "naics2" AS "naics2", SUM("payann") AS "__p0", COUNT(*) AS "__p1" FROM "establishments" GROUP BY "naics2";

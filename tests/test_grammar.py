@@ -1,0 +1,93 @@
+"""Runs the SQL corpus in grammar_tests/ (format: grammar_tests/README.md)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import sqlglot
+
+from dpsql.errors import DpsqlError
+from dpsql.rewrite import exact_sql, reference_sql
+
+CORPUS = Path(__file__).resolve().parent.parent / "grammar_tests"
+
+
+@dataclass
+class Case:
+    file: str
+    line: int
+    meta: dict[str, str]
+    sql: str
+    expected: str | None = None
+    id: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.id = self.meta.get("title", f"{self.file}:{self.line}")
+
+
+def _chunks(text: str):
+    """(line, metadata, sql) per ';'-separated chunk."""
+    line = 1
+    for raw in text.split(";"):
+        meta: dict[str, str] = {}
+        body: list[str] = []
+        start = None
+        for i, ln in enumerate(raw.split("\n")):
+            s = ln.strip()
+            m = re.match(r"#\s*(\w+):\s*(.*)", s)
+            if m and not body:
+                meta[m.group(1)] = m.group(2).strip()
+                start = start or line + i
+            elif s and not s.startswith("--"):
+                body.append(ln)
+                start = start or line + i
+        line += raw.count("\n")
+        if body:
+            yield start, meta, "\n".join(body).strip()
+
+
+def load_cases() -> list[Case]:
+    cases: list[Case] = []
+    for path in sorted(CORPUS.glob("*.sql")):
+        chunks = list(_chunks(path.read_text()))
+        if path.stem.endswith("__refused"):
+            cases += [Case(path.name, ln, meta, sql) for ln, meta, sql in chunks]
+        else:
+            assert len(chunks) % 2 == 0, f"{path.name}: accepted cases come in input; expected; pairs"
+            for (ln, meta, sql), (_, _, expected) in zip(chunks[::2], chunks[1::2]):
+                cases.append(Case(path.name, ln, meta, sql, expected))
+    titles = [c.id for c in cases]
+    assert len(titles) == len(set(titles)), "titles must be unique"
+    return cases
+
+
+CASES = load_cases()
+
+
+def norm(sql: str) -> str:
+    return sqlglot.parse_one(sql, read="duckdb").sql("duckdb", normalize=True)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_corpus(session, case: Case):
+    where = f"{case.file}:{case.line} ({case.id})"
+    if case.expected is None:
+        with pytest.raises(DpsqlError) as err:
+            session.plan(case.sql)
+        assert err.value.code == case.meta["error"], f"{where}: {err.value}"
+        return
+    assert "error" not in case.meta, f"{where}: an accepted case cannot carry # error"
+    plan = session.plan(case.sql)
+    got = exact_sql(plan, session.schema[plan.table.name])
+    assert norm(got) == norm(case.expected), f"{where}\n got: {got}"
+    if case.meta.get("execute") == "true":
+        schema = session.schema[plan.table.name]
+        assert sorted(session.engine.run(case.expected), key=repr) == \
+            sorted(session.engine.run(reference_sql(plan, schema)), key=repr), where
+
+
+def test_corpus_is_not_empty():
+    assert sum(c.expected is None for c in CASES) >= 10 and sum(c.expected is not None for c in CASES) >= 10
