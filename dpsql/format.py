@@ -22,7 +22,7 @@ def _cell(value: Any) -> str:
 def _moe(value: float | None) -> str:
     if value is None:
         return ""
-    return f"{value:.3g}" if value < 1e6 else f"{value:.0f}"
+    return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def table(result: Result, show: str = "moe") -> str:
