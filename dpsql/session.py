@@ -20,6 +20,7 @@ from sqlglot import exp
 
 from . import engine as engine_mod
 from .errors import DatabaseFileError, PolicyFileError, QueryRefused
+from .intercept import intercept
 from .ledger import Charge, Ledger, fmt, parse_rho
 from .mechanisms import gaussian_sigma2, moe95_discrete_gaussian, sample_discrete_gaussian
 from .parse import parse
@@ -208,6 +209,8 @@ class Session:
     def execute(self, sql: str, parameters: Any = None, rho: Any = None) -> Result:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
+        if parameters is None and (answered := intercept(self, sql)) is not None:
+            return answered
         plan = self.plan(sql, parameters)
         rho_q = parse_rho(rho) if rho is not None else self.rho
         self.ledger.check(rho_q)  # refuse early; the binding check is the charge below
