@@ -18,6 +18,9 @@ import numpy as np
 
 from .errors import DatabaseFileError, DpsqlInternalError, QueryRefused
 
+#: (file, size, mtime, table, unit) -> whether the unit column is unique, for this process.
+_UNIQUE_UNITS: dict[tuple[Any, ...], bool] = {}
+
 LOCKDOWN = {
     "enable_external_access": False,
     "autoload_known_extensions": False,
@@ -70,9 +73,24 @@ class Engine:
 
     def units_unique(self, table: str, unit: str) -> bool:
         """Whether the privacy-unit column identifies one row (a configuration check of the
-        data owner's policy; the answer is never shown to analysts beyond pass/fail)."""
-        q = f'SELECT COUNT(*) = COUNT(DISTINCT "{unit}") AND COUNT("{unit}") = COUNT(*) FROM "{table}"'
-        return bool(self._run(q)[0][0])
+        data owner's policy; the answer is never shown to analysts beyond pass/fail).
+
+        A PRIMARY KEY (or UNIQUE and NOT NULL) on the column proves it from the catalog;
+        otherwise one scan, remembered per process for this file as long as it is unchanged.
+        """
+        constraints = self._con.execute(
+            "SELECT constraint_type FROM duckdb_constraints() WHERE schema_name = 'main' "
+            "AND lower(table_name) = ? AND len(constraint_column_names) = 1 "
+            "AND lower(constraint_column_names[1]) = ?", [table, unit]).fetchall()
+        kinds = {c[0] for c in constraints}
+        if "PRIMARY KEY" in kinds or {"UNIQUE", "NOT NULL"} <= kinds:
+            return True
+        stat = self.path.stat()
+        key = (str(self.path.resolve()), stat.st_size, stat.st_mtime_ns, table, unit)
+        if key not in _UNIQUE_UNITS:
+            q = f'SELECT COUNT(*) = COUNT(DISTINCT "{unit}") AND COUNT("{unit}") = COUNT(*) FROM "{table}"'
+            _UNIQUE_UNITS[key] = bool(self._run(q)[0][0])
+        return _UNIQUE_UNITS[key]
 
     def run(self, sql: str) -> list[tuple[Any, ...]]:
         """Run a rewritten query; returns exact per-group rows that must never leave the engine."""
@@ -96,30 +114,37 @@ class Engine:
         self._con.interrupt()
 
 
-def finish(columns: dict[str, np.ndarray | list[Any]], sql: str) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
-    """Run the finish SELECT (HAVING, ORDER BY, LIMIT, arithmetic) over the noisy relation.
+class Finisher:
+    """Runs the finish SELECT (HAVING, ORDER BY, LIMIT, arithmetic) over noisy cells.
 
-    The connection is in memory and holds only the noisy cells given here.
-
-    Returns:
-        (column names, DuckDB type names, rows)
+    One in-memory DuckDB per session, locked down like the engine's connection before it sees
+    anything; each query registers its noisy cells on a fresh cursor (a registered relation is
+    visible to that cursor only) and closes it. Opening a connection per query cost 15-25 ms
+    (docs/performance.md).
     """
-    # Loaded before the lockdown: DuckDB reads Python objects through a replacement scan,
-    # which external-access lockdown disables. Nothing but `data` is in scope to be scanned.
-    con = duckdb.connect(":memory:")
-    try:
-        data = {name: _column_array(values) for name, values in columns.items()}
-        con.execute("CREATE TABLE __noisy AS SELECT * FROM data")
+
+    def __init__(self) -> None:
+        self._con = duckdb.connect(":memory:")
         for setting, value in LOCKDOWN.items():
-            con.execute(f"SET {setting} = {str(value).lower()}")
-        cur = con.execute(sql)
-        names = [d[0] for d in cur.description]
-        types = [str(d[1]) for d in cur.description]
-        return names, types, cur.fetchall()
-    except duckdb.Error as exc:
-        raise DpsqlInternalError(f"post-processing of the noisy values failed ({type(exc).__name__}: {exc})") from None
-    finally:
-        con.close()
+            self._con.execute(f"SET {setting} = {str(value).lower()}")
+
+    def run(self, columns: dict[str, np.ndarray | list[Any]], sql: str) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
+        """Returns (column names, DuckDB type names, rows) of ``sql`` over ``__noisy``."""
+        cur = self._con.cursor()
+        try:
+            cur.register("__noisy", {name: _column_array(values) for name, values in columns.items()})
+            cur.execute(sql)
+            names = [d[0] for d in cur.description]
+            types = [str(d[1]) for d in cur.description]
+            return names, types, cur.fetchall()
+        except duckdb.Error as exc:
+            # Only noisy, already charged values are in this connection: the message is safe.
+            raise DpsqlInternalError(f"post-processing of the noisy values failed ({type(exc).__name__}: {exc})") from None
+        finally:
+            cur.close()
+
+    def close(self) -> None:
+        self._con.close()
 
 
 def _column_array(values: np.ndarray | list[Any]) -> np.ndarray:

@@ -62,10 +62,65 @@ def value_sql(measure: Measure, column_type: str, max_splits: int | None) -> str
     return value
 
 
-def _where_sql(plan: Plan) -> str:
+STRING_TYPES = ("VARCHAR", "TEXT", "STRING", "CHAR")
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+
+
+def _kind(node: exp.Expression, schema: dict[str, str]) -> str | None:
+    """'text' / 'number' for a column or literal whose type is plain, else None."""
+    if isinstance(node, exp.Column):
+        t = schema.get(node.name, "").upper()
+        if t.startswith(STRING_TYPES):
+            return "text"
+        if t.startswith(INTEGER_TYPES + ("DOUBLE", "FLOAT", "REAL", "DECIMAL")):
+            return "number"
+        return None
+    if isinstance(node, exp.Literal):
+        return "text" if node.is_string else "number"
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+        return "number"
+    return None
+
+
+def cannot_fail(node: exp.Expression, schema: dict[str, str]) -> bool:
+    """True for conditions that no row can make fail: comparisons, IN, BETWEEN, LIKE and
+    IS NULL between columns and literals of the same kind (text with text, number with
+    number), combined with AND / OR / NOT. Everything else may raise on some value (a cast,
+    arithmetic overflow, a text column compared with a number) and runs inside TRY()."""
+    if isinstance(node, (exp.And, exp.Or)):
+        return cannot_fail(node.left, schema) and cannot_fail(node.right, schema)
+    if isinstance(node, (exp.Not, exp.Paren)):
+        return cannot_fail(node.this, schema)
+    if isinstance(node, exp.Is):
+        return isinstance(node.this, exp.Column) and isinstance(node.expression, exp.Null)
+    if isinstance(node, (*_COMPARISONS, exp.Like, exp.ILike)):
+        kinds = {_kind(node.left, schema), _kind(node.right, schema)}
+        if isinstance(node, (exp.Like, exp.ILike)) and kinds != {"text"}:
+            return False
+        return len(kinds) == 1 and None not in kinds
+    if isinstance(node, exp.In):
+        if node.args.get("query") or node.args.get("unnest"):
+            return False
+        kinds = {_kind(node.this, schema)} | {_kind(e, schema) for e in node.expressions}
+        return len(kinds) == 1 and None not in kinds
+    if isinstance(node, exp.Between):
+        kinds = {_kind(node.this, schema), _kind(node.args["low"], schema), _kind(node.args["high"], schema)}
+        return len(kinds) == 1 and None not in kinds
+    return False
+
+
+def _where_sql(plan: Plan, schema: dict[str, str]) -> str:
+    """The WHERE clause. Each top-level conjunct that could fail on some row runs inside
+    TRY(), so that row is filtered out instead of failing the query (whether a query fails
+    must not depend on private rows); the others run bare and keep DuckDB's filter pushdown
+    and zone maps (TRY() made a selective filter 2x slower, docs/performance.md)."""
     if plan.where is None:
         return ""
-    return f"\nWHERE TRY({plan.where.sql('duckdb')})"
+    parts = list(plan.where.flatten()) if isinstance(plan.where, exp.And) else [plan.where]
+    sql = " AND ".join(
+        (f"({p.sql('duckdb')})" if isinstance(p, (exp.Or,)) else p.sql("duckdb")) if cannot_fail(p, schema)
+        else f"TRY({p.sql('duckdb')})" for p in parts)
+    return f"\nWHERE {sql}"
 
 
 def exact_sql(plan: Plan, schema: dict[str, str]) -> str:
@@ -80,7 +135,7 @@ def exact_sql(plan: Plan, schema: dict[str, str]) -> str:
             m = t.measures[p.column]
             agg = f"SUM({value_sql(m, schema[m.name], t.max_splits)})"
         cols.append(f"{agg} AS {_q(primitive_column(i))}")
-    sql = f"SELECT {', '.join(cols)}\nFROM {_q(t.name)}{_where_sql(plan)}"
+    sql = f"SELECT {', '.join(cols)}\nFROM {_q(t.name)}{_where_sql(plan, schema)}"
     if plan.keys:
         sql += f"\nGROUP BY {', '.join(_q(k) for k in plan.keys)}"
     return sql
@@ -118,7 +173,7 @@ def reference_sql(plan: Plan, schema: dict[str, str]) -> str:
     measures = [t.measures[m] for m in plan.split_measures]
     counted = sorted({p.column for p in plan.primitives if p.kind == "count" and p.column})
     carry = list(plan.keys) + [c for c in counted if c not in plan.keys and c not in plan.split_measures]
-    where = _where_sql(plan).replace("\n", " ")
+    where = _where_sql(plan, schema).replace("\n", " ")
     split = split_relation_sql(t, measures, schema, carry, where)
     out = [f"{_q(k)} AS {_q(k)}" for k in plan.keys]
     for i, p in enumerate(plan.primitives):

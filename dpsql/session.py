@@ -80,9 +80,11 @@ class Session:
         self.analyst = analyst
         self._units_checked: set[str] = set()
         self.database = database
+        self.finisher = engine_mod.Finisher()
 
     def close(self) -> None:
         self.engine.close()
+        self.finisher.close()
 
     def set_rho(self, rho: Any) -> None:
         self.rho = parse_rho(rho)
@@ -236,12 +238,16 @@ class Session:
             m = plan.table.measures.get(p.column) if p.kind == "sum" else None
             g = m.granularity if m else Fraction(1)
             sens = self._sensitivities(plan, domain, p)
-            sigma2 = [gaussian_sigma2(s, r) for s in sens]
-            noise = sample_discrete_gaussian(sigma2, self.rng)
+            by_sens = {s: gaussian_sigma2(s, r) for s in set(sens)}  # a handful of distinct values
+            if len(by_sens) == 1:
+                noise = sample_discrete_gaussian(next(iter(by_sens.values())), self.rng, size=len(domain))
+            else:
+                noise = sample_discrete_gaussian([by_sens[s] for s in sens], self.rng)
             exact = [int(exact_by_cell[cell][i] or 0) if cell in exact_by_cell else 0 for cell in domain]
-            noisy = [e + int(n) for e, n in zip(exact, noise)]
+            noisy = [e + int(n) for e, n in zip(exact, noise.tolist())]
             del exact
-            sig_units = np.array([math.sqrt(s2) for s2 in sigma2], dtype=float)
+            sqrt_by_sens = {s: math.sqrt(v) for s, v in by_sens.items()}
+            sig_units = np.array([sqrt_by_sens[s] for s in sens], dtype=float)
             columns[primitive_column(i)] = _as_array(noisy, g)
             columns[sigma_column(i)] = sig_units * float(g)
             sigmas_by_prim.append(sig_units * float(g))
@@ -264,7 +270,7 @@ class Session:
         n_visible = len(plan.outputs)
         hidden = [exp.column(c, quoted=True) for i in range(len(plan.primitives)) for c in (primitive_column(i), sigma_column(i))]
         finish = plan.finish.copy().select(*hidden)
-        names, types, rows = engine_mod.finish(columns, finish.sql("duckdb"))
+        names, types, rows = self.finisher.run(columns, finish.sql("duckdb"))
         col_errors = _column_errors(plan, rows, n_visible)
         visible = [tuple(r[:n_visible]) for r in rows]
         timings["finish"] = time.perf_counter() - t0
