@@ -1,5 +1,7 @@
-"""The `dpsql` command: one-shot subcommands with text or --json output.
+"""The `dpsql` command: the interactive prompt, and one-shot subcommands with text or --json output.
 
+    dpsql [DATABASE] [--policy FILE]   the SQL prompt (the demo database when none is given);
+                                   reads statements from standard input when it is not a terminal
     dpsql demo                     build the demo database if needed and run a sample query
     dpsql query "SQL"              answer a query with noise; charges the budget
     dpsql explain "SQL"            show the plan, the exact SQL and the noise; charges nothing
@@ -29,10 +31,19 @@ def _connection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
+COMMANDS = ("demo", "query", "explain")
+REPL_USAGE = "dpsql [DATABASE] [--policy FILE] [--rho R] [--sigma]"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="dpsql", description="Differentially private GROUP BY aggregates (COUNT, SUM, AVG) over a DuckDB file.",
-        epilog="Start with `dpsql demo`. Docs: README.md and docs/ in the source tree.")
+        prog="dpsql", usage=f"{REPL_USAGE}\n       dpsql COMMAND ...",
+        description="Differentially private GROUP BY aggregates (COUNT, SUM, AVG) over a DuckDB file. "
+                    "Without a COMMAND: the interactive SQL prompt on DATABASE (default: the demo database), "
+                    "with options --policy FILE, --rho R and --sigma; it reads statements from standard input "
+                    "when that is not a terminal.",
+        epilog="Start with `dpsql` (the prompt on the demo database) or `dpsql demo`. "
+               "Docs: README.md and docs/ in the source tree.")
     parser.add_argument("--version", action="version", version="dpsql 0.1.0")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -51,14 +62,51 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def build_repl_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dpsql", usage=REPL_USAGE,
+        description="The interactive SQL prompt: each query is answered with differential-privacy noise and "
+                    "charged to your budget. When standard input is not a terminal, statements are read from it "
+                    "(exit status 1 at the first error). Other commands: dpsql {demo,query,explain} --help.")
+    parser.add_argument("database", nargs="?", metavar="DATABASE",
+                        help="DuckDB database file (default: the demo database; write ./NAME for a file named like a command)")
+    parser.add_argument("--db", metavar="FILE", help=argparse.SUPPRESS)  # as in the subcommands
+    parser.add_argument("--policy", metavar="FILE", help="policy file (default: <db>.policy.toml beside the database)")
+    parser.add_argument("--rho", metavar="R", help="zCDP budget per query (default: the policy's default_rho); \\set rho R changes it")
+    parser.add_argument("--sigma", action="store_true", help="show σ instead of the 95%% margin of error")
+    return parser
+
+
+def _names_command(argv: list[str]) -> bool:
+    """Whether ``argv`` is for a subcommand (or the top-level help): its first positional word is a
+    command name. Values of the prompt's options are skipped, so `--policy demo` is not the command."""
+    takes_value = {"--db", "--policy", "--rho"}
+    words = iter(argv)
+    for word in words:
+        if word in takes_value:
+            next(words, None)
+        elif not word.startswith("-"):
+            return word in COMMANDS
+    return any(w in ("-h", "--help", "--version") for w in argv)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 0
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if _names_command(argv):
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return 0
+    else:
+        parser = build_repl_parser()
+        args, extra = parser.parse_known_args(argv)
+        args.command = "repl"
+        _check_repl_args(parser, args)
+        if extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
-        return {"demo": _demo, "query": _query, "explain": _explain}[args.command](args)
+        return {"demo": _demo, "query": _query, "explain": _explain, "repl": _repl}[args.command](args)
     except DpsqlError as exc:
         return _fail(args, exc.to_dict(), str(exc))
     except KeyboardInterrupt:
@@ -106,6 +154,24 @@ def _explain(args: argparse.Namespace) -> int:
         ex = con.explain(_sql(args))
     print(fmt_mod.to_json(ex.to_dict()) if args.json else fmt_mod.explanation(ex))
     return 0
+
+
+def _check_repl_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.database and args.db:
+        parser.error("give the database once: as DATABASE or as --db")
+    args.database = args.database or args.db
+    if args.database and not os.path.exists(args.database) and "." not in os.path.basename(args.database):
+        parser.error(f"{args.database!r} is neither a command ({', '.join(COMMANDS)}) nor a database file")
+
+
+def _repl(args: argparse.Namespace) -> int:
+    from .repl import main as repl_main
+
+    if args.database is None:  # building the demo takes a second on first use: say so
+        from .demo_db import ensure_demo
+
+        ensure_demo(progress=lambda msg: print(f"  {msg}", file=sys.stderr, flush=True))
+    return repl_main(args.database, args.policy, args.rho, display="sigma" if args.sigma else "moe")
 
 
 def _demo(args: argparse.Namespace) -> int:

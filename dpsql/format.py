@@ -103,3 +103,61 @@ def _json_default(v: Any) -> Any:
 
 def to_json(obj: Any) -> str:
     return json.dumps(obj, default=_json_default, indent=2)
+
+
+# --------------------------------------------------------------------------- the REPL's additions
+
+
+def grid(headers: list[str], rows: list[list[Any]]) -> str:
+    """An aligned text table of plain values, drawn like :func:`table` (numbers to the right)."""
+    body = [[_cell(v) for v in row] for row in rows]
+    widths = [max([len(h)] + [len(b[i]) for b in body]) for i, h in enumerate(headers)]
+    numeric = [bool(rows) and all(_is_number(r[i]) for r in rows) for i in range(len(headers))]
+
+    def render(cells: list[str]) -> str:
+        return " | ".join(c.rjust(w) if n else c.ljust(w) for c, w, n in zip(cells, widths, numeric)).rstrip()
+
+    return "\n".join([render(headers), "-+-".join("-" * w for w in widths), *(render(b) for b in body)])
+
+
+def status(result: Result, show: str = "moe") -> str:
+    """The line under a result: :func:`footer`, saying σ instead of ± when σ is shown, and
+    "nothing charged" for answers that released nothing private (settings, the schema)."""
+    rc = result.receipt
+    if rc.rho == 0:
+        n = len(result.rows)
+        return (f"({n} row{'s' if n != 1 else ''}) nothing charged; "
+                f"budget spent {fmt(rc.budget_spent)} of {fmt(rc.budget_total)}, {fmt(rc.budget_remaining)} left.")
+    text = footer(result)
+    if show == "sigma":
+        text = text.replace("± is the 95% margin of error.", "(σ …) is the standard deviation of the noise.")
+    return text
+
+
+def error(exc: Any, sql: str | None = None) -> str:
+    """A refusal as psql shows one: the message, the SQL line with a caret under the column, the hint.
+
+    ``exc`` carries ``code``, ``message``, ``line``, ``column`` (1-based) and ``hint``
+    (a :class:`~dpsql.errors.DpsqlError`).
+    """
+    out = [f"{exc.code}: {exc.message}"]
+    lines = (sql or "").splitlines()
+    if exc.line and exc.column and 0 < exc.line <= len(lines):
+        text = lines[exc.line - 1].expandtabs(1)
+        col = min(exc.column, len(text) + 1) - 1
+        if len(text) > 100:  # show a window around the column
+            lo = max(0, col - 60)
+            text, col = ("…" if lo else "") + text[lo:lo + 100], col - lo + (1 if lo else 0)
+        prefix = f"LINE {exc.line}: "
+        out += [prefix + text, " " * (len(prefix) + col) + "^"]
+    if exc.hint:
+        out.append(f"Hint: {exc.hint}")
+    return "\n".join(out)
+
+
+def timing(seconds: float, stages: dict[str, float] | None = None) -> str:
+    """``Time: 12.3 ms (plan 1.0, execute 9.1, …)``."""
+    text = f"Time: {seconds * 1000:.1f} ms"
+    if stages:
+        text += " (" + ", ".join(f"{k} {v * 1000:.1f}" for k, v in stages.items()) + ")"
+    return text

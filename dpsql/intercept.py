@@ -43,5 +43,6 @@ def public_result(session: Session, columns: list[str], types: list[str], rows: 
     """A result that released nothing private: its receipt charges zero."""
     led = session.ledger
     receipt = Receipt(rho=Fraction(0), delta=Fraction(0), mechanism="none", table="", noise=(), columns={},
-                      policy_terms=(), budget_spent=led.spent, budget_total=led.total_rho)
+                      policy_terms=(), budget_spent=led.spent, budget_total=led.total_rho,
+                      budget_remaining=led.remaining)
     return Result(columns=tuple(columns), types=tuple(types), rows=rows, receipt=receipt)

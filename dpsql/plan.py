@@ -86,6 +86,16 @@ def sigma_column(i: int) -> str:
     return f"__s{i}"
 
 
+def moe_column(i: int) -> str:
+    return f"__m{i}"
+
+
+def hidden_columns(n_primitives: int) -> list[str]:
+    """Columns the finish SELECT carries after the visible ones, so that every row keeps its
+    own noisy values, σ and MOE through HAVING / ORDER BY / LIMIT: 3 per primitive."""
+    return [c for i in range(n_primitives) for c in (primitive_column(i), sigma_column(i), moe_column(i))]
+
+
 def build_plan(select: exp.Select, sql: str, policy: Policy, schema: dict[str, dict[str, str]],
                not_null: dict[str, set[str]] | None = None) -> Plan:
     """Build the plan of a SELECT that passed ``validate.check_statement``.

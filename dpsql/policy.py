@@ -11,7 +11,9 @@ File format (see ``docs/policy.md``)::
 
     [budget]
     default_rho = 0.1
-    total_rho = 10.0
+    total_rho = 10.0                     # per analyst
+    dataset_rho = 50.0                   # optional: all analysts together
+    ledger = "demo.ledger.sqlite"        # optional: default <policy>.ledger.sqlite beside it
 
     [noise]
     mechanism = "discrete_gaussian"
@@ -41,7 +43,7 @@ from typing import Any
 
 from .errors import PolicyFileError
 
-MECHANISMS = ("discrete_gaussian",)
+MECHANISMS = ("discrete_gaussian", "geometric")
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,10 @@ class TablePolicy:
 @dataclass(frozen=True)
 class Budget:
     default_rho: Fraction
-    total_rho: Fraction
+    total_rho: Fraction  # per analyst
+    dataset_rho: Fraction | None = None  # all analysts together, when set
+    default_epsilon: Fraction = Fraction(1)  # pure-DP ε per query (noise.mechanism = "geometric")
+    ledger: Path | None = None  # the ledger file; default: beside the policy file
 
 
 @dataclass(frozen=True)
@@ -153,11 +158,22 @@ def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
     _only(doc, {"budget", "noise", "tables"}, where, "")
 
     budget_doc = _table(doc.get("budget", {}), where, "budget")
-    _only(budget_doc, {"default_rho", "total_rho"}, where, "budget")
+    _only(budget_doc, {"default_rho", "total_rho", "dataset_rho", "ledger", "default_epsilon"}, where, "budget")
+    default_epsilon = _rho(budget_doc.get("default_epsilon", 1), where, "budget.default_epsilon")
     default_rho = _rho(budget_doc.get("default_rho", 0.1), where, "budget.default_rho")
     total_rho = _rho(budget_doc.get("total_rho", 1.0), where, "budget.total_rho")
     if default_rho > total_rho:
         raise _err(where, "budget.default_rho", "is larger than budget.total_rho")
+    dataset_rho = None
+    if "dataset_rho" in budget_doc:
+        dataset_rho = _rho(budget_doc["dataset_rho"], where, "budget.dataset_rho")
+    ledger = None
+    if "ledger" in budget_doc:
+        if not isinstance(budget_doc["ledger"], str) or not budget_doc["ledger"].strip():
+            raise _err(where, "budget.ledger", "must be a file path (relative paths are relative to the policy file)")
+        ledger = Path(budget_doc["ledger"])
+        if not ledger.is_absolute() and path is not None:
+            ledger = path.parent / ledger
 
     noise_doc = _table(doc.get("noise", {}), where, "noise")
     _only(noise_doc, {"mechanism"}, where, "noise")
@@ -172,7 +188,7 @@ def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
     for name, tdoc in tables_doc.items():
         tp = _table_policy(name, _table(tdoc, where, f"tables.{name}"), where)
         tables[tp.name] = tp
-    return Policy(path=path, tables=tables, budget=Budget(default_rho, total_rho), mechanism=mechanism)
+    return Policy(path=path, tables=tables, budget=Budget(default_rho, total_rho, dataset_rho, default_epsilon, ledger), mechanism=mechanism)
 
 
 def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:

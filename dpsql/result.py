@@ -23,12 +23,14 @@ class NoiseTerm:
     sigma: tuple[float, ...]
     moe95: tuple[float, ...]
     mechanism: str = "discrete_gaussian"
+    epsilon: Fraction | None = None  # pure-DP ε (geometric)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "aggregate": self.aggregate,
             "mechanism": self.mechanism,
             "rho": fmt(self.rho),
+            **({"epsilon": fmt(self.epsilon)} if self.epsilon is not None else {}),
             "sensitivity": list(self.sensitivity),
             "sigma": list(self.sigma),
             "moe95": list(self.moe95),
@@ -65,20 +67,21 @@ class Receipt:
     policy_terms: tuple[dict[str, Any], ...]
     budget_spent: Fraction
     budget_total: Fraction
-
-    @property
-    def budget_remaining(self) -> Fraction:
-        return self.budget_total - self.budget_spent
+    budget_remaining: Fraction
+    charge_id: int | None = None
+    epsilon: Fraction | None = None  # pure-DP ε of the release (geometric mode)  # the ledger row of this release (None when nothing was charged)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "rho": fmt(self.rho),
+            **({"epsilon": fmt(self.epsilon)} if self.epsilon is not None else {}),
             "delta": fmt(self.delta) if self.delta else 0,
             "mechanism": self.mechanism,
             "table": self.table,
             "noise": [n.to_dict() for n in self.noise],
             "columns": {k: v.to_dict() for k, v in self.columns.items()},
             "policy_terms": list(self.policy_terms),
+            "charge_id": self.charge_id,
             "budget": {
                 "spent": fmt(self.budget_spent),
                 "remaining": fmt(self.budget_remaining),

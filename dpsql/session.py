@@ -8,9 +8,12 @@ dropped before anything is returned.
 
 from __future__ import annotations
 
+import getpass
 import itertools
 import math
 import time
+import uuid
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -20,11 +23,13 @@ from sqlglot import exp
 
 from . import engine as engine_mod
 from .errors import DatabaseFileError, PolicyFileError, QueryRefused
+from . import set_statements  # noqa: F401 - registers SET / RESET / SHOW dpsql.*
 from .intercept import intercept
+from . import probes  # noqa: F401 - registers the zero-cost answers to BI tools' probes
 from .ledger import Charge, Ledger, fmt, parse_rho
-from .mechanisms import gaussian_sigma2, moe95_discrete_gaussian, sample_discrete_gaussian
+from .allocate import Allocation, Settings, allocate
 from .parse import parse
-from .plan import Plan, Primitive, build_plan, primitive_column, sigma_column
+from .plan import Plan, Primitive, build_plan, hidden_columns, moe_column, primitive_column, sigma_column
 from .policy import Policy, load_policy
 from .randomness import RandomSource, default_random
 from .result import ColumnError, Explanation, NoiseTerm, Receipt, Result
@@ -33,6 +38,23 @@ from .validate import check_statement
 
 MAX_CELLS = 2_000_000
 NUMERIC_TYPES = INTEGER_TYPES + ("DOUBLE", "FLOAT", "REAL")
+
+
+def ledger_path(policy: Policy) -> Path:
+    """The policy's ledger file: ``budget.ledger``, else ``<policy stem>.ledger.sqlite`` beside it.
+    Chosen by the data owner's policy, never by the analyst's connection."""
+    if policy.budget.ledger is not None:
+        return policy.budget.ledger
+    if policy.path is None:
+        raise PolicyFileError("a policy without a file needs budget.ledger to say where its ledger lives")
+    return policy.path.with_name(policy.path.stem + ".ledger.sqlite")
+
+
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no login name (some containers): one shared analyst
+        return "analyst"
 
 
 def default_policy_path(database: Path) -> Path:
@@ -74,10 +96,18 @@ class Session:
         except Exception:
             self.engine.close()
             raise
-        self.rho = parse_rho(rho) if rho is not None else self.policy.budget.default_rho
-        self.ledger = Ledger(self.policy.budget.total_rho)
+        self.settings = self.default_settings()
+        if rho is not None:
+            self.set_rho(rho)
+        self.analyst = analyst or _os_user()
+        self.session_id = uuid.uuid4().hex[:12]
+        budget = self.policy.budget
+        try:
+            self.ledger = Ledger(ledger_path(self.policy), self.analyst, budget.total_rho, budget.dataset_rho)
+        except Exception:
+            self.engine.close()
+            raise
         self.rng = random_source if random_source is not None else default_random()
-        self.analyst = analyst
         self._units_checked: set[str] = set()
         self.database = database
         self.finisher = engine_mod.Finisher()
@@ -85,9 +115,10 @@ class Session:
     def close(self) -> None:
         self.engine.close()
         self.finisher.close()
+        self.ledger.close()
 
     def set_rho(self, rho: Any) -> None:
-        self.rho = parse_rho(rho)
+        self.settings = replace(self.settings, rho=parse_rho(rho))
 
     # ------------------------------------------------------------------ checks of the policy against the file
     def _check_catalog(self) -> None:
@@ -137,10 +168,21 @@ class Session:
         select = check_statement(tree, sql)
         return build_plan(select, sql, self.policy, self.schema, self.not_null)
 
-    def _budget_split(self, plan: Plan, rho: Fraction) -> list[Fraction]:
-        """Equal split of the query's ρ over its noisy primitives (documented in docs/privacy.md)."""
-        n = len(plan.primitives)
-        return [rho / n] * n
+    def default_settings(self) -> Settings:
+        """The policy's defaults: its mechanism and per-query budget, equal weights, no MOE target."""
+        b = self.policy.budget
+        return Settings(mechanism=self.policy.mechanism, rho=b.default_rho, epsilon=b.default_epsilon)
+
+    @property
+    def rho(self) -> Fraction:
+        return self.settings.rho
+
+    def _allocations(self, plan: Plan, rho: Any = None) -> list[Allocation]:
+        """Each primitive's mechanism and budget (``allocate.py``; docs/privacy.md)."""
+        settings = self.settings if rho is None else replace(self.settings, rho=parse_rho(rho))
+        sens = {p: (1 if p.kind == "count" else plan.table.measures[p.column].max_threshold) for p in plan.primitives}
+        gran = {p: (Fraction(1) if p.kind == "count" else plan.table.measures[p.column].granularity) for p in plan.primitives}
+        return allocate(plan.primitives, settings, sens, gran)
 
     def _domain(self, plan: Plan) -> list[tuple[Any, ...]]:
         keysets = [self.policy.tables[plan.table.name].keys[k].keyset for k in plan.keys]
@@ -162,11 +204,12 @@ class Session:
             return [m.threshold_for(cell[idx]) for cell in domain]
         return [m.max_threshold] * len(domain)
 
-    def _policy_terms(self, plan: Plan, rhos: list[Fraction]) -> tuple[dict[str, Any], ...]:
+    def _policy_terms(self, plan: Plan, allocs: list[Allocation]) -> tuple[dict[str, Any], ...]:
         """The terms this query adds to the public policy function P(r) (paper 000 Lemma 5.1,
-        Lemma 5.6, Table 3): Σ ρ_sum · |A(r)|² + Σ ρ_count."""
-        sum_rho = sum((r for p, r in zip(plan.primitives, rhos) if p.kind == "sum"), Fraction(0))
-        count_rho = sum((r for p, r in zip(plan.primitives, rhos) if p.kind == "count"), Fraction(0))
+        Lemma 5.6, Table 3): Σ ρ_sum · |A(r)|² + Σ ρ_count. A pure ε-DP release enters as its
+        zCDP equivalent ε²/2; a record with k splits then pays (kε)²/2 (group privacy)."""
+        sum_rho = sum((a.rho for a in allocs if a.primitive.kind == "sum"), Fraction(0))
+        count_rho = sum((a.rho for a in allocs if a.primitive.kind == "count"), Fraction(0))
         terms: list[dict[str, Any]] = []
         if sum_rho:
             thresholds: dict[str, Any] = {}
@@ -188,23 +231,27 @@ class Session:
     # ------------------------------------------------------------------ explain
     def explain(self, sql: str, rho: Any = None) -> Explanation:
         plan = self.plan(sql)
-        rho_q = parse_rho(rho) if rho is not None else self.rho
-        rhos = self._budget_split(plan, rho_q)
+        allocs = self._allocations(plan, rho)
         schema = self.schema[plan.table.name]
         noise = []
-        for p, r in zip(plan.primitives, rhos):
+        for a in allocs:
+            p = a.primitive
             m = plan.table.measures.get(p.column) if p.kind == "sum" else None
             g = m.granularity if m else Fraction(1)
             sens = sorted(set(m.thresholds())) if m else [1]
-            sigmas = [float(math.sqrt(gaussian_sigma2(s, r)) * g) for s in sens]
-            noise.append({"aggregate": p.label, "mechanism": "discrete_gaussian", "rho": fmt(r),
-                          "sensitivity": [float(s * g) for s in sens], "sigma": sigmas,
-                          "moe95": [moe95_discrete_gaussian(s / float(g)) * float(g) for s in sigmas]})
+            entry = {"aggregate": p.label, "mechanism": a.mechanism, "rho": fmt(a.rho),
+                     "sensitivity": [float(s * g) for s in sens],
+                     "sigma": [a.sigma(s) * float(g) for s in sens],
+                     "moe95": [a.moe(s) * float(g) for s in sens]}
+            if a.epsilon is not None:
+                entry["epsilon"] = fmt(a.epsilon)
+            noise.append(entry)
         public = {k: len(plan.table.keys[k].keyset or ()) for k in plan.keys}
         notes = ["every key of the public keysets is returned (empty groups as noise on zero); other keys are dropped"] if plan.keys else []
         return Explanation(sql=sql, table=plan.table.name, keys=plan.keys, public_keys=public,
                            exact_sql=exact_sql(plan, schema), reference_sql=reference_sql(plan, schema),
-                           noise=tuple(noise), rho=rho_q, policy_terms=self._policy_terms(plan, rhos),
+                           noise=tuple(noise), rho=sum((a.rho for a in allocs), Fraction(0)),
+                           policy_terms=self._policy_terms(plan, allocs),
                            finish_sql=plan.finish.sql("duckdb", pretty=False), notes=tuple(notes))
 
     # ------------------------------------------------------------------ execute
@@ -214,9 +261,10 @@ class Session:
         if parameters is None and (answered := intercept(self, sql)) is not None:
             return answered
         plan = self.plan(sql, parameters)
-        rho_q = parse_rho(rho) if rho is not None else self.rho
+        allocs = self._allocations(plan, rho)
+        rho_q = sum((a.rho for a in allocs), Fraction(0))
+        eps_q = sum((a.epsilon for a in allocs), Fraction(0)) if allocs[0].epsilon is not None else None
         self.ledger.check(rho_q)  # refuse early; the binding check is the charge below
-        rhos = self._budget_split(plan, rho_q)
         schema = self.schema[plan.table.name]
         query = exact_sql(plan, schema)
         self._check_units(plan.table.name)
@@ -234,50 +282,55 @@ class Session:
         columns: dict[str, Any] = {k: [cell[i] for cell in domain] for i, k in enumerate(plan.keys)}
         noise_terms: list[NoiseTerm] = []
         sigmas_by_prim: list[np.ndarray] = []
-        for i, (p, r) in enumerate(zip(plan.primitives, rhos)):
+        for i, a in enumerate(allocs):
+            p = a.primitive
             m = plan.table.measures.get(p.column) if p.kind == "sum" else None
             g = m.granularity if m else Fraction(1)
             sens = self._sensitivities(plan, domain, p)
-            by_sens = {s: gaussian_sigma2(s, r) for s in set(sens)}  # a handful of distinct values
+            by_sens = {s: a.scale(s) for s in set(sens)}  # a handful of distinct values
             if len(by_sens) == 1:
-                noise = sample_discrete_gaussian(next(iter(by_sens.values())), self.rng, size=len(domain))
+                noise = a.sample(next(iter(by_sens.values())), self.rng, size=len(domain))
             else:
-                noise = sample_discrete_gaussian([by_sens[s] for s in sens], self.rng)
+                noise = a.sample([by_sens[s] for s in sens], self.rng)
             exact = [int(exact_by_cell[cell][i] or 0) if cell in exact_by_cell else 0 for cell in domain]
             noisy = [e + int(n) for e, n in zip(exact, noise.tolist())]
             del exact
-            sqrt_by_sens = {s: math.sqrt(v) for s, v in by_sens.items()}
-            sig_units = np.array([sqrt_by_sens[s] for s in sens], dtype=float)
+            sigma_by_sens = {s: a.sigma(s) for s in by_sens}
+            sig_units = np.array([sigma_by_sens[s] for s in sens], dtype=float)
             columns[primitive_column(i)] = _as_array(noisy, g)
             columns[sigma_column(i)] = sig_units * float(g)
-            sigmas_by_prim.append(sig_units * float(g))
-            distinct = sorted(set(sens))
+            moe_by_sens = {s: a.moe(s) for s in by_sens}
+            columns[moe_column(i)] = np.array([moe_by_sens[s] for s in sens], dtype=float) * float(g)
+            distinct = sorted(by_sens)
             noise_terms.append(NoiseTerm(
-                aggregate=p.label, rho=r,
+                aggregate=p.label, rho=a.rho, mechanism=a.mechanism, epsilon=a.epsilon,
                 sensitivity=tuple(float(s * g) for s in distinct),
-                sigma=tuple(float(math.sqrt(gaussian_sigma2(s, r)) * g) for s in distinct),
-                moe95=tuple(moe95_discrete_gaussian(math.sqrt(gaussian_sigma2(s, r))) * float(g) for s in distinct)))
+                sigma=tuple(sigma_by_sens[s] * float(g) for s in distinct),
+                moe95=tuple(moe_by_sens[s] * float(g) for s in distinct)))
         del exact_by_cell
         timings["noise"] = time.perf_counter() - t0
 
         # Charge BEFORE anything derived from the noisy values is returned.
         t0 = time.perf_counter()
-        terms = self._policy_terms(plan, rhos)
-        self.ledger.charge(Charge(query=sql, rho=rho_q, mechanism="discrete_gaussian", policy_terms=terms, analyst=self.analyst))
+        terms = self._policy_terms(plan, allocs)
+        mechanism = allocs[0].mechanism
+        charge_id = self.ledger.charge(Charge(query=sql, rho=rho_q, epsilon=eps_q, mechanism=mechanism, policy_terms=terms,
+                                              analyst=self.analyst, session=self.session_id, dataset=str(self.database)))
         timings["charge"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
         n_visible = len(plan.outputs)
-        hidden = [exp.column(c, quoted=True) for i in range(len(plan.primitives)) for c in (primitive_column(i), sigma_column(i))]
+        hidden = [exp.column(c, quoted=True) for c in hidden_columns(len(plan.primitives))]
         finish = plan.finish.copy().select(*hidden)
         names, types, rows = self.finisher.run(columns, finish.sql("duckdb"))
         col_errors = _column_errors(plan, rows, n_visible)
         visible = [tuple(r[:n_visible]) for r in rows]
         timings["finish"] = time.perf_counter() - t0
 
-        receipt = Receipt(rho=rho_q, delta=Fraction(0), mechanism="discrete_gaussian", table=plan.table.name,
+        receipt = Receipt(rho=rho_q, delta=Fraction(0), epsilon=eps_q, mechanism=mechanism, table=plan.table.name,
                           noise=tuple(noise_terms), columns=col_errors, policy_terms=terms,
-                          budget_spent=self.ledger.spent, budget_total=self.ledger.total_rho)
+                          budget_spent=self.ledger.spent, budget_total=self.ledger.total_rho,
+                          budget_remaining=self.ledger.remaining, charge_id=charge_id)
         return Result(columns=tuple(names[:n_visible]), types=tuple(types[:n_visible]), rows=visible,
                       receipt=receipt, timings=timings)
 
@@ -293,20 +346,22 @@ def _as_array(noisy: list[int], g: Fraction) -> np.ndarray:
 def _column_errors(plan: Plan, rows: list[tuple[Any, ...]], n_visible: int) -> dict[str, Any]:
     """Per-row σ and 95% MOE of each visible column, read from the hidden columns the finish
     query carried along (so they follow HAVING / ORDER BY / LIMIT)."""
+
+    def hidden(r: tuple[Any, ...], i: int, k: int) -> Any:  # k: 0 noisy value, 1 σ, 2 MOE
+        return r[n_visible + 3 * i + k]
+
     out = {}
-    for j, oc in enumerate(plan.outputs):
+    for oc in plan.outputs:
         if oc.primitive is not None:
             i = oc.primitive
-            sig = tuple(float(r[n_visible + 2 * i + 1]) for r in rows)
-            g = _granularity(plan, plan.primitives[i])
-            moe = tuple(moe95_discrete_gaussian(s / g) * g for s in sig)
-            out[oc.name] = ColumnError(oc.name, sig, moe)
+            out[oc.name] = ColumnError(oc.name, tuple(float(hidden(r, i, 1)) for r in rows),
+                                       tuple(float(hidden(r, i, 2)) for r in rows))
         elif oc.ratio is not None:
             s_i, c_i = oc.ratio
             sig_list: list[float | None] = []
             for r in rows:
-                s, s_sig = r[n_visible + 2 * s_i], r[n_visible + 2 * s_i + 1]
-                c, c_sig = r[n_visible + 2 * c_i], r[n_visible + 2 * c_i + 1]
+                s, s_sig = hidden(r, s_i, 0), hidden(r, s_i, 1)
+                c, c_sig = hidden(r, c_i, 0), hidden(r, c_i, 1)
                 if c is None or c < 1:
                     sig_list.append(None)
                 else:
@@ -315,12 +370,6 @@ def _column_errors(plan: Plan, rows: list[tuple[Any, ...]], n_visible: int) -> d
             out[oc.name] = ColumnError(oc.name, tuple(sig_list), tuple(None if s is None else 1.96 * s for s in sig_list),
                                        note="approximate (delta method on noisy SUM / noisy COUNT)")
     return out
-
-
-def _granularity(plan: Plan, p: Primitive) -> float:
-    if p.kind == "sum":
-        return float(plan.table.measures[p.column].granularity)
-    return 1.0
 
 
 def bind_parameters(tree: exp.Expression, parameters: Any) -> exp.Expression:

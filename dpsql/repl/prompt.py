@@ -1,0 +1,92 @@
+"""The prompt_toolkit session: key bindings, history file, style."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.application import get_app
+from prompt_toolkit.completion import CompleteEvent, get_common_complete_suffix
+from prompt_toolkit.filters import Condition, completion_is_selected
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.styles import Style
+
+from . import statements
+from .completion import SqlCompleter
+from .lexer import DpsqlLexer
+
+PROMPT = "dpsql> "
+
+if TYPE_CHECKING:
+    from .app import Repl
+
+STYLE = Style.from_dict({
+    "meta-command": "ansicyan bold",
+    "bottom-toolbar": "noreverse bg:ansibrightblack fg:ansiwhite",
+    "continuation": "ansibrightblack",
+})
+
+
+def history_file() -> History:
+    """The history file in dpsql's home; in memory when that directory cannot be written."""
+    from .app import home
+
+    try:
+        home().mkdir(parents=True, exist_ok=True)
+        path = home() / "history"
+        path.touch()
+        return FileHistory(str(path))
+    except OSError:
+        return InMemoryHistory()
+
+
+def key_bindings() -> KeyBindings:
+    kb = KeyBindings()
+
+    @kb.add("tab")
+    def _complete(event: Any) -> None:
+        """Tab: the completion when there is one, else the common part, else the menu; Tab again
+        moves through the menu. Computed at once (the completer only reads the policy), so typing
+        ahead after Tab never races the completion."""
+        b = event.current_buffer
+        if b.complete_state:
+            b.complete_next()
+            return
+        if b.completer is None:
+            return
+        found = list(b.completer.get_completions(b.document, CompleteEvent(completion_requested=True)))
+        common = get_common_complete_suffix(b.document, found) if found else ""
+        if len(found) == 1:
+            b.apply_completion(found[0])
+        elif common:
+            b.insert_text(common)
+        elif found:
+            b.start_completion()  # the menu (asynchronous is fine: the user reads it)
+
+    @kb.add("enter", filter=completion_is_selected)
+    def _take_completion(event: Any) -> None:
+        """Enter on a highlighted completion takes it (and neither runs the line nor breaks it)."""
+        event.current_buffer.complete_state = None
+
+    return kb
+
+
+def make_session(repl: Repl, *, input: Any = None, output: Any = None, history: History | None = None) -> PromptSession[str]:
+    # Enter inserts a newline until the input is complete (ends with ; or is a meta-command).
+    incomplete = Condition(lambda: not statements.is_complete(get_app().current_buffer.text))
+    return PromptSession(
+        message=PROMPT,
+        prompt_continuation=lambda width, line_number, wrap_count: [("class:continuation", "...> ".rjust(width))],
+        multiline=incomplete,
+        lexer=DpsqlLexer(),
+        completer=SqlCompleter(repl.session),
+        complete_while_typing=True,
+        history=history if history is not None else history_file(),
+        bottom_toolbar=repl.toolbar,
+        key_bindings=key_bindings(),
+        style=STYLE,
+        enable_suspend=True,
+        input=input,
+        output=output,
+    )

@@ -1,0 +1,119 @@
+"""``SET dpsql.<name> = value``, ``RESET dpsql.<name>`` and ``SHOW dpsql.<name>``: per-connection
+query settings in SQL, for tools that can only send SQL (BI tools). They touch no data and
+charge nothing. DuckDB's own settings stay refused (DP102).
+
+    SET dpsql.rho = 0.05              zCDP ρ of each following query
+    SET dpsql.epsilon = 0.5           pure-DP ε of each following query (geometric policies)
+    SET dpsql.moe = 1000              accuracy first: target 95% MOE per cell, every aggregate
+    SET dpsql.moe_count = 10          ... for counts only;  SET dpsql.moe_payann = 5000: one measure
+    SET dpsql.weights = 'SUM(payann)=2, COUNT(units)=1'   how a query's budget is split
+    RESET dpsql.moe                   back to the default (also rho, epsilon, weights, all)
+    SHOW dpsql.rho                    the current value
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+from .allocate import GAUSSIAN, GEOMETRIC, Settings
+from .errors import BudgetValueError, QueryRefused
+from .intercept import public_result, register
+from .ledger import fmt, parse_rho
+from .result import Result
+
+if TYPE_CHECKING:
+    from .session import Session
+
+_SET = re.compile(r"^\s*SET\s+(?:SESSION\s+)?dpsql\.(\w+)\s*(?:=|\bTO\b)\s*(.+?)\s*;?\s*$", re.I | re.S)
+_RESET = re.compile(r"^\s*RESET\s+dpsql\.(\w+)\s*;?\s*$", re.I)
+_SHOW = re.compile(r"^\s*SHOW\s+dpsql\.(\w+)\s*;?\s*$", re.I)
+_WEIGHT = re.compile(r"^\s*([A-Za-z_]+\(\s*[\w*]+\s*\))\s*=\s*([0-9.]+)\s*$")
+
+
+def _unquote(text: str) -> str:
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+def _show(session: Session, name: str) -> str:
+    st = session.settings
+    if name == "rho":
+        return fmt(st.rho)
+    if name == "epsilon":
+        return fmt(st.epsilon)
+    if name == "mechanism":
+        return st.mechanism
+    if name == "weights":
+        return ", ".join(f"{k}={fmt(v)}" for k, v in st.weights.items()) or "equal"
+    if name == "moe" or name.startswith("moe_"):
+        key = "*" if name == "moe" else name[4:]
+        return fmt(st.moe[key]) if key in st.moe else "off"
+    raise _unknown(name)
+
+
+def _unknown(name: str) -> QueryRefused:
+    return QueryRefused(f"unknown dpsql setting {name!r}", code="DP119",
+                        hint="settings: rho, epsilon, moe, moe_count, moe_<measure>, weights, mechanism (SHOW only).")
+
+
+def _apply(session: Session, name: str, raw: str) -> Settings:
+    st = session.settings
+    value = _unquote(raw.strip())
+    if name == "rho":
+        if st.mechanism != GAUSSIAN:
+            raise BudgetValueError("this policy uses pure-DP (geometric) noise: set dpsql.epsilon instead")
+        return replace(st, rho=parse_rho(value, "dpsql.rho"))
+    if name == "epsilon":
+        if st.mechanism != GEOMETRIC:
+            raise BudgetValueError("this policy uses zCDP (discrete Gaussian) noise: set dpsql.rho instead")
+        return replace(st, epsilon=parse_rho(value, "dpsql.epsilon"))
+    if name == "moe" or name.startswith("moe_"):
+        key = "*" if name == "moe" else name[4:]
+        if key not in ("*", "count") and not any(key in t.measures for t in session.policy.tables.values()):
+            raise _unknown(name)
+        return replace(st, moe={**st.moe, key: parse_rho(value, f"dpsql.{name}")})
+    if name == "weights":
+        weights: dict[str, Fraction] = {}
+        for part in filter(None, (p.strip() for p in value.split(","))):
+            m = _WEIGHT.match(part)
+            if not m:
+                raise BudgetValueError(f"cannot read the weight {part!r}",
+                                       hint="write e.g. SET dpsql.weights = 'SUM(payann)=2, COUNT(units)=1'.")
+            label = re.sub(r"\s+", "", m.group(1))
+            label = label[: label.index("(")].upper() + label[label.index("("):]
+            weights[label] = parse_rho(m.group(2), f"weight of {label}")
+        return replace(st, weights=weights)
+    raise _unknown(name)
+
+
+def _reset(session: Session, name: str) -> Settings:
+    st, default = session.settings, session.default_settings()
+    if name == "all":
+        return default
+    if name in ("rho", "epsilon", "weights"):
+        return replace(st, **{name: getattr(default, name)})
+    if name == "moe":
+        return replace(st, moe={})
+    if name.startswith("moe_"):
+        return replace(st, moe={k: v for k, v in st.moe.items() if k != name[4:]})
+    raise _unknown(name)
+
+
+@register
+def handle(session: Session, sql: str) -> Result | None:
+    if m := _SET.match(sql):
+        name = m.group(1).lower()
+        session.settings = _apply(session, name, m.group(2))
+        return public_result(session, ["setting", "value"], ["VARCHAR", "VARCHAR"], [(f"dpsql.{name}", _show(session, name))])
+    if m := _RESET.match(sql):
+        name = m.group(1).lower()
+        session.settings = _reset(session, name)
+        return public_result(session, ["setting", "value"], ["VARCHAR", "VARCHAR"], [(f"dpsql.{name}", "default")])
+    if m := _SHOW.match(sql):
+        name = m.group(1).lower()
+        return public_result(session, ["setting", "value"], ["VARCHAR", "VARCHAR"], [(f"dpsql.{name}", _show(session, name))])
+    return None
