@@ -218,14 +218,14 @@ class Session:
                 thresholds[name] = m.display(m.threshold)
                 if m.override:
                     thresholds[f"{name} by {m.override.key}"] = {str(k): m.display(v) for k, v in m.override.thresholds.items()}
-            term: dict[str, Any] = {"rho": fmt(sum_rho), "scale": "|A(r)|^2", "table": plan.table.name,
+            term: dict[str, Any] = {"rho": fmt(sum_rho), "rho_exact": str(sum_rho), "scale": "|A(r)|^2", "table": plan.table.name,
                                     "measures": list(plan.split_measures), "thresholds": thresholds,
                                     "splits": "|A(r)| = max(1, " + ", ".join(f"ceil(|{n}|/T({n}))" for n in plan.split_measures) + ")"}
             if plan.table.max_splits:
                 term["max_splits"] = plan.table.max_splits
             terms.append(term)
         if count_rho:
-            terms.append({"rho": fmt(count_rho), "scale": "1", "table": plan.table.name})
+            terms.append({"rho": fmt(count_rho), "rho_exact": str(count_rho), "scale": "1", "table": plan.table.name})
         return tuple(terms)
 
     # ------------------------------------------------------------------ explain

@@ -1,0 +1,126 @@
+"""The public per-record policy function P(r) of everything released so far.
+
+Every charge in the ledger carries the terms it adds (paper 000 Lemma 5.1, Lemma 5.6, Table 3):
+``ρ·|A(r)|²`` for sums over split records (|A(r)| = max(1, max over the query's measures of
+⌈|r(a)|/T(a)⌉), capped at max_splits) and ``ρ`` for counts. Composition adds them (paper 000
+Lemma 4.2), so P(r) = Σ_q ρ_q·|A_q(r)|² + Σ_q ρ'_q.
+
+P is a function of a record's values, which are private: dpsql prints P as a formula and
+evaluates it only for a hypothetical record the user types in — never for actual records.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from .errors import QueryRefused
+from .ledger import Charge, fmt
+
+
+@dataclass(frozen=True)
+class Term:
+    """All charges with the same shape, summed: ``rho`` times ``|A(r)|²`` (split) or times 1."""
+
+    table: str
+    rho: Fraction
+    measures: tuple[str, ...] = ()  # empty: the constant term
+    thresholds: str = "{}"  # JSON of the thresholds, as shown
+    max_splits: int | None = None
+
+    @property
+    def split(self) -> bool:
+        return bool(self.measures)
+
+
+def collect(charges: list[Charge]) -> list[Term]:
+    """The terms of P(r), summed by table and shape, in a stable order."""
+    sums: dict[tuple[Any, ...], Fraction] = {}
+    for c in charges:
+        for t in c.policy_terms:
+            shape = (t["table"], tuple(t.get("measures", ())), json.dumps(t.get("thresholds", {}), sort_keys=True),
+                     t.get("max_splits"))
+            sums[shape] = sums.get(shape, Fraction(0)) + Fraction(t["rho_exact"])
+    return [Term(table, rho, measures, thresholds, ms) for (table, measures, thresholds, ms), rho in sorted(
+        sums.items(), key=lambda kv: (kv[0][0], -len(kv[0][1]), kv[0][1], kv[0][2]))]
+
+
+def split_formula(term: Term) -> str:
+    thresholds = json.loads(term.thresholds)
+    parts = [f"⌈|{m}|/{thresholds.get(m, 'T')}⌉" for m in term.measures]
+    text = f"max(1, {', '.join(parts)})"
+    for key, groups in thresholds.items():
+        if " by " in key:
+            measure, by = key.split(" by ")
+            text += f" [{measure}'s threshold by {by}: {', '.join(f'{k}: {v}' for k, v in groups.items())}]"
+    if term.max_splits:
+        text = f"min({term.max_splits}, {text})"
+    return text
+
+
+def formula(terms: list[Term]) -> dict[str, str]:
+    """P(r) per table, as text."""
+    out: dict[str, list[str]] = {}
+    for t in terms:
+        piece = f"{fmt(t.rho)}·|A(r)|², |A(r)| = {split_formula(t)}" if t.split else fmt(t.rho)
+        out.setdefault(t.table, []).append(piece)
+    return {table: "P(r) = " + "  +  ".join(pieces) for table, pieces in out.items()}
+
+
+def evaluate(terms: list[Term], table: str, record: dict[str, str]) -> tuple[Fraction, list[dict[str, Any]]]:
+    """P(r) of a hypothetical record (measure=value, and key=value for per-group thresholds).
+
+    Returns the total and one line per term showing how it comes about.
+    """
+    total = Fraction(0)
+    lines = []
+    for t in (t for t in terms if t.table == table):
+        if not t.split:
+            total += t.rho
+            lines.append({"rho": fmt(t.rho), "splits": None, "loss": fmt(t.rho),
+                          "why": f"{fmt(t.rho)} from unsplit releases (counts), the same for every record"})
+            continue
+        thresholds = json.loads(t.thresholds)
+        splits = 1
+        why = []
+        for m in t.measures:
+            threshold = Fraction(_threshold(thresholds, m, record))
+            raw = record.get(m)
+            try:
+                value = abs(Fraction(raw)) if raw is not None else Fraction(0)
+            except ValueError:
+                raise QueryRefused(f"{m}={raw}: not a number", code="DP119") from None
+            k = math.ceil(value / threshold)
+            why.append(f"⌈{raw if raw is not None else 0}/{fmt(threshold)}⌉={k}")
+            splits = max(splits, k)
+        if t.max_splits:
+            splits = min(splits, t.max_splits)
+        loss = t.rho * splits * splits
+        total += loss
+        lines.append({"rho": fmt(t.rho), "splits": splits, "loss": fmt(loss),
+                      "why": f"|A(r)| = max(1, {', '.join(why)}) = {splits}; {fmt(t.rho)}·{splits}² = {fmt(loss)}"})
+    return total, lines
+
+
+def _threshold(thresholds: dict[str, Any], measure: str, record: dict[str, str]) -> str:
+    for key, groups in thresholds.items():
+        if key.startswith(f"{measure} by "):
+            by = key.split(" by ")[1]
+            if by not in record:
+                raise QueryRefused(f"{measure}'s threshold depends on {by}: give {by}=VALUE too", code="DP119")
+            return str(groups.get(record[by], thresholds[measure]))
+    return str(thresholds[measure])
+
+
+def parse_record(items: list[str]) -> dict[str, str]:
+    """``["employees=150", "payann=10000"]`` -> {"employees": "150", "payann": "10000"}."""
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise QueryRefused(f"cannot read {item!r}: write measure=value, e.g. employees=150", code="DP119")
+        k, v = item.split("=", 1)
+        out[k.strip().lower()] = v.strip()
+    return out
