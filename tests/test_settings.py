@@ -101,3 +101,32 @@ def test_pure_dp_accuracy_first(demo, tmp_path):
         a = math.exp(-eps)  # P(|Y| > m) = 2 a^(m+1) / (1 + a) for Y ~ L_Z(1/eps)
         assert 2 * a**7 / (1 + a) <= 0.05
         assert eps < 1.1 * math.log(20) / 7
+
+
+# Paper 004 Table 1 (= Table 4): MOE target per population-group level -> printed rho (Step 2, Total).
+TABLE1_RHO = {
+    "(Nation, Detailed)": (6, "0.481", "0.534"), "(State, Detailed)": (6, "0.481", "0.534"),
+    "(County, Detailed)": (11, "0.143", "0.159"), "(AIANNH, Detailed)": (11, "0.143", "0.159"),
+    "(Nation, Regional)": (50, "0.007", "0.008"), "(State, Regional)": (50, "0.007", "0.008"),
+    "(County, Regional)": (50, "0.007", "0.008"),
+}
+
+
+@pytest.mark.parametrize("level", list(TABLE1_RHO))
+def test_table1_rho_from_moe_targets(level):
+    """Table 1's per-level ρ from its MOE targets, by dpsql's accuracy-first allocation.
+
+    The base count's ρ comes from the target MOE (eq. 37; dpsql uses 1.96²/2 = 1.9208 exactly,
+    as the table's Totals do — eq. 37 prints 1.92). Per F.1, the level's Total is that ρ times
+    the stability s = 9 for Step 2, over Step 2's 90% share: Total = 10·ρ_base; the printed
+    Step 2 is 90% of the printed Total. Rounding: the paper's 3 decimals.
+    """
+    from dpsql.allocate import Settings, allocate
+    from dpsql.plan import Primitive
+
+    moe, step2, total = TABLE1_RHO[level]
+    count = Primitive("count")
+    (a,) = allocate((count,), Settings(moe={"count": Fraction(moe)}), {count: 1}, {count: Fraction(1)})
+    rho_total = 10 * a.rho
+    assert f"{float(rho_total):.3f}" == total
+    assert f"{0.9 * float(total):.3f}" == step2
