@@ -377,15 +377,16 @@ def last_receipt(bind: Engine | SAConnection) -> Receipt | None:
 
 
 def budget(bind: Engine | SAConnection) -> dict[str, str]:
-    """Spent / remaining / total ρ of a connection's ledger (``dpsql.Connection.budget``).
+    """Spent / remaining / total ρ of the analyst's budget (``dpsql.Connection.budget``).
 
-    With an ``Engine``: the ledger of the connection that ran its last statement (until dpsql's
-    durable ledger lands, each pooled DB-API connection has a ledger of its own).
+    The ledger is durable and per analyst (it lives beside the policy), so every connection of
+    an engine, and every process, reads the same budget; ``rho_per_query`` is the setting of
+    the connection asked (with an ``Engine``, the one that ran its last statement).
     """
     if isinstance(bind, Engine):
         last = _dialect(bind)._last
         raw = last[1]() if last is not None else None
-        if raw is not None:
+        if raw is not None and raw._session is not None:
             return raw.budget
         with bind.connect() as conn:
             return _dbapi_connection(conn).budget
