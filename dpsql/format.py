@@ -67,11 +67,17 @@ def footer(result: Result) -> str:
 
 def explanation(ex: Explanation) -> str:
     lines = [f"table: {ex.table}"]
-    if ex.keys:
-        for k, n in ex.public_keys.items():
-            lines.append(f"group key {k}: public keyset of {n} values (no partition selection needed)")
+    for k in ex.keys:
+        if k in ex.public_keys:
+            lines.append(f"group key {k}: public keyset of {ex.public_keys[k]} values (no partition selection needed)")
+        elif ex.selection:
+            s = ex.selection
+            lines.append(f"group key {k}: private — DP partition selection ({s['method']}, counting {s['count'].replace('_', ' ')}), "
+                         f"epsilon={s['epsilon']}, delta={s['delta']}, charged rho={s['rho']} and delta")
     lines += [f"  note: {n}" for n in ex.notes]
-    lines.append(f"rho for this query: {fmt(ex.rho)} (split equally over {len(ex.noise)} noisy aggregate(s))")
+    delta = f", delta={float(ex.delta):.3g}" if ex.delta else ""
+    lines.append(f"rho for this query: {fmt(ex.rho)}{delta} ({len(ex.noise)} noisy aggregate(s)"
+                 + (" + partition selection)" if ex.selection else ")"))
     for n in ex.noise:
         sens = ", ".join(f"{s:g}" for s in n["sensitivity"])
         sig = ", ".join(f"{s:.4g}" for s in n["sigma"])
@@ -161,3 +167,25 @@ def timing(seconds: float, stages: dict[str, float] | None = None) -> str:
     if stages:
         text += " (" + ", ".join(f"{k} {v * 1000:.1f}" for k, v in stages.items()) + ")"
     return text
+
+
+def charge_dict(c: Any) -> dict[str, Any]:
+    out = {"id": c.id, "time": c.time, "analyst": c.analyst, "session": c.session, "query": c.query,
+           "mechanism": c.mechanism, "rho": fmt(c.rho), "delta": fmt(c.delta) if c.delta else 0,
+           "policy_terms": list(c.policy_terms)}
+    if c.epsilon is not None:
+        out["epsilon"] = fmt(c.epsilon)
+    return out
+
+
+def history(charges: list[Any]) -> str:
+    """The ledger's charges as a table: id, time, analyst, mechanism, rho, query."""
+    import time as _time
+
+    rows = [[str(c.id), _time.strftime("%Y-%m-%d %H:%M:%S", _time.localtime(c.time)), c.analyst, c.mechanism,
+             fmt(c.rho), " ".join(c.query.split())[:70]] for c in charges]
+    head = ["id", "time", "analyst", "mechanism", "rho", "query"]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    lines = [" | ".join(h.ljust(w) for h, w in zip(head, widths)), "-+-".join("-" * w for w in widths)]
+    lines += [" | ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+    return "\n".join(lines)

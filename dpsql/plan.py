@@ -70,6 +70,13 @@ class Plan:
     primitives: tuple[Primitive, ...]
     finish: exp.Select
     outputs: tuple[OutputColumn, ...]
+    #: what partition selection counts per group ("units" or "split_rows"); None without private keys
+    selection_count: str | None = None
+
+    @property
+    def private_keys(self) -> tuple[str, ...]:
+        """GROUP BY keys without a public keyset: their groups go through partition selection."""
+        return tuple(k for k in self.keys if not self.table.keys[k].public)
 
     @property
     def split_measures(self) -> tuple[str, ...]:
@@ -188,8 +195,10 @@ class _Planner:
                 raise self.refuse(node, "DP113", f"{part.upper()} must be a whole number")
             finish = finish.limit(int(value.this)) if part == "limit" else finish.offset(int(value.this))
 
+        private = any(not self.table.keys[k].public for k in keys)
         return Plan(sql=self.sql, table=self.table, where=where_expr, keys=tuple(keys),
-                    primitives=tuple(self.primitives), finish=finish, outputs=tuple(outputs))
+                    primitives=tuple(self.primitives), finish=finish, outputs=tuple(outputs),
+                    selection_count=self.policy.selection.count if private else None)
 
     def resolve_table(self) -> tuple[TablePolicy, set[str]]:
         from_ = self.select.args.get("from_") or self.select.args.get("from")
@@ -265,10 +274,6 @@ class _Planner:
                 declared = ", ".join(sorted(self.table.keys)) or "none"
                 raise self.refuse(g, "DP206", f"column {name!r} is not a group-by key of {self.table.name!r} in the policy",
                                   f"group by one of the declared keys: {declared}.")
-            if not key.public:
-                public = ", ".join(sorted(k for k, v in self.table.keys.items() if v.public)) or "none"
-                raise self.refuse(g, "DP205", f"GROUP BY {name} needs private partition selection, which dpsql does not support yet",
-                                  f"{name!r} has no public keyset in the policy; group by a public key ({public}).")
             if name not in keys:
                 keys.append(name)
         return keys

@@ -121,11 +121,33 @@ class Budget:
 
 
 @dataclass(frozen=True)
+class Selection:
+    """DP partition selection for GROUP BY on private keys (paper 002).
+
+    ``epsilon``/``delta``: the (ε, δ) of one query's selection, charged as ε²/2 in ρ and δ in
+    δ. ``count``: what n counts — distinct privacy units (each costs the same) or split rows
+    (paper 000 §5.4: groups of a few huge records are found; a record with k splits pays by
+    group privacy). ``method``: the optimal primitive (paper 002 Theorem 1) or the truncated
+    geometric (Theorems 5-6), whose noisy count can stand in for the query's COUNT(*).
+    """
+
+    epsilon: Fraction = Fraction(1, 2)
+    delta: Fraction = Fraction(1, 10**6)
+    count: str = "units"
+    method: str = "optimal"
+
+
+SELECTION_COUNTS = ("units", "split_rows")
+SELECTION_METHODS = ("optimal", "truncated_geometric")
+
+
+@dataclass(frozen=True)
 class Policy:
     path: Path | None
     tables: dict[str, TablePolicy]
     budget: Budget
     mechanism: str = "discrete_gaussian"
+    selection: Selection = field(default_factory=Selection)
 
     def table(self, name: str) -> TablePolicy | None:
         return self.tables.get(name.lower())
@@ -155,7 +177,7 @@ def load_policy(path: str | Path) -> Policy:
 def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
     """Validate a parsed TOML document into a :class:`Policy`."""
     where = str(path) if path else "<policy>"
-    _only(doc, {"budget", "noise", "tables"}, where, "")
+    _only(doc, {"budget", "noise", "tables", "selection"}, where, "")
 
     budget_doc = _table(doc.get("budget", {}), where, "budget")
     _only(budget_doc, {"default_rho", "total_rho", "dataset_rho", "ledger", "default_epsilon"}, where, "budget")
@@ -188,7 +210,22 @@ def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
     for name, tdoc in tables_doc.items():
         tp = _table_policy(name, _table(tdoc, where, f"tables.{name}"), where)
         tables[tp.name] = tp
-    return Policy(path=path, tables=tables, budget=Budget(default_rho, total_rho, dataset_rho, default_epsilon, ledger), mechanism=mechanism)
+    sel_doc = _table(doc.get("selection", {}), where, "selection")
+    _only(sel_doc, {"epsilon", "delta", "count", "method"}, where, "selection")
+    sel = Selection()
+    sel_eps = _rho(sel_doc["epsilon"], where, "selection.epsilon") if "epsilon" in sel_doc else sel.epsilon
+    sel_delta = _rho(sel_doc["delta"], where, "selection.delta") if "delta" in sel_doc else sel.delta
+    if sel_delta >= 1:
+        raise _err(where, "selection.delta", "must be below 1 (typically 1e-6 or smaller)")
+    sel_count = sel_doc.get("count", sel.count)
+    if sel_count not in SELECTION_COUNTS:
+        raise _err(where, "selection.count", f"must be one of {', '.join(SELECTION_COUNTS)}, got {sel_count!r}")
+    sel_method = sel_doc.get("method", sel.method)
+    if sel_method not in SELECTION_METHODS:
+        raise _err(where, "selection.method", f"must be one of {', '.join(SELECTION_METHODS)}, got {sel_method!r}")
+    selection = Selection(sel_eps, sel_delta, sel_count, sel_method)
+    return Policy(path=path, tables=tables, budget=Budget(default_rho, total_rho, dataset_rho, default_epsilon, ledger),
+                  mechanism=mechanism, selection=selection)
 
 
 def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:

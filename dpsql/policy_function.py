@@ -30,6 +30,9 @@ class Term:
     measures: tuple[str, ...] = ()  # empty: the constant term
     thresholds: str = "{}"  # JSON of the thresholds, as shown
     max_splits: int | None = None
+    #: δ of partition selections: (δ, ε) pairs; ε set when the δ grows with |A(r)| by group
+    #: privacy (k·e^((k−1)ε)·δ for a record of k splits), None when it is the same for all
+    deltas: tuple[tuple[Fraction, Fraction | None], ...] = ()
 
     @property
     def split(self) -> bool:
@@ -38,14 +41,23 @@ class Term:
 
 def collect(charges: list[Charge]) -> list[Term]:
     """The terms of P(r), summed by table and shape, in a stable order."""
-    sums: dict[tuple[Any, ...], Fraction] = {}
+    rhos: dict[tuple[Any, ...], Fraction] = {}
+    deltas: dict[tuple[Any, ...], dict[Fraction | None, Fraction]] = {}
     for c in charges:
         for t in c.policy_terms:
             shape = (t["table"], tuple(t.get("measures", ())), json.dumps(t.get("thresholds", {}), sort_keys=True),
                      t.get("max_splits"))
-            sums[shape] = sums.get(shape, Fraction(0)) + Fraction(t["rho_exact"])
-    return [Term(table, rho, measures, thresholds, ms) for (table, measures, thresholds, ms), rho in sorted(
-        sums.items(), key=lambda kv: (kv[0][0], -len(kv[0][1]), kv[0][1], kv[0][2]))]
+            rhos[shape] = rhos.get(shape, Fraction(0)) + Fraction(t["rho_exact"])
+            if "delta_exact" in t:
+                eps = Fraction(t["delta_epsilon"]) if "delta_epsilon" in t else None
+                by_eps = deltas.setdefault(shape, {})
+                by_eps[eps] = by_eps.get(eps, Fraction(0)) + Fraction(t["delta_exact"])
+    out = []
+    for key in sorted(rhos, key=lambda k: (k[0], -len(k[1]), k[1], k[2])):
+        table, measures, thresholds, max_splits = key
+        parts = sorted(deltas.get(key, {}).items(), key=lambda kv: (kv[0] is not None, kv[0] or 0))
+        out.append(Term(table, rhos[key], measures, thresholds, max_splits, tuple((d, eps) for eps, d in parts)))
+    return out
 
 
 def split_formula(term: Term) -> str:
@@ -62,12 +74,17 @@ def split_formula(term: Term) -> str:
 
 
 def formula(terms: list[Term]) -> dict[str, str]:
-    """P(r) per table, as text."""
+    """P(r) per table, as text (and δ(r) when partition selections spent δ)."""
     out: dict[str, list[str]] = {}
+    dout: dict[str, list[str]] = {}
     for t in terms:
         piece = f"{fmt(t.rho)}·|A(r)|², |A(r)| = {split_formula(t)}" if t.split else fmt(t.rho)
         out.setdefault(t.table, []).append(piece)
-    return {table: "P(r) = " + "  +  ".join(pieces) for table, pieces in out.items()}
+        for d, eps in t.deltas:
+            dout.setdefault(t.table, []).append(f"{float(d):.3g}" if eps is None or not t.split
+                                                else f"{float(d):.3g}·|A(r)|·e^((|A(r)|−1)·{fmt(eps)})")
+    return {table: "P(r) = " + "  +  ".join(pieces)
+            + (f";  δ(r) = {'  +  '.join(dout[table])}" if table in dout else "") for table, pieces in out.items()}
 
 
 def evaluate(terms: list[Term], table: str, record: dict[str, str]) -> tuple[Fraction, list[dict[str, Any]]]:
@@ -79,6 +96,8 @@ def evaluate(terms: list[Term], table: str, record: dict[str, str]) -> tuple[Fra
     lines = []
     for t in (t for t in terms if t.table == table):
         if not t.split:
+            for d, _ in t.deltas:
+                lines.append({"delta": f"{float(d):.3g}", "why": f"δ {float(d):.3g} from partition selections, the same for every record"})
             total += t.rho
             lines.append({"rho": fmt(t.rho), "splits": None, "loss": fmt(t.rho),
                           "why": f"{fmt(t.rho)} from unsplit releases (counts), the same for every record"})
@@ -99,6 +118,10 @@ def evaluate(terms: list[Term], table: str, record: dict[str, str]) -> tuple[Fra
         if t.max_splits:
             splits = min(splits, t.max_splits)
         loss = t.rho * splits * splits
+        for d, eps in t.deltas:
+            dk = float(d) * (splits * math.exp((splits - 1) * float(eps)) if eps is not None else 1)
+            lines.append({"delta": f"{dk:.3g}", "why": f"δ {float(d):.3g}·{splits}·e^(({splits}−1)·{fmt(eps) if eps else 0}) = {dk:.3g} "
+                                                      "from partition selection on split rows (group privacy)"})
         total += loss
         lines.append({"rho": fmt(t.rho), "splits": splits, "loss": fmt(loss),
                       "why": f"|A(r)| = max(1, {', '.join(why)}) = {splits}; {fmt(t.rho)}·{splits}² = {fmt(loss)}"})

@@ -69,7 +69,8 @@ class Receipt:
     budget_total: Fraction
     budget_remaining: Fraction
     charge_id: int | None = None
-    epsilon: Fraction | None = None  # pure-DP ε of the release (geometric mode)  # the ledger row of this release (None when nothing was charged)
+    epsilon: Fraction | None = None  # pure-DP ε of the release (geometric mode)
+    selection: dict[str, Any] | None = None  # partition selection of private keys, when any  # the ledger row of this release (None when nothing was charged)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -82,6 +83,7 @@ class Receipt:
             "columns": {k: v.to_dict() for k, v in self.columns.items()},
             "policy_terms": list(self.policy_terms),
             "charge_id": self.charge_id,
+            **({"selection": self.selection} if self.selection else {}),
             "budget": {
                 "spent": fmt(self.budget_spent),
                 "remaining": fmt(self.budget_remaining),
@@ -118,15 +120,19 @@ class Explanation:
     policy_terms: tuple[dict[str, Any], ...]
     finish_sql: str
     notes: tuple[str, ...] = field(default_factory=tuple)
+    selection: dict[str, Any] | None = None
+    delta: Fraction = Fraction(0)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "table": self.table,
-            "group_keys": {k: {"public": True, "keyset_size": n} for k, n in self.public_keys.items()},
+            "group_keys": {k: ({"public": True, "keyset_size": self.public_keys[k]} if k in self.public_keys
+                               else {"public": False, "selection": self.selection}) for k in self.keys},
             "exact_sql": self.exact_sql,
             "reference_sql": self.reference_sql,
             "finish_sql": self.finish_sql,
             "rho": fmt(self.rho),
+            "delta": float(self.delta),
             "noise": list(self.noise),
             "policy_terms": list(self.policy_terms),
             "notes": list(self.notes),

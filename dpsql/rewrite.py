@@ -123,6 +123,19 @@ def _where_sql(plan: Plan, schema: dict[str, str]) -> str:
     return f"\nWHERE {sql}"
 
 
+SELECTION_COLUMN = '"__n"'
+
+
+def split_count_sql(measures: list[Measure], schema: dict[str, str], max_splits: int | None) -> str:
+    """|A(r)| of a record: max(1, max over ``measures`` of ceil(|r(a)| / T(a))) — the number of
+    split rows it becomes (paper 000 Algorithm 1)."""
+    if not measures:
+        return "1"
+    parts = ", ".join(f"COALESCE(CAST(CEIL(ABS({value_sql(m, schema[m.name], max_splits)}) / {threshold_sql(m)}) AS BIGINT), 0)"
+                      for m in measures)
+    return f"GREATEST(1, {parts})"
+
+
 def exact_sql(plan: Plan, schema: dict[str, str]) -> str:
     """The query that runs: one scan, one group-by, exact per-group primitives."""
     t = plan.table
@@ -135,6 +148,10 @@ def exact_sql(plan: Plan, schema: dict[str, str]) -> str:
             m = t.measures[p.column]
             agg = f"SUM({value_sql(m, schema[m.name], t.max_splits)})"
         cols.append(f"{agg} AS {_q(primitive_column(i))}")
+    if plan.selection_count == "units":
+        cols.append(f"COUNT(*) AS {SELECTION_COLUMN}")
+    elif plan.selection_count == "split_rows":
+        cols.append(f"SUM({split_count_sql([t.measures[m] for m in plan.split_measures], schema, t.max_splits)}) AS {SELECTION_COLUMN}")
     sql = f"SELECT {', '.join(cols)}\nFROM {_q(t.name)}{_where_sql(plan, schema)}"
     if plan.keys:
         sql += f"\nGROUP BY {', '.join(_q(k) for k in plan.keys)}"
@@ -183,6 +200,10 @@ def reference_sql(plan: Plan, schema: dict[str, str]) -> str:
         else:
             agg = f"SUM({_q(p.column)})"
         out.append(f"{agg} AS {_q(primitive_column(i))}")
+    if plan.selection_count == "units":
+        out.append(f"COUNT(DISTINCT __unit) AS {SELECTION_COLUMN}")
+    elif plan.selection_count == "split_rows":
+        out.append(f"COUNT(*) AS {SELECTION_COLUMN}")
     sql = f"WITH __split_rows AS (\n{split}\n)\nSELECT {', '.join(out)}\nFROM __split_rows"
     if plan.keys:
         sql += f"\nGROUP BY {', '.join(_q(k) for k in plan.keys)}"

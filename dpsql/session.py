@@ -30,13 +30,17 @@ from .ledger import Charge, Ledger, fmt, parse_rho
 from .allocate import Allocation, Settings, allocate
 from .parse import parse
 from .plan import Plan, Primitive, build_plan, hidden_columns, moe_column, primitive_column, sigma_column
-from .policy import Policy, load_policy
+from .policy import Policy, Selection, load_policy
 from .randomness import RandomSource, default_random
 from .result import ColumnError, Explanation, NoiseTerm, Receipt, Result
 from .rewrite import INTEGER_TYPES, exact_sql, reference_sql
+from .mechanisms import discrete_laplace_variance
+from .selection import midpoint, select, thresholded_release, tsgd_threshold
 from .validate import check_statement
 
 MAX_CELLS = 2_000_000
+#: the count of units taken from truncated-geometric partition selection (paper 002 Theorem 6)
+TSGD = "truncated_geometric"
 NUMERIC_TYPES = INTEGER_TYPES + ("DOUBLE", "FLOAT", "REAL")
 
 
@@ -178,19 +182,64 @@ class Session:
         return self.settings.rho
 
     def _allocations(self, plan: Plan, rho: Any = None) -> list[Allocation]:
-        """Each primitive's mechanism and budget (``allocate.py``; docs/privacy.md)."""
-        settings = self.settings if rho is None else replace(self.settings, rho=parse_rho(rho))
-        sens = {p: (1 if p.kind == "count" else plan.table.measures[p.column].max_threshold) for p in plan.primitives}
-        gran = {p: (Fraction(1) if p.kind == "count" else plan.table.measures[p.column].granularity) for p in plan.primitives}
-        return allocate(plan.primitives, settings, sens, gran)
+        """Each primitive's mechanism and budget (``allocate.py``; docs/privacy.md).
 
-    def _domain(self, plan: Plan) -> list[tuple[Any, ...]]:
-        keysets = [self.policy.tables[plan.table.name].keys[k].keyset for k in plan.keys]
-        size = math.prod(len(ks or ()) for ks in keysets)
+        With truncated-geometric selection on private keys only, the count of units is the
+        selection's own noisy count (paper 002 Theorem 6): it costs nothing more."""
+        settings = self.settings if rho is None else replace(self.settings, rho=parse_rho(rho))
+        shared = self._shared_count(plan)
+        rest = tuple(p for p in plan.primitives if p != shared)
+        sens = {p: (1 if p.kind == "count" else plan.table.measures[p.column].max_threshold) for p in rest}
+        gran = {p: (Fraction(1) if p.kind == "count" else plan.table.measures[p.column].granularity) for p in rest}
+        allocs = iter(allocate(rest, settings, sens, gran)) if rest else iter(())
+        return [Allocation(p, TSGD, Fraction(0)) if p == shared else next(allocs) for p in plan.primitives]
+
+    def _shared_count(self, plan: Plan) -> Primitive | None:
+        sel = self.policy.selection
+        count = Primitive("count")
+        if (plan.private_keys and len(plan.private_keys) == len(plan.keys) and sel.method == "truncated_geometric"
+                and sel.count == "units" and count in plan.primitives):
+            return count
+        return None
+
+    def _select(self, counts: dict[tuple[Any, ...], int], sel: Selection
+                ) -> tuple[list[tuple[Any, ...]], dict[tuple[Any, ...], int] | None]:
+        """The private-key groups released by DP partition selection, in a stable order, and —
+        for the truncated geometric (paper 002 Theorems 5-6) — their noisy counts. ``counts``
+        are exact and stay here."""
+        groups = list(counts)
+        n = np.array([counts[g] for g in groups], dtype=np.int64)
+        if sel.method == "truncated_geometric":
+            keep, noisy = thresholded_release(n, sel.epsilon, sel.delta, self.rng)
+            kept = [g for g, k in zip(groups, keep) if k]
+            return sorted(kept, key=_sort_key), dict(zip(kept, noisy.tolist()))
+        keep = select(n, sel.epsilon, sel.delta, self.rng)  # the optimal primitive, Theorem 1
+        return sorted((g for g, k in zip(groups, keep) if k), key=_sort_key), None
+
+    def _domain(self, plan: Plan, released: list[tuple[Any, ...]] | None) -> list[tuple[Any, ...]]:
+        """The cells of the answer: every key of each public keyset (empty groups get noise on
+        zero), times the released private-key groups."""
+        table = self.policy.tables[plan.table.name]
+        public = [k for k in plan.keys if table.keys[k].public]
+        keysets = [table.keys[k].keyset or () for k in public]
+        size = math.prod(len(ks) for ks in keysets) * (len(released) if released is not None else 1)
         if size > MAX_CELLS:
-            raise QueryRefused(f"the public keysets of {', '.join(plan.keys)} make {size} groups, more than {MAX_CELLS}",
+            raise QueryRefused(f"the group-by keys {', '.join(plan.keys)} make {size} groups, more than {MAX_CELLS}",
                                code="DP207", hint="group by fewer keys or filter with WHERE.")
-        return list(itertools.product(*keysets))
+        if released is None:
+            return list(itertools.product(*keysets))
+        private = plan.private_keys
+        order = [("pub", public.index(k)) if k in public else ("priv", private.index(k)) for k in plan.keys]
+        return [tuple(pub[i] if side == "pub" else priv[i] for side, i in order)
+                for pub in itertools.product(*keysets) for priv in released]
+
+    def _selection_info(self, plan: Plan, released: list[tuple[Any, ...]] | None) -> dict[str, Any] | None:
+        if released is None:
+            return None
+        sel = self.policy.selection
+        return {"keys": list(plan.private_keys), "method": sel.method, "count": sel.count,
+                "epsilon": fmt(sel.epsilon), "delta": f"{float(sel.delta):.3g}", "rho": fmt(sel.epsilon**2 / 2),
+                "released_groups": len(released)}
 
     def _sensitivities(self, plan: Plan, domain: list[tuple[Any, ...]], p: Primitive) -> list[int]:
         """Per-cell L2 sensitivity in granularity units: 1 for counts; T for sums, per group when
@@ -207,25 +256,40 @@ class Session:
     def _policy_terms(self, plan: Plan, allocs: list[Allocation]) -> tuple[dict[str, Any], ...]:
         """The terms this query adds to the public policy function P(r) (paper 000 Lemma 5.1,
         Lemma 5.6, Table 3): Σ ρ_sum · |A(r)|² + Σ ρ_count. A pure ε-DP release enters as its
-        zCDP equivalent ε²/2; a record with k splits then pays (kε)²/2 (group privacy)."""
+        zCDP equivalent ε²/2; a record with k splits then pays (kε)²/2 (group privacy).
+
+        Partition selection (ε, δ) enters as ρ = ε²/2 and δ. Counting units it is the same
+        for every record; counting split rows, a record with k = |A(r)| splits moves a count by
+        k and pays (kε, k·e^((k−1)ε)·δ) by group privacy, i.e. ε²/2·|A(r)|² and that δ."""
         sum_rho = sum((a.rho for a in allocs if a.primitive.kind == "sum"), Fraction(0))
         count_rho = sum((a.rho for a in allocs if a.primitive.kind == "count"), Fraction(0))
+        sel = self.policy.selection if plan.private_keys else None
+        split_selection = sel is not None and sel.count == "split_rows" and bool(plan.split_measures)
         terms: list[dict[str, Any]] = []
-        if sum_rho:
+        split_rho = sum_rho + (sel.epsilon**2 / 2 if split_selection else 0)
+        if split_rho:
             thresholds: dict[str, Any] = {}
             for name in plan.split_measures:
                 m = plan.table.measures[name]
                 thresholds[name] = m.display(m.threshold)
                 if m.override:
                     thresholds[f"{name} by {m.override.key}"] = {str(k): m.display(v) for k, v in m.override.thresholds.items()}
-            term: dict[str, Any] = {"rho": fmt(sum_rho), "rho_exact": str(sum_rho), "scale": "|A(r)|^2", "table": plan.table.name,
-                                    "measures": list(plan.split_measures), "thresholds": thresholds,
+            term: dict[str, Any] = {"rho": fmt(split_rho), "rho_exact": str(split_rho), "scale": "|A(r)|^2",
+                                    "table": plan.table.name, "measures": list(plan.split_measures),
+                                    "thresholds": thresholds,
                                     "splits": "|A(r)| = max(1, " + ", ".join(f"ceil(|{n}|/T({n}))" for n in plan.split_measures) + ")"}
+            if split_selection:
+                term.update({"delta_exact": str(sel.delta), "delta_epsilon": str(sel.epsilon),
+                             "delta_scale": "|A(r)|*exp((|A(r)|-1)*epsilon)"})
             if plan.table.max_splits:
                 term["max_splits"] = plan.table.max_splits
             terms.append(term)
-        if count_rho:
-            terms.append({"rho": fmt(count_rho), "rho_exact": str(count_rho), "scale": "1", "table": plan.table.name})
+        const_rho = count_rho + (sel.epsilon**2 / 2 if sel is not None and not split_selection else 0)
+        if const_rho:
+            term = {"rho": fmt(const_rho), "rho_exact": str(const_rho), "scale": "1", "table": plan.table.name}
+            if sel is not None and not split_selection:
+                term["delta_exact"] = str(sel.delta)
+            terms.append(term)
         return tuple(terms)
 
     # ------------------------------------------------------------------ explain
@@ -236,6 +300,12 @@ class Session:
         noise = []
         for a in allocs:
             p = a.primitive
+            if a.mechanism == TSGD:
+                sel = self.policy.selection
+                noise.append({"aggregate": p.label, "mechanism": TSGD, "rho": "0 (the partition selection's noisy count)",
+                              "sensitivity": [1.0], "sigma": [math.sqrt(discrete_laplace_variance(1 / sel.epsilon))],
+                              "moe95": [float(tsgd_threshold(sel.epsilon, sel.delta))]})
+                continue
             m = plan.table.measures.get(p.column) if p.kind == "sum" else None
             g = m.granularity if m else Fraction(1)
             sens = sorted(set(m.thresholds())) if m else [1]
@@ -246,11 +316,23 @@ class Session:
             if a.epsilon is not None:
                 entry["epsilon"] = fmt(a.epsilon)
             noise.append(entry)
-        public = {k: len(plan.table.keys[k].keyset or ()) for k in plan.keys}
-        notes = ["every key of the public keysets is returned (empty groups as noise on zero); other keys are dropped"] if plan.keys else []
+        public = {k: len(plan.table.keys[k].keyset or ()) for k in plan.keys if plan.table.keys[k].public}
+        notes = ["every key of the public keysets is returned (empty groups as noise on zero); other keys are dropped"] if public else []
+        selection = None
+        rho_sel = Fraction(0)
+        if plan.private_keys:
+            sel = self.policy.selection
+            rho_sel = sel.epsilon**2 / 2
+            selection = {"keys": list(plan.private_keys), "method": sel.method, "count": sel.count,
+                         "epsilon": fmt(sel.epsilon), "delta": f"{float(sel.delta):.3g}", "rho": fmt(rho_sel),
+                         "midpoint": midpoint(sel.epsilon, sel.delta)}
+            notes.append(f"groups of {', '.join(plan.private_keys)} are released by DP partition selection "
+                         f"(paper 002 Theorem 1): a group with n {'units' if sel.count == 'units' else 'split rows'} "
+                         f"is released with probability pi(n); pi reaches 1/2 at n = {selection['midpoint']}")
         return Explanation(sql=sql, table=plan.table.name, keys=plan.keys, public_keys=public,
                            exact_sql=exact_sql(plan, schema), reference_sql=reference_sql(plan, schema),
-                           noise=tuple(noise), rho=sum((a.rho for a in allocs), Fraction(0)),
+                           selection=selection, delta=self.policy.selection.delta if plan.private_keys else Fraction(0),
+                           noise=tuple(noise), rho=sum((a.rho for a in allocs), Fraction(0)) + rho_sel,
                            policy_terms=self._policy_terms(plan, allocs),
                            finish_sql=plan.finish.sql("duckdb", pretty=False), notes=tuple(notes))
 
@@ -262,8 +344,12 @@ class Session:
             return answered
         plan = self.plan(sql, parameters)
         allocs = self._allocations(plan, rho)
-        rho_q = sum((a.rho for a in allocs), Fraction(0))
-        eps_q = sum((a.epsilon for a in allocs), Fraction(0)) if allocs[0].epsilon is not None else None
+        sel = self.policy.selection if plan.private_keys else None
+        rho_sel = sel.epsilon**2 / 2 if sel else Fraction(0)  # (ε, δ)-DP is δ-approx. ε²/2-zCDP
+        delta_q = sel.delta if sel else Fraction(0)
+        rho_q = sum((a.rho for a in allocs), Fraction(0)) + rho_sel
+        eps_q = (sum((a.epsilon or Fraction(0) for a in allocs), Fraction(0))
+                 if any(a.epsilon is not None for a in allocs) else None)
         self.ledger.check(rho_q)  # refuse early; the binding check is the charge below
         schema = self.schema[plan.table.name]
         query = exact_sql(plan, schema)
@@ -275,15 +361,33 @@ class Session:
         timings["execute"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        domain = self._domain(plan)
-        nk = len(plan.keys)
-        exact_by_cell = {tuple(row[:nk]): row[nk:] for row in exact_rows}
+        nk, n_prim = len(plan.keys), len(plan.primitives)
+        exact_by_cell = {tuple(row[:nk]): row[nk:nk + n_prim] for row in exact_rows}
+        released, selected_counts = None, None
+        if sel is not None:
+            counts = _selection_counts(plan, exact_rows)
+            released, selected_counts = self._select(counts, sel)
+            del counts
         del exact_rows
+        domain = self._domain(plan, released)
+        timings["select"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
         columns: dict[str, Any] = {k: [cell[i] for cell in domain] for i, k in enumerate(plan.keys)}
         noise_terms: list[NoiseTerm] = []
-        sigmas_by_prim: list[np.ndarray] = []
         for i, a in enumerate(allocs):
             p = a.primitive
+            if a.mechanism == TSGD:
+                assert selected_counts is not None and sel is not None
+                noisy_counts = [selected_counts[cell] for cell in domain]  # keys are all private here
+                k = tsgd_threshold(sel.epsilon, sel.delta)
+                sd = math.sqrt(discrete_laplace_variance(1 / sel.epsilon))
+                columns[primitive_column(i)] = np.array(noisy_counts, dtype=np.int64)
+                columns[sigma_column(i)] = np.full(len(domain), sd)
+                columns[moe_column(i)] = np.full(len(domain), float(k))  # |noise| <= k always
+                noise_terms.append(NoiseTerm(aggregate=p.label, rho=Fraction(0), mechanism=TSGD, sensitivity=(1.0,),
+                                             sigma=(sd,), moe95=(float(k),)))
+                continue
             m = plan.table.measures.get(p.column) if p.kind == "sum" else None
             g = m.granularity if m else Fraction(1)
             sens = self._sensitivities(plan, domain, p)
@@ -313,8 +417,9 @@ class Session:
         # Charge BEFORE anything derived from the noisy values is returned.
         t0 = time.perf_counter()
         terms = self._policy_terms(plan, allocs)
-        mechanism = allocs[0].mechanism
-        charge_id = self.ledger.charge(Charge(query=sql, rho=rho_q, epsilon=eps_q, mechanism=mechanism, policy_terms=terms,
+        mechanism = next((a.mechanism for a in allocs if a.mechanism != TSGD), TSGD)
+        charge_id = self.ledger.charge(Charge(query=sql, rho=rho_q, delta=delta_q, epsilon=eps_q, mechanism=mechanism,
+                                              policy_terms=terms,
                                               analyst=self.analyst, session=self.session_id, dataset=str(self.database)))
         timings["charge"] = time.perf_counter() - t0
 
@@ -327,12 +432,27 @@ class Session:
         visible = [tuple(r[:n_visible]) for r in rows]
         timings["finish"] = time.perf_counter() - t0
 
-        receipt = Receipt(rho=rho_q, delta=Fraction(0), epsilon=eps_q, mechanism=mechanism, table=plan.table.name,
+        receipt = Receipt(rho=rho_q, delta=delta_q, epsilon=eps_q, mechanism=mechanism, table=plan.table.name,
+                          selection=self._selection_info(plan, released),
                           noise=tuple(noise_terms), columns=col_errors, policy_terms=terms,
                           budget_spent=self.ledger.spent, budget_total=self.ledger.total_rho,
                           budget_remaining=self.ledger.remaining, charge_id=charge_id)
         return Result(columns=tuple(names[:n_visible]), types=tuple(types[:n_visible]), rows=visible,
                       receipt=receipt, timings=timings)
+
+
+def _selection_counts(plan: Plan, exact_rows: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], int]:
+    """n per private-key group: the last column of the exact rows, summed over public keys."""
+    idx = [plan.keys.index(k) for k in plan.private_keys]
+    counts: dict[tuple[Any, ...], int] = {}
+    for row in exact_rows:
+        g = tuple(row[i] for i in idx)
+        counts[g] = counts.get(g, 0) + int(row[-1])
+    return counts
+
+
+def _sort_key(group: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple((v is None, type(v).__name__, v if v is not None else 0) for v in group)
 
 
 def _as_array(noisy: list[int], g: Fraction) -> np.ndarray:

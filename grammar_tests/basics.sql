@@ -59,3 +59,13 @@ SELECT "industry" AS "industry", SUM("payroll") AS "__p0", SUM("employees") AS "
 # title: having order by and limit are post-processing only
 SELECT naics2, SUM(payann) AS pay FROM establishments GROUP BY naics2 HAVING COUNT(*) > 100 ORDER BY pay DESC LIMIT 3;
 SELECT "naics2" AS "naics2", SUM("payann") AS "__p0", COUNT(*) AS "__p1" FROM "establishments" GROUP BY "naics2";
+
+# title: group by a private key counts units per group for partition selection
+# execute: true
+SELECT county, SUM(payann) FROM establishments GROUP BY county;
+SELECT "county" AS "county", SUM("payann") AS "__p0", COUNT(*) AS "__n" FROM "establishments" GROUP BY "county";
+
+# title: a public and a private key together
+# execute: true
+SELECT state, naics, COUNT(*) FROM establishments WHERE employees > 50 GROUP BY state, naics;
+SELECT "state" AS "state", "naics" AS "naics", COUNT(*) AS "__p0", COUNT(*) AS "__n" FROM "establishments" WHERE "employees" > 50 GROUP BY "state", "naics";

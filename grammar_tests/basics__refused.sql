@@ -6,10 +6,6 @@ SELECT id, payann FROM establishments;
 # error: DP108
 SELECT * FROM establishments;
 
-# title: group by a private key
-# error: DP205
-SELECT county, SUM(payann) FROM establishments GROUP BY county;
-
 # title: max is not supported yet
 # error: DP109
 SELECT MAX(payann) FROM establishments;
@@ -37,3 +33,11 @@ SELECT COUNT(*) FROM establishments a JOIN paper_table2 b ON a.id = b.id;
 # title: window function
 # error: DP106
 SELECT SUM(payann) OVER (PARTITION BY state) FROM establishments;
+
+# title: delete rows
+# error: DP102
+DELETE FROM establishments WHERE state = 'CA';
+
+# title: copy a table to a file
+# error: DP102
+COPY establishments TO 'leak.csv';

@@ -11,7 +11,6 @@ from dpsql.errors import DpsqlError
 CASES = [
     ("SELECT id, payann FROM establishments", "DP201"),
     ("SELECT * FROM establishments", "DP108"),
-    ("SELECT county, COUNT(*) FROM establishments GROUP BY county", "DP205"),
     ("SELECT firm_id, COUNT(*) FROM establishments GROUP BY firm_id", "DP206"),
     ("SELECT MAX(payann) FROM establishments", "DP109"),
     ("SELECT MEDIAN(payann) FROM establishments", "DP109"),
