@@ -5,6 +5,9 @@
     dpsql demo                     build the demo database if needed and run a sample query
     dpsql query "SQL"              answer a query with noise; charges the budget
     dpsql explain "SQL"            show the plan, the exact SQL and the noise; charges nothing
+    dpsql ledger                   budget spent and remaining, and the history of charges
+    dpsql policy [m=v ...]         the policy function P(r) so far; evaluated for a typed-in record
+    dpsql convert --rho R --delta D   (rho, delta)-zCDP as (epsilon, delta)-DP, two ways
 
 Exit status: 0 on success, 1 when dpsql refused or failed (message on stderr, or
 ``{"error": {...}}`` on stdout with --json), 2 on bad command-line usage.
@@ -31,7 +34,7 @@ def _connection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
-COMMANDS = ("demo", "query", "explain")
+COMMANDS = ("demo", "query", "explain", "ledger", "policy", "convert")
 REPL_USAGE = "dpsql [DATABASE] [--policy FILE] [--rho R] [--sigma]"
 
 
@@ -59,7 +62,30 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", help="show how a query would be answered; touches no data, charges nothing")
     p.add_argument("sql", help="the SELECT statement ('-' reads it from standard input)")
     _connection_args(p)
+
+    p = sub.add_parser("ledger", help="budget spent and remaining, and every charge so far")
+    _ledger_args(p)
+    p.add_argument("--all", action="store_true", help="every analyst's charges (default: yours)")
+
+    p = sub.add_parser("policy", help="the public policy function P(r) of everything released so far",
+                       description="Prints P(r) as a formula in a record's measure values; with measure=value "
+                                   "pairs, evaluates it for that hypothetical record (never for real records).")
+    _ledger_args(p)
+    p.add_argument("record", nargs="*", metavar="measure=value", help="a hypothetical record, e.g. employees=150 payann=10000")
+    p.add_argument("--table", help="the table the record belongs to (default: the only one with releases)")
+
+    p = sub.add_parser("convert", help="convert (rho, delta)-zCDP to (epsilon, delta)-DP")
+    p.add_argument("--rho", required=True, help="zCDP rho (e.g. the total spent)")
+    p.add_argument("--delta", required=True, help="target delta of (epsilon, delta)-DP, e.g. 1e-10")
+    p.add_argument("--json", action="store_true", help="print JSON")
     return parser
+
+
+def _ledger_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", metavar="FILE", help="database file (default: the demo database)")
+    p.add_argument("--policy", metavar="FILE", help="policy file (default: <db>.policy.toml); its ledger is read")
+    p.add_argument("--analyst", help="whose budget (default: your login name)")
+    p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def build_repl_parser() -> argparse.ArgumentParser:
@@ -67,7 +93,7 @@ def build_repl_parser() -> argparse.ArgumentParser:
         prog="dpsql", usage=REPL_USAGE,
         description="The interactive SQL prompt: each query is answered with differential-privacy noise and "
                     "charged to your budget. When standard input is not a terminal, statements are read from it "
-                    "(exit status 1 at the first error). Other commands: dpsql {demo,query,explain} --help.")
+                    f"(exit status 1 at the first error). Other commands: dpsql {{{','.join(COMMANDS)}}} --help.")
     parser.add_argument("database", nargs="?", metavar="DATABASE",
                         help="DuckDB database file (default: the demo database; write ./NAME for a file named like a command)")
     parser.add_argument("--db", metavar="FILE", help=argparse.SUPPRESS)  # as in the subcommands
@@ -106,7 +132,9 @@ def main(argv: list[str] | None = None) -> int:
         if extra:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
-        return {"demo": _demo, "query": _query, "explain": _explain, "repl": _repl}[args.command](args)
+        commands = {"demo": _demo, "query": _query, "explain": _explain, "ledger": _ledger, "policy": _policy,
+                    "convert": _convert, "repl": _repl}
+        return commands[args.command](args)
     except DpsqlError as exc:
         return _fail(args, exc.to_dict(), str(exc))
     except KeyboardInterrupt:
@@ -172,6 +200,103 @@ def _repl(args: argparse.Namespace) -> int:
 
         ensure_demo(progress=lambda msg: print(f"  {msg}", file=sys.stderr, flush=True))
     return repl_main(args.database, args.policy, args.rho, display="sigma" if args.sigma else "moe")
+
+
+def _open_ledger(args: argparse.Namespace, everyone: bool = False):
+    """The ledger of the policy (no database needed), for one analyst or all."""
+    from pathlib import Path
+
+    from .ledger import Ledger
+    from .policy import load_policy
+    from .session import _os_user, default_policy_path, ledger_path
+
+    if args.policy:
+        policy_file = Path(args.policy)
+    elif args.db:
+        policy_file = default_policy_path(Path(args.db))
+    else:
+        from .demo_db import ensure_demo
+
+        policy_file = ensure_demo()[1]
+    policy = load_policy(policy_file)
+    analyst = args.analyst or _os_user()
+    return policy, Ledger(ledger_path(policy), analyst, policy.budget.total_rho, policy.budget.dataset_rho), analyst
+
+
+def _ledger(args: argparse.Namespace) -> int:
+    from .ledger import fmt
+
+    policy, ledger, analyst = _open_ledger(args)
+    try:
+        charges = ledger.history(None if args.all else analyst)
+        summary = {"analyst": analyst, "spent": fmt(ledger.spent), "remaining": fmt(ledger.remaining),
+                   "total": fmt(ledger.total_rho), "ledger": str(ledger.path)}
+        if policy.budget.dataset_rho is not None:
+            summary["dataset_total"] = fmt(policy.budget.dataset_rho)
+    finally:
+        ledger.close()
+    if args.json:
+        print(fmt_mod.to_json({"budget": summary, "charges": [fmt_mod.charge_dict(c) for c in charges]}))
+        return 0
+    print(f"analyst {analyst}: spent rho={summary['spent']} of {summary['total']}, {summary['remaining']} left"
+          f"  (ledger {summary['ledger']})")
+    print(fmt_mod.history(charges) if charges else "no charges yet")
+    return 0
+
+
+def _policy(args: argparse.Namespace) -> int:
+    from . import policy_function as pf
+    from .ledger import fmt
+
+    _, ledger, analyst = _open_ledger(args)
+    try:
+        terms = pf.collect(ledger.history(None))  # everything released from this data set
+    finally:
+        ledger.close()
+    formulas = pf.formula(terms)
+    out: dict[str, object] = {"policy_function": formulas}
+    if args.record:
+        record = pf.parse_record(args.record)
+        tables = sorted(formulas)
+        table = args.table or (tables[0] if len(tables) == 1 else None)
+        if table is None:
+            raise DpsqlError("several tables have releases: say which with --table", code="DP119")
+        total, lines = pf.evaluate(terms, table, record)
+        out["record"] = {"table": table, "values": record, "P": fmt(total), "terms": lines}
+    if args.json:
+        print(fmt_mod.to_json(out))
+        return 0
+    if not formulas:
+        print("nothing released yet: P(r) = 0 for every record")
+    for table, text in formulas.items():
+        print(f"{table}: {text}")
+    if args.record:
+        rec = out["record"]
+        print(f"\nfor the hypothetical {rec['table']} record {' '.join(args.record)}:")  # type: ignore[index]
+        for line in rec["terms"]:  # type: ignore[index]
+            print(f"  {line['why']}")
+        print(f"  P(r) = {rec['P']}")  # type: ignore[index]
+    return 0
+
+
+def _convert(args: argparse.Namespace) -> int:
+    from .accounting import epsilon_analytic, epsilon_tight
+    from .ledger import parse_rho
+
+    rho = parse_rho(args.rho, "--rho")
+    delta = parse_rho(args.delta, "--delta")
+    if delta >= 1:
+        raise DpsqlError("--delta must be below 1", code="DP302")
+    result = {"rho": args.rho, "delta": args.delta,
+              "epsilon_analytic": epsilon_analytic(float(rho), float(delta)),
+              "epsilon_tight": epsilon_tight(float(rho), float(delta))}
+    if args.json:
+        print(fmt_mod.to_json(result))
+    else:
+        print(f"({args.rho})-zCDP implies (epsilon, {args.delta})-DP with\n"
+              f"  epsilon = {result['epsilon_tight']:.6g}  (tight numeric conversion, paper 004 Lemma 4)\n"
+              f"  epsilon = {result['epsilon_analytic']:.6g}  (analytic bound rho + 2 sqrt(rho ln(1/delta)), paper 004 Lemma 5)")
+    return 0
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -4,7 +4,6 @@
     commands.py    meta-commands, registered by @command into one table
     completion.py  context-aware Tab completion from the policy and the schema
     lexer.py       SQL highlighting
-    policyfn.py    the policy function P(r) as text, and for a hypothetical record
     progress.py    a query in a worker thread: spinner, Ctrl-C cancels
     prompt.py      the prompt_toolkit session
     statements.py  where `;` ends a statement

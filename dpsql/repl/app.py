@@ -20,6 +20,7 @@ from ..ledger import fmt
 from . import commands, statements
 from .progress import run_interruptible
 
+
 def home() -> Path:
     """dpsql's per-user directory: $DPSQL_HOME, else ~/.cache/dpsql (where the demo lives too)."""
     return Path(os.environ.get("DPSQL_HOME") or Path.home() / ".cache" / "dpsql").expanduser()

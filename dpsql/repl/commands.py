@@ -7,19 +7,20 @@ results of :meth:`Session.explain`, which touches no data.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from fractions import Fraction
+from typing import TYPE_CHECKING, TypeVar
 
 from .. import format as fmt_mod
+from .. import policy_function as pf
 from ..ledger import fmt
-from . import policyfn
 
 if TYPE_CHECKING:
     from .app import Repl
 
 Handler = Callable[["Repl", str], "str | None"]
+H = TypeVar("H", bound=Handler)
 
 
 class UsageError(Exception):
@@ -42,9 +43,9 @@ class Command:
 COMMANDS: dict[str, Command] = {}  # every name and alias -> its command
 
 
-def command(name: str, args: str = "", help: str = "", aliases: tuple[str, ...] = ()) -> Callable[[Handler], Handler]:
+def command(name: str, args: str = "", help: str = "", aliases: tuple[str, ...] = ()) -> Callable[[H], H]:
     """Register a meta-command under ``name`` (and ``aliases``)."""
-    def register(handler: Handler) -> Handler:
+    def register(handler: H) -> H:
         cmd = Command(name, args, help, handler, aliases)
         for n in (name, *aliases):
             COMMANDS[n] = cmd
@@ -129,7 +130,7 @@ def _role(tp, col: str) -> str:
         key = tp.keys[col]
         if key.public:
             return f"public key: GROUP BY, keyset of {len(key.keyset or ())} values"
-        return "private key: no keyset, GROUP BY not supported yet (WHERE only)"
+        return "private key: no public keyset"
     return "private: WHERE only"
 
 
@@ -149,8 +150,8 @@ def _budget(repl: Repl, arg: str) -> str:
     charges = list(led.charges)
     per_query = s.rho
     left = led.remaining
-    lines = [f"spent rho={fmt(led.spent)} of {fmt(led.total_rho)}, {fmt(left)} left; "
-             f"each query costs rho={fmt(per_query)} ({int(left // per_query)} more at this rate)."]
+    lines = [(f"analyst {led.analyst}: spent rho={fmt(led.spent)} of {fmt(led.total_rho)}, {fmt(left)} left; "
+              f"each query costs rho={fmt(per_query)} ({int(left // per_query)} more at this rate).")]
     if charges:
         rows = [[i, fmt(c.rho), _one_line(c.query)] for i, c in enumerate(charges, 1)]
         lines += ["", fmt_mod.grid(["#", "rho", "query"], rows[-20:])]
@@ -164,59 +165,59 @@ def _one_line(sql: str, width: int = 80) -> str:
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
-@command("\\policy", args="[col=value …]", help="the policy function P(r) charged so far; with values, for that hypothetical record")
+@command("\\policy", args="[TABLE] [col=value …]",
+         help="the policy function P(r) of all releases so far; with values, for that hypothetical record")
 def _policy(repl: Repl, arg: str) -> str:
-    s = repl.session
-    record = _record(repl, arg)
-    charges = list(s.ledger.charges)
-    functions = policyfn.collect(charges)
-    if not functions:
-        return "nothing charged yet: P(r) = 0 for every record."
-    lines = [f"P(r), the privacy loss of one record r (zCDP rho) over the {len(charges)} charged "
-             f"quer{'y' if len(charges) == 1 else 'ies'}: P(r) = Σ ρ_i·|A_i(r)|² + Σ ρ_j, "
-             "|A(r)| the number of parts r is split into."]
-    for fn in functions:
-        lines += ["", f"a record of {fn.table}:", *("  " + ln for ln in policyfn.formula(fn))]
+    words = arg.split()
+    table = words.pop(0).lower() if words and "=" not in words[0] else None
+    record = pf.parse_record(words)
+    columns = {c for cols in repl.session.schema.values() for c in cols}
+    for name in record:
+        if name not in columns:
+            raise UsageError(f"no column {name!r} in the policy's tables")
+    charges = repl.session.ledger.history(None)  # every release from this data set, as `dpsql policy`
+    terms = pf.collect(charges)
+    tables = list(dict.fromkeys(t.table for t in terms))
+    if table is not None and table not in tables:
+        raise UsageError(f"no release from table {table!r} yet (tables with releases: {', '.join(tables) or 'none'})")
+    if not terms:
+        return "nothing released yet: P(r) = 0 for every record."
+    lines = [(f"P(r): the privacy loss (zCDP ρ) of one record r over the {len(charges)} "
+              f"release{'s' if len(charges) != 1 else ''} from this data set; |A(r)| is the number of parts "
+              "r is split into.")]
+    for name in ([table] if table else tables):
+        lines += ["", f"a record of {name}:", *_formula([t for t in terms if t.table == name])]
         if record:
-            given = ", ".join(f"{k}={v}" for k, v in record.items())
-            try:
-                lines += [f"  for the hypothetical record {given}:", *policyfn.evaluate(fn, record)]
-            except ValueError as exc:
-                raise UsageError(str(exc)) from None
+            total, why = pf.evaluate(terms, name, record)
+            lines.append(f"  for the hypothetical record {' '.join(words)} (never an actual record):")
+            lines += [f"    {w['why']}" for w in why]
+            lines.append(f"    P(r) = {fmt(total)}")
     if not record:
-        lines += ["", "A record never split pays the sum of the ρ's; try \\policy employees=150 payann=10000 "
-                  "for a hypothetical record (never an actual one)."]
+        lines += ["", ("A record never split pays the sum of the ρ's. For a hypothetical record: "
+                       "\\policy employees=150 payann=10000")]
     return "\n".join(lines)
 
 
-def _record(repl: Repl, arg: str) -> dict[str, str]:
-    try:
-        tokens = shlex.split(arg)
-    except ValueError as exc:
-        raise UsageError(f"cannot read {arg!r}: {exc}") from None
-    columns = {c for cols in repl.session.schema.values() for c in cols}
-    record = {}
-    for tok in tokens:
-        name, eq, value = tok.partition("=")
-        name = name.strip().lower()
-        if not eq or not name or not value:
-            raise UsageError(f"write the hypothetical record as column=value pairs, e.g. employees=150 (got {tok!r})")
-        if name not in columns:
-            raise UsageError(f"no column {name!r} in the policy's tables")
-        record[name] = value.strip()
-    return record
+def _formula(terms: list[pf.Term]) -> list[str]:
+    """``P(r) = 0.2·|A1(r)|² + 0.1`` and a line defining each |A_i(r)|."""
+    split = [t for t in terms if t.split]
+    constant = sum((t.rho for t in terms if not t.split), Fraction(0))
+    parts = [f"{fmt(t.rho)}·|A{i}(r)|²" for i, t in enumerate(split, 1)] + ([fmt(constant)] if constant else [])
+    return [f"  P(r) = {' + '.join(parts)}", *(f"    |A{i}(r)| = {pf.split_formula(t)}" for i, t in enumerate(split, 1))]
 
 
-@command("\\set", args="[rho R | display moe|sigma]", help="set the rho per query or how noise is shown")
+@command("\\set", args="[NAME VALUE]", help="rho R, display moe|sigma; or any SET dpsql.NAME (moe, epsilon, weights)")
 def _set(repl: Repl, arg: str) -> str:
-    parts = arg.split()
-    if not parts:
-        return (f"rho {fmt(repl.session.rho)}    (zCDP budget charged per query)\n"
-                f"display {repl.display}    (moe: value ± 95% margin of error; sigma: value (σ …))\n"
-                f"timing {'on' if repl.timing else 'off'}")
-    if len(parts) != 2:
-        raise UsageError("usage: \\set rho 0.05  or  \\set display sigma")
-    name, value = parts[0].lower(), parts[1]
+    name, _, value = arg.strip().partition(" ")
+    name, value = name.lower(), value.strip()
+    if not name:
+        return (f"rho      {fmt(repl.session.rho)}  (zCDP budget charged per query)\n"
+                f"display  {repl.display}  (moe: value ± 95% margin of error; sigma: value (σ …))\n"
+                f"timing   {'on' if repl.timing else 'off'}\n"
+                "Also: \\set moe 1000 (a target 95% MOE per cell), \\set epsilon 0.5, \\set weights '…': "
+                "the same as SQL SET dpsql.NAME = VALUE.")
+    if not value:
+        raise UsageError("usage: \\set NAME VALUE, e.g. \\set rho 0.05 or \\set display sigma")
     if name == "rho":
         repl.session.set_rho(value)
         return f"each query now costs rho={fmt(repl.session.rho)}."
@@ -225,7 +226,11 @@ def _set(repl: Repl, arg: str) -> str:
             raise UsageError("display is moe (± 95% margin of error) or sigma (standard deviation of the noise)")
         repl.display = value.lower()
         return f"noisy values now shown with {'± 95% MOE' if repl.display == 'moe' else 'σ'}."
-    raise UsageError(f"unknown setting {name!r}: rho or display")
+    if not name.isidentifier():
+        raise UsageError(f"no setting {name!r}: rho, display, moe, moe_<measure>, epsilon, weights")
+    # The session's own settings, through the statement BI tools send (it charges nothing).
+    repl.session.execute(f"SET dpsql.{name} = {value}")
+    return f"{name} = {value}"
 
 
 @command("\\timing", args="[on|off]", help="show how long each query takes")

@@ -64,12 +64,16 @@ class SqlCompleter(Completer):
         if cmd.name == "\\describe" and not args:
             yield from _matching(word, ((t, "table") for t in self.session.policy.tables), keep_case=True)
         elif cmd.name == "\\set" and not args:
-            yield from _matching(word, [("rho", "budget per query"), ("display", "moe or sigma")], keep_case=True)
+            yield from _matching(word, [("rho", "zCDP budget per query"), ("display", "moe or sigma"),
+                                              ("moe", "target 95% MOE per cell"), ("epsilon", "pure-DP policies"),
+                                              ("weights", "how a query's budget is split")], keep_case=True)
         elif cmd.name == "\\set" and args == ["display"]:
             yield from _matching(word, [("moe", "value ± 95% margin of error"), ("sigma", "value (σ …)")], keep_case=True)
         elif cmd.name == "\\timing" and not args:
             yield from _matching(word, [("on", ""), ("off", "")], keep_case=True)
         elif cmd.name == "\\policy":
+            if not args:
+                yield from _matching(word, ((t, "table") for t in self.session.policy.tables), keep_case=True)
             cols = {c: "measure" for tp in self.session.policy.tables.values() for c in tp.measures}
             for tp in self.session.policy.tables.values():
                 for k in tp.keys:
@@ -92,7 +96,8 @@ class SqlCompleter(Completer):
             yield from _matching(word, ((t, "table") for t in self.session.policy.tables), keep_case=True)
         elif clause == "GROUP BY":
             yield from _matching(word, self._columns(tables, only="public keys"), keep_case=True)
-            yield from _matching(word, ((k, "") for k in KEYWORDS))
+            if word:
+                yield from _matching(word, ((k, "") for k in KEYWORDS))
         elif clause in ("LIMIT", "OFFSET"):
             return
         elif not before.strip():
@@ -101,8 +106,9 @@ class SqlCompleter(Completer):
             yield from _matching(word, self._columns(tables), keep_case=True)
             if clause in ("SELECT", "HAVING", "ORDER BY"):
                 yield from _matching(word, AGGREGATES.items())
-            yield from _matching(word, ((f, "function") for f in FUNCTIONS))
-            yield from _matching(word, ((k, "") for k in KEYWORDS))
+            if word:  # Tab on nothing lists names, not the whole language
+                yield from _matching(word, ((f, "function") for f in FUNCTIONS))
+                yield from _matching(word, ((k, "") for k in KEYWORDS))
 
     def _table(self, statement: str) -> str | None:
         m = _FROM.search(statement)
@@ -122,7 +128,7 @@ class SqlCompleter(Completer):
                 elif col in tp.measures:
                     role = f"measure, T={tp.measures[col].display(tp.measures[col].threshold)}"
                 elif col in tp.keys:
-                    role = "public key" if tp.keys[col].public else "private key (WHERE only)"
+                    role = "public key" if tp.keys[col].public else "private key"
                 else:
                     role = "column (WHERE only)"
                 if only == "measures" and col not in tp.measures:

@@ -1,0 +1,241 @@
+"""The interactive REPL, driven through prompt_toolkit's pipe input as a person types."""
+
+from __future__ import annotations
+
+import _thread
+import io
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.document import Document
+from prompt_toolkit.history import InMemoryHistory
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+
+from dpsql import format as fmt_mod
+from dpsql.cli import _names_command
+from dpsql.errors import QueryRefused
+from dpsql.repl import Repl, statements
+from dpsql.repl.completion import SqlCompleter
+from dpsql.repl.progress import run_interruptible
+
+CTRL_C, CTRL_D, TAB, ENTER = "\x03", "\x04", "\t", "\r"
+
+
+def drive(con, keys: str) -> tuple[str, str, int]:
+    """Type ``keys`` into a REPL on ``con``; returns (stdout, stderr, exit status)."""
+    out, err = io.StringIO(), io.StringIO()
+    repl = Repl(con, out=out, err=err, progress=False)
+    with create_pipe_input() as inp:
+        inp.send_text(keys + CTRL_D)
+        rc = repl.interactive(input=inp, output=DummyOutput(), history=InMemoryHistory())
+    return out.getvalue(), err.getvalue(), rc
+
+
+# --------------------------------------------------------------------------- typing, end to end
+
+
+def test_multiline_query_with_tab_completion(con):
+    out, err, rc = drive(con, f"SELECT naics2, COUNT(*) AS n, SUM(payan{TAB}) AS pay{ENTER}"
+                              f"FROM est{TAB} GROUP BY naic{TAB}{ENTER}ORDER BY n DESC LIMIT 3;{ENTER}")
+    assert rc == 0 and err == ""
+    assert "(3 rows) charged rho=0.1" in out and " ± " in out
+    assert out.splitlines()[5].split() == ["naics2", "|", "n", "|", "pay"]
+    [charge] = con.session.ledger.charges
+    assert " ".join(charge.query.split()) == ("SELECT naics2, COUNT(*) AS n, SUM(payann) AS pay FROM establishments "
+                                              "GROUP BY naics2 ORDER BY n DESC LIMIT 3")
+
+
+def test_refusal_points_at_the_sql_and_charges_nothing(con):
+    out, err, rc = drive(con, f"SELECT naics2,{ENTER}  SUM(payroll) FROM establishments GROUP BY naics2;{ENTER}")
+    assert rc == 0 and "Traceback" not in err and "rows)" not in out
+    lines = err.splitlines()
+    assert lines[0].startswith("DP203: ") and "payroll" in lines[0]  # one clear message with its code
+    assert lines[1] == "LINE 2:   SUM(payroll) FROM establishments GROUP BY naics2"
+    assert lines[2].index("^") == lines[1].index("payroll")
+    assert lines[3].startswith("Hint: ")
+    assert con.session.ledger.spent == 0
+
+
+def test_ctrl_c_drops_the_line_and_keeps_the_session(con):
+    out, err, rc = drive(con, f"SELECT id FROM establishments{CTRL_C}"
+                              f"SELECT COUNT(*) FROM establishments{ENTER}WHERE{CTRL_C}"
+                              f"SELECT COUNT(*) AS n FROM establishments;{ENTER}")
+    assert rc == 0 and err == ""  # neither cancelled line ran
+    assert "(1 row) charged rho=0.1" in out and len(con.session.ledger.charges) == 1
+
+
+def test_meta_commands(con):
+    out, err, rc = drive(con, f"\\describe est{TAB}{ENTER}\\set display sigma{ENTER}\\set rho 0.25{ENTER}"
+                              f"SELECT SUM(employees) AS e FROM establishments;{ENTER}"
+                              f"\\policy employees=150 payann=10000{ENTER}\\budget{ENTER}\\q{ENTER}"
+                              f"SELECT 'never reached';{ENTER}")
+    assert rc == 0 and err == ""
+    assert "payann    | BIGINT  | measure: SUM/AVG, split threshold T = 10000" in out
+    assert "state     | VARCHAR | public key: GROUP BY, keyset of 51 values" in out
+    assert "county    | VARCHAR | private key" in out
+    assert "(σ " in out and "(σ …) is the standard deviation" in out and "charged rho=0.25" in out
+    assert "P(r) = 0.25·|A1(r)|²\n" in out and "|A1(r)| = max(1, ⌈|employees|/100⌉)" in out
+    assert "⌈150/100⌉=2) = 2; 0.25·2² = 1\n    P(r) = 1\n" in out  # employees=150, T=100: two parts
+    assert "spent rho=0.25 of 10, 9.75 left" in out
+
+
+def test_unknown_meta_command_and_bad_setting(con):
+    out, err, rc = drive(con, f"\\frobnicate{ENTER}\\set rho -1{ENTER}\\policy employees=1 x{ENTER}"
+                              f"\\policy employes=150{ENTER}")
+    assert rc == 0 and "each query now costs" not in out
+    assert "unknown command \\frobnicate" in err and "DP302" in err and "measure=value" in err
+    assert "no column 'employes'" in err
+
+
+def test_ctrl_c_cancels_a_running_query(con, monkeypatch):
+    """The engine contract: interrupt() makes the running query raise KeyboardInterrupt."""
+    engine = con.session.engine
+    started, stop = threading.Event(), threading.Event()
+    real_run = engine.run
+
+    def slow_run(sql):
+        if stop.is_set():
+            return real_run(sql)
+        started.set()
+        assert stop.wait(10), "never interrupted"
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(engine, "run", slow_run)
+    monkeypatch.setattr(engine, "interrupt", stop.set)
+    threading.Thread(target=lambda: started.wait(10) and _thread.interrupt_main(), daemon=True).start()
+    out, err, rc = drive(con, f"SELECT COUNT(*) FROM establishments;{ENTER}SELECT COUNT(*) AS n FROM establishments;{ENTER}")
+    assert rc == 0 and "query cancelled; nothing was charged." in err
+    assert len(con.session.ledger.charges) == 1 and "(1 row)" in out  # the session went on
+
+
+def test_engine_interrupt_stops_duckdb(con):
+    engine = con.session.engine
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        run_interruptible(lambda: engine.run("SELECT SUM(i) FROM range(10000000000000) t(i)"), engine.interrupt)
+    timer.cancel()
+
+
+def test_progress_line_after_delay():
+    stream = io.StringIO()
+    assert run_interruptible(lambda: threading.Event().wait(0.3) or 7, lambda: None, stream=stream, delay=0.1) == 7
+    assert "running… Ctrl-C cancels" in stream.getvalue() and stream.getvalue().endswith("\r\x1b[K")
+
+
+# --------------------------------------------------------------------------- completion
+
+
+def complete(con, text: str, tab: bool = True) -> list[str]:
+    """Completions at ``|`` in ``text`` (default: at the end)."""
+    cursor = text.find("|") if "|" in text else len(text)
+    doc = Document(text.replace("|", ""), cursor)
+    return [c.text for c in SqlCompleter(con.session).get_completions(doc, CompleteEvent(completion_requested=tab))]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("SELECT COUNT(*) FROM ", ["establishments", "paper_table1", "paper_table2", "devices"]),
+    ("SELECT COUNT(*) FROM pa", ["paper_table1", "paper_table2"]),
+    ("SELECT SUM(| FROM establishments", ["employees", "payann", "payqtr1"]),  # the FROM after the cursor counts
+    ("SELECT AVG(pay", ["payann", "payqtr1", "payroll"]),  # no FROM yet: measures of every table
+    ("SELECT COUNT(*) FROM establishments GROUP BY ", ["state", "naics2"]),  # public keys only
+    ("\\de", ["\\describe"]),
+    ("\\describe ", ["establishments", "paper_table1", "paper_table2", "devices"]),
+    ("\\set display ", ["moe", "sigma"]),
+    ("sel", ["select"]),  # keywords in the case being typed
+    ("SEL", ["SELECT"]),
+])
+def test_completions(con, text, expected):
+    assert complete(con, text) == expected
+
+
+def test_columns_of_the_from_table_with_roles(con):
+    doc = Document("SELECT  FROM devices", len("SELECT "))
+    found = {c.text: c.display_meta_text for c in SqlCompleter(con.session).get_completions(doc, CompleteEvent(completion_requested=True))}
+    assert found["user_id"] == "privacy unit" and found["latency_ms"] == "measure, T=500"
+    assert "device_model" in found and "payann" not in found
+
+
+def test_no_completion_while_typing_before_a_word(con):
+    assert complete(con, "SELECT COUNT(*) FROM ", tab=False) == []
+
+
+# --------------------------------------------------------------------------- pure parts
+
+
+@pytest.mark.parametrize("text, done, rest", [
+    ("SELECT 1; SELECT 2;", ["SELECT 1", "SELECT 2"], ""),
+    ("SELECT 'a;b', \"c;\" FROM t; SELECT", ["SELECT 'a;b', \"c;\" FROM t"], " SELECT"),
+    ("SELECT 1 -- not ; here\n; x", ["SELECT 1 -- not ; here"], " x"),
+    ("SELECT /* ; */ 1", [], "SELECT /* ; */ 1"),
+    ("SELECT 'it''s;'; ", ["SELECT 'it''s;'"], " "),
+])
+def test_split(text, done, rest):
+    assert statements.split(text) == (done, rest)
+
+
+@pytest.mark.parametrize("text, complete", [
+    ("SELECT 1", False), ("SELECT 1;", True), ("SELECT 1;  -- done", True), ("SELECT ';'", False),
+    ("\\tables", True), ("  \\d establishments", True), ("", True), ("quit", True), ("SELECT 1; SELECT", False),
+])
+def test_is_complete(text, complete):
+    assert statements.is_complete(text) is complete
+
+
+def test_error_caret_under_the_column():
+    exc = QueryRefused("no such column", code="DP203", line=2, column=5, hint="try another")
+    assert fmt_mod.error(exc, "SELECT\n\tSUM(x) FROM t").splitlines() == [
+        "DP203: no such column", "LINE 2:  SUM(x) FROM t", "            ^", "Hint: try another"]
+    assert fmt_mod.error(QueryRefused("budget", code="DP301"), "SELECT 1") == "DP301: budget"
+
+
+@pytest.mark.parametrize("argv, command", [
+    ([], False), (["demo"], True), (["query", "SELECT 1"], True), (["my.duckdb"], False),
+    (["--policy", "demo", "x.duckdb"], False), (["--rho", "0.5"], False), (["--help"], True), (["./demo"], False),
+])
+def test_cli_tells_a_database_from_a_command(argv, command):
+    assert _names_command(argv) is command
+
+
+# --------------------------------------------------------------------------- not a terminal
+
+
+def test_script_stops_at_the_first_error(con):
+    out, err = io.StringIO(), io.StringIO()
+    repl = Repl(con, out=out, err=err, progress=False)
+    script = ("-- a comment\nSELECT COUNT(*) AS n\n  FROM establishments;\n\\budget\n"
+              "SELECT MAX(payann) FROM establishments;\nSELECT COUNT(*) FROM establishments;\n")
+    assert repl.script(io.StringIO(script)) == 1
+    assert "(1 row)" in out.getvalue() and "spent rho=0.1" in out.getvalue()
+    assert err.getvalue().startswith("DP109") and len(con.session.ledger.charges) == 1
+    assert Repl(con, out=io.StringIO(), err=err, progress=False).script(["SELECT COUNT(*) FROM establishments"]) == 0
+
+
+def test_piped_into_the_dpsql_command(demo):
+    env = dict(os.environ, DPSQL_HOME=str(demo[0].parent))
+    cmd = [sys.executable, "-m", "dpsql.cli", str(demo[0]), "--policy", str(demo[1])]
+    p = subprocess.run(cmd, input="SELECT state, COUNT(*) AS n FROM establishments GROUP BY state LIMIT 2;\n\\q\n",
+                       capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert p.returncode == 0, p.stderr
+    assert "(2 rows) charged rho=0.1" in p.stdout and p.stderr == ""
+    p = subprocess.run(cmd, input="SELECT id FROM establishments", capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert p.returncode == 1 and p.stderr.startswith("DP201") and "Traceback" not in p.stderr
+
+
+def test_internal_errors_hide_their_message(con, monkeypatch):
+    def boom(sql, *a, **k):
+        raise RuntimeError("secret value 12345")
+
+    monkeypatch.setattr(con.session, "execute", boom)
+    out, err, rc = drive(con, f"SELECT COUNT(*) FROM establishments;{ENTER}")
+    assert rc == 0 and "DP900: internal error (RuntimeError)" in err and "12345" not in err + out
+
+
+def test_banner_and_toolbar_say_the_budget(con):
+    repl = Repl(con, out=io.StringIO(), err=io.StringIO())
+    assert "budget left 10 of 10" in repl.banner() and "rho/query 0.1" in repl.toolbar()
