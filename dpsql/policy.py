@@ -110,6 +110,27 @@ class TablePolicy:
     keys: dict[str, Key] = field(default_factory=dict)
     max_splits: int | None = None
 
+    def role(self, column: str) -> str:
+        """What the policy lets an analyst do with a column, in words (public: the policy is)."""
+        if column == self.privacy_unit:
+            return "privacy unit (COUNT(*) counts units)"
+        if column in self.measures:
+            m = self.measures[column]
+            text = f"measure: SUM/AVG, split threshold T = {m.display(m.threshold)}"
+            if m.granularity != 1:
+                text += f", granularity {m.display(1)}"
+            if m.override:
+                items = list(m.override.thresholds.items())
+                shown = ", ".join(f"{m.display(t)} if {m.override.key} = {k}" for k, t in items[:3])
+                text += f" ({shown}{', …' if len(items) > 3 else ''})"
+            return text
+        if column in self.keys:
+            key = self.keys[column]
+            if key.public:
+                return f"public key: GROUP BY, keyset of {len(key.keyset or ())} values"
+            return "private key: GROUP BY through partition selection"
+        return "private: WHERE only"
+
 
 @dataclass(frozen=True)
 class Budget:

@@ -71,18 +71,7 @@ def _version() -> str:
 
 def column_role(session: Session, table: str, column: str) -> str | None:
     """What the policy lets an analyst do with a column, in words (public: the policy is)."""
-    tp = session.policy.tables[table]
-    if column == tp.privacy_unit:
-        return "privacy unit: COUNT(*) counts distinct units"
-    if column in tp.measures:
-        m = tp.measures[column]
-        return f"measure: SUM/AVG allowed, split threshold {m.display(m.threshold)}"
-    if column in tp.keys:
-        k = tp.keys[column]
-        if k.public:
-            return f"public key: GROUP BY allowed ({len(k.keyset or ())} values)"
-        return "private key: GROUP BY needs partition selection (not supported yet)"
-    return "filter only: usable in WHERE"
+    return session.policy.tables[table].role(column)
 
 
 def table_comment(session: Session, table: str) -> str:

@@ -119,7 +119,7 @@ def test_reflection_of_columns_types_and_roles(engine):
     assert cols["payann"]["comment"].startswith("measure")
     assert cols["state"]["comment"].startswith("public key")
     assert cols["county"]["comment"].startswith("private key")
-    assert cols["firm_id"]["comment"].startswith("filter only")
+    assert cols["firm_id"]["comment"] == "private: WHERE only"
     assert insp.get_pk_constraint("establishments")["constrained_columns"] == []
     assert insp.get_foreign_keys("establishments") == []
     assert insp.get_indexes("establishments") == []

@@ -106,32 +106,11 @@ def _describe(repl: Repl, arg: str) -> str:
     tp = policy.table(arg.strip().strip('"'))
     if tp is None:
         raise UsageError(f"no table {arg!r} in the policy (tables: {', '.join(policy.tables)})")
-    rows = [[col, dtype, _role(tp, col)] for col, dtype in repl.session.schema[tp.name].items()]
+    rows = [[col, dtype, tp.role(col)] for col, dtype in repl.session.schema[tp.name].items()]
     out = [f"Table {tp.name}: one row per privacy unit {tp.privacy_unit!r}", fmt_mod.grid(["column", "type", "role"], rows)]
     if tp.max_splits:
         out.append(f"Records are split into at most {tp.max_splits} parts (larger values are top-coded).")
     return "\n".join(out)
-
-
-def _role(tp, col: str) -> str:
-    if col == tp.privacy_unit:
-        return "privacy unit (COUNT(*) counts units)"
-    if col in tp.measures:
-        m = tp.measures[col]
-        text = f"measure: SUM/AVG, split threshold T = {m.display(m.threshold)}"
-        if m.granularity != 1:
-            text += f", granularity {m.display(1)}"
-        if m.override:
-            items = list(m.override.thresholds.items())
-            shown = ", ".join(f"{m.display(t)} if {m.override.key} = {k}" for k, t in items[:3])
-            text += f" ({shown}{', …' if len(items) > 3 else ''})"
-        return text
-    if col in tp.keys:
-        key = tp.keys[col]
-        if key.public:
-            return f"public key: GROUP BY, keyset of {len(key.keyset or ())} values"
-        return "private key: no public keyset"
-    return "private: WHERE only"
 
 
 @command("\\explain", args="SQL", help="how a query would be answered; costs nothing, touches no data")
