@@ -31,7 +31,7 @@ from dpsql.mechanisms import (
     sample_discrete_laplace,
 )
 from dpsql.randomness import RandomSource, SecureRandom, SeededRandom, default_random
-from dpsql.testing import seeded_random
+from dpsql.testing import ScriptedWords, seeded_random
 
 
 class ScriptedBytes(randomness._ByteSource):
@@ -46,18 +46,6 @@ class ScriptedBytes(randomness._ByteSource):
         return out
 
 
-class ScriptedWords:
-    """A RandomSource whose bits63 replays given words (uniform_below is not scripted)."""
-
-    def __init__(self, words: list[int]) -> None:
-        self.words = list(words)
-
-    def bits63(self, n: int) -> np.ndarray:
-        out, self.words = self.words[:n], self.words[n:]
-        return np.array(out, dtype=np.int64)
-
-    def uniform_below(self, bounds: np.ndarray) -> np.ndarray:  # pragma: no cover - unused
-        raise AssertionError("not scripted")
 
 
 def u32(*values: int) -> bytes:

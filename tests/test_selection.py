@@ -35,7 +35,7 @@ from dpsql.selection import (
     tsgd_release_probability,
     tsgd_threshold,
 )
-from dpsql.testing import seeded_random
+from dpsql.testing import ScriptedWords, seeded_random
 
 EPSILONS = [0.01, 0.03, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0]
 DELTAS = [1e-15, 1e-10, 1e-5, 1e-3, 0.1]
@@ -273,27 +273,15 @@ def test_tiny_epsilon_table_is_refused_not_run_forever():
 # ---------------------------------------------------------------------------------------------
 
 
-class Words:
-    """A RandomSource replaying given 63-bit words (to drive the tie branch)."""
-
-    def __init__(self, words: list[int]) -> None:
-        self.words = list(words)
-
-    def bits63(self, n: int) -> np.ndarray:
-        out, self.words = self.words[:n], self.words[n:]
-        return np.array(out, dtype=np.int64)
-
-    def uniform_below(self, bounds: np.ndarray) -> np.ndarray:  # pragma: no cover - unused
-        raise AssertionError
 
 
 def test_tie_is_finished_on_the_low_bits():
     rem = (5 << 2) | 2  # 65 low bits: 63 bits "5", then the two bits "10"
-    assert selection._finish_tie(rem, 65, Words([4])) is True
-    assert selection._finish_tie(rem, 65, Words([6])) is False
-    assert selection._finish_tie(rem, 65, Words([5, 1 << 61])) is True  # next bits 01 < 10
-    assert selection._finish_tie(rem, 65, Words([5, 3 << 61])) is False  # 11 > 10
-    assert selection._finish_tie(rem, 65, Words([5, 2 << 61])) is False  # all equal: V >= q
+    assert selection._finish_tie(rem, 65, ScriptedWords([4])) is True
+    assert selection._finish_tie(rem, 65, ScriptedWords([6])) is False
+    assert selection._finish_tie(rem, 65, ScriptedWords([5, 1 << 61])) is True  # next bits 01 < 10
+    assert selection._finish_tie(rem, 65, ScriptedWords([5, 3 << 61])) is False  # 11 > 10
+    assert selection._finish_tie(rem, 65, ScriptedWords([5, 2 << 61])) is False  # all equal: V >= q
 
 
 def test_select_uses_the_table_and_one_word_per_partition():
@@ -305,7 +293,7 @@ def test_select_uses_the_table_and_one_word_per_partition():
     # word below q(3)'s top bits -> keep; tie on q(12) -> decided by the next word against its
     # low bits; n = 0 with word 0 (a tie at q = 0) -> drop; n = 50 -> always kept
     next_word = ((low12 >> 2) - 1) if (low12 >> 2) > 0 else (1 << 63) - 1
-    rng = Words([hi[0] - 1, hi[1], 0, 123, next_word, 0, 0])  # n = 0's tie reads 63 + 2 bits
+    rng = ScriptedWords([hi[0] - 1, hi[1], 0, 123, next_word, 0, 0])  # n = 0's tie reads 63 + 2 bits
     out = select(n, eps, d, rng)
     assert out.tolist() == [True, (low12 >> 2) > 0, False, True]
 
