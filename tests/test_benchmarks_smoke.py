@@ -1,0 +1,87 @@
+"""The utility study's maths on hand-made examples (benchmarks/dpmath.py): ARE, split counts,
+top-coding and its sensitivity, the policy loss of a workload and of a group. No timing."""
+
+from __future__ import annotations
+
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the benchmarks package lives at the repo root
+
+from benchmarks import dpmath
+from benchmarks.dpmath import SPLIT_SCHEMES, TOPCODE_SCHEMES
+from dpsql.mechanisms import gaussian_sigma2
+from dpsql.testing import seeded_random
+
+# Paper 000 Table 2(a), payroll in dollars; thresholds employees 50, payroll 5,000,000.
+TABLE2 = {"employees": np.array([150, 50, 100, 50, 20]),
+          "payroll": np.array([10_000_000, 15_000_000, 10_000_000, 10_000_000, 1_000_000])}
+TABLE2_T = {"employees": 50, "payroll": 5_000_000}
+
+
+def test_are_is_paper_eq_13() -> None:
+    got = dpmath.are(np.array([110, 90, -50, 7]), np.array([100, 100, -100, 0]))
+    assert got[:3] == pytest.approx([0.1, 0.1, 0.5])
+    assert np.isnan(got[3])  # undefined on an exact zero, dropped from the summaries
+
+
+def test_split_counts_reproduce_table_2() -> None:
+    # Table 2(b): records 1 and 2 become 3 rows, 3 and 4 become 2, record 5 stays one.
+    assert dpmath.split_counts(TABLE2, TABLE2_T).tolist() == [3, 3, 2, 2, 1]
+    # Query-scoped: only the measures given decide; zero and negative values count by magnitude.
+    assert dpmath.split_counts({"employees": np.array([0, 49, 51, -101])}, {"employees": 50}).tolist() == [1, 1, 2, 3]
+
+
+def test_topcoding_clamps_at_the_code_and_its_sensitivity_is_the_code() -> None:
+    values = np.array([5, 300, 301, 10_000, -400])
+    assert dpmath.topcode(values, 300).tolist() == [5, 300, 300, 300, -300]
+    moderate = TOPCODE_SCHEMES[1]
+    assert [dpmath.sum_sensitivity(moderate, m) for m in ("employees", "payann", "payqtr1")] == [300, 10_000, 2_500]
+    # Splitting's sensitivity is the threshold: paper 000 Table 8, Median scheme.
+    assert dpmath.sum_sensitivity(SPLIT_SCHEMES[2], "payann") == 104
+
+
+def test_noisy_answers_use_sigma2_delta2_over_2rho() -> None:
+    exact = np.full(20_000, 1_000_000, dtype=np.int64)
+    rho = Fraction(1, 4)
+    noisy = dpmath.noisy_answers(exact, 100, rho, seeded_random(7))
+    sigma = float(gaussian_sigma2(100, rho)) ** 0.5  # 100 / sqrt(0.5) = 141.4
+    assert sigma == pytest.approx(141.42, abs=0.01)
+    assert np.std(noisy - exact) == pytest.approx(sigma, rel=0.03)
+    assert abs(np.mean(noisy - exact)) < 4 * sigma / np.sqrt(exact.size)  # unbiased: splitting keeps the exact sum
+
+
+def test_policy_loss_of_a_workload_reproduces_example_5_4() -> None:
+    # Example 5.4 / §5.3: a SUM workload at total rho on one split relation: 9 rho, 9 rho, 4 rho, 4 rho, rho.
+    a = dpmath.split_counts(TABLE2, TABLE2_T)
+    assert dpmath.workload_policy_loss(a, 0, 1).tolist() == [9, 9, 4, 4, 1]
+    # The CBP workload: COUNT at rho/4 (not split) + three SUMs at rho/4 each on the split relation.
+    rho = Fraction(1)
+    p = dpmath.workload_policy_loss(np.array([1, 2, 10]), rho / 4, 3 * rho / 4)
+    assert p.tolist() == pytest.approx([1.0, 0.25 + 0.75 * 4, 0.25 + 75])
+
+
+def test_group_policy_loss_of_a_firm() -> None:
+    # Two establishments with 1 and 3 splits: 2 counted rows, 4 split rows.
+    assert dpmath.group_policy_loss(np.array([2]), np.array([4]), 0.25, 0.75).tolist() == [0.25 * 4 + 0.75 * 16]
+    # A single unsplit establishment is a firm of one: P = rho.
+    assert dpmath.group_policy_loss(np.array([1]), np.array([1]), 0.25, 0.75).tolist() == [1.0]
+
+
+def test_summaries_and_ecdf() -> None:
+    s = dpmath.summarize_are(np.array([0.01, 0.04, 0.1, 0.3, np.nan]))
+    assert s["n"] == 4 and s["median"] == pytest.approx(0.07)
+    assert s["share_below_0.05"] == 0.5 and s["share_below_0.2"] == 0.75
+    v, c = dpmath.ecdf_from_counts(np.array([9.0, 1.0, 4.0]), np.array([1, 6, 3]))
+    assert v.tolist() == [1.0, 4.0, 9.0] and c.tolist() == pytest.approx([0.6, 0.9, 1.0])
+
+
+def test_schemes_are_paper_tables_7_and_8() -> None:
+    assert [s.name for s in TOPCODE_SCHEMES] == ["Conservative", "Moderate", "Aggressive"]
+    assert [s.name for s in SPLIT_SCHEMES] == ["Conservative", "Moderate", "Median"]
+    assert TOPCODE_SCHEMES[0].values == {"employees": 1000, "payann": 100_000, "payqtr1": 25_000}
+    assert SPLIT_SCHEMES[1].values == {"employees": 5, "payann": 500, "payqtr1": 125}
