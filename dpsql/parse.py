@@ -5,8 +5,19 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import TokenType
 
 from .errors import QueryRefused
+
+#: First keywords of statements that are not queries. A statement sqlglot cannot parse
+#: (EXPORT DATABASE, IMPORT DATABASE, ...) but that starts with one is refused as "not a
+#: SELECT" (DP102) rather than as a syntax error (DP100): it is well-formed, just not allowed.
+STATEMENT_KEYWORDS = frozenset({
+    "ALTER", "ANALYZE", "ATTACH", "BEGIN", "CALL", "CHECKPOINT", "COMMENT", "COMMIT", "COPY", "CREATE",
+    "DEALLOCATE", "DELETE", "DESCRIBE", "DETACH", "DROP", "EXECUTE", "EXPLAIN", "EXPORT", "FORCE", "GRANT",
+    "IMPORT", "INSERT", "INSTALL", "LOAD", "MERGE", "PIVOT", "PRAGMA", "PREPARE", "RESET", "REVOKE",
+    "ROLLBACK", "SET", "SHOW", "SUMMARIZE", "TRUNCATE", "UNPIVOT", "UPDATE", "UPSERT", "USE", "VACUUM",
+})
 
 
 def parse(sql: str) -> exp.Expression:
@@ -19,8 +30,14 @@ def parse(sql: str) -> exp.Expression:
     if not isinstance(sql, str):
         raise QueryRefused("the query must be a string of SQL", code="DP100")
     try:
-        statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
+        # A comment after the last semicolon parses as a bare Semicolon: not a statement.
+        statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None and not isinstance(s, exp.Semicolon)]
     except ParseError as exc:
+        kind = statement_keyword(sql)
+        if kind is not None and kind.split()[-1] in STATEMENT_KEYWORDS:
+            from .validate import refuse_statement  # validate imports this module
+
+            raise refuse_statement(kind, sql) from None
         first = exc.errors[0] if exc.errors else {}
         raise QueryRefused(
             f"could not parse the SQL: {first.get('description') or 'syntax error'}",
@@ -56,4 +73,42 @@ def position(node: exp.Expression, sql: str) -> tuple[int | None, int | None]:
             line = sql.count("\n", 0, start) + 1
             column = start - (sql.rfind("\n", 0, start) + 1) + 1
             return line, column
+    return None, None
+
+
+def _tokens(sql: str) -> list:
+    try:
+        return sqlglot.Dialect.get_or_raise("duckdb").tokenize(sql)
+    except (TokenError, ValueError):
+        return []
+
+
+def statement_keyword(sql: str) -> str | None:
+    """The keyword a statement starts with, upper-case ("EXPORT", "FORCE INSTALL"), comments
+    skipped; None when it does not start with a word."""
+    tokens = _tokens(sql)
+    if not tokens or tokens[0].token_type in (TokenType.STRING, TokenType.NUMBER, TokenType.L_PAREN):
+        return None
+    first = tokens[0].text.upper()
+    if first == "FORCE" and len(tokens) > 1:
+        return f"FORCE {tokens[1].text.upper()}"
+    return first if first.replace("_", "").isalpha() else None
+
+
+def first_token_position(sql: str) -> tuple[int | None, int | None]:
+    """1-based (line, column) of the first token of the statement, comments skipped."""
+    tokens = _tokens(sql)
+    if not tokens:
+        return None, None
+    start = tokens[0].start
+    return sql.count("\n", 0, start) + 1, start - (sql.rfind("\n", 0, start) + 1) + 1
+
+
+def keyword_position(sql: str, keyword: str) -> tuple[int | None, int | None]:
+    """1-based (line, column) of the first token spelling ``keyword`` (any case)."""
+    for token in _tokens(sql):
+        text = token.text.upper()
+        if text == keyword.upper() or text.startswith(keyword.upper() + " "):  # "GROUP BY" is one token
+            start = token.start
+            return sql.count("\n", 0, start) + 1, start - (sql.rfind("\n", 0, start) + 1) + 1
     return None, None

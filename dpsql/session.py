@@ -28,8 +28,8 @@ from .intercept import intercept
 from . import probes  # noqa: F401 - registers the zero-cost answers to BI tools' probes
 from .ledger import Charge, Ledger, fmt, parse_rho
 from .allocate import Allocation, Settings, allocate
-from .parse import parse
-from .plan import Plan, Primitive, build_plan, hidden_columns, moe_column, primitive_column, sigma_column
+from .parse import keyword_position, parse, position
+from .plan import Plan, Primitive, build_plan, inline_derived_tables, hidden_columns, moe_column, primitive_column, sigma_column
 from .policy import Policy, Selection, load_policy
 from .randomness import RandomSource, default_random
 from .result import ColumnError, Explanation, NoiseTerm, Receipt, Result
@@ -167,9 +167,13 @@ class Session:
         tree = parse(sql)
         if parameters is not None:
             tree = bind_parameters(tree, parameters)
-        elif tree.find(exp.Placeholder):
-            raise QueryRefused("the query has ? parameters but no values were given", code="DP118")
-        select = check_statement(tree, sql)
+        elif (placeholder := tree.find(exp.Placeholder)) is not None:
+            line, column = position(placeholder, sql)
+            if line is None:
+                line, column = keyword_position(sql, placeholder.sql("duckdb"))
+            raise QueryRefused("the query has ? parameters but no values were given", code="DP118", line=line, column=column,
+                               hint="pass the values with the query (cursor.execute(sql, [value, ...])) or write literals.")
+        select = check_statement(inline_derived_tables(tree, sql), sql)
         return build_plan(select, sql, self.policy, self.schema, self.not_null)
 
     def default_settings(self) -> Settings:

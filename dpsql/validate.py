@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from .errors import NotSupportedYet, QueryRefused
-from .parse import position
+from .parse import first_token_position, keyword_position, position, statement_keyword
 
 #: Aggregates dpsql protects; every other aggregate is "not supported yet".
 SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg)
@@ -42,52 +42,135 @@ _STATEMENT_NAMES: dict[type[exp.Expression], str] = {
     exp.Attach: "ATTACH", exp.Detach: "DETACH", exp.Export: "EXPORT", exp.Install: "INSTALL",
 }
 
+#: What to write instead of a statement that is not a SELECT, by its keyword.
+_STATEMENT_HINTS: dict[str, str] = {
+    "SET": "to set the budget of a query use dpsql's own setting (SET dpsql.rho = 0.05, connect(rho=...) or --rho); "
+           "DuckDB settings cannot be changed.",
+    "RESET": "dpsql's own settings reset with RESET dpsql.rho; DuckDB settings cannot be changed.",
+    "INSTALL": "extensions cannot be installed or loaded: dpsql's connection is locked down.",
+    "LOAD": "extensions cannot be installed or loaded: dpsql's connection is locked down.",
+    "DESCRIBE": "the columns of the declared tables are in the policy (\\describe in the dpsql prompt).",
+    "EXPLAIN": "use dpsql explain (or \\explain in the prompt) to see how a query is rewritten, at no cost.",
+}
+_DEFAULT_STATEMENT_HINT = ("dpsql answers aggregate SELECT queries only; it never changes, exports or imports the "
+                           "database, reads files or changes settings.")
+
+_SUBQUERY_HINT = ("a subquery or CTE may only filter and rename columns of one table, used once in FROM "
+                  "(WITH t AS (SELECT a AS b FROM tbl WHERE ...) SELECT SUM(b) FROM t); aggregate in the outer query.")
+_SUBQUERY_NODES = (exp.Subquery, exp.Exists, exp.Lateral, exp.Values)
+_GROUPING_NODES = (exp.Rollup, exp.Cube, exp.GroupingSets)
+
 
 def check_statement(tree: exp.Expression, sql: str) -> exp.Select:
-    """Refuse everything that is not one plain SELECT over one table; return the SELECT."""
+    """Refuse everything that is not one plain SELECT over one table; return the SELECT.
+
+    The checks run in a fixed order, each over the whole tree, so a query breaking several
+    rules always gets the same, most specific code (a file read before ``SELECT *``, a
+    subquery before the nodes inside it), whatever the order of its clauses."""
     if isinstance(tree, exp.SetOperation):
         raise _refuse(tree, sql, "DP103", f"{tree.key.upper()} combines several queries; dpsql answers one SELECT at a time",
                       "run each SELECT on its own.")
     if not isinstance(tree, exp.Select):
-        kind = next((name for cls, name in _STATEMENT_NAMES.items() if isinstance(tree, cls)), None)
-        if kind is None and isinstance(tree, exp.Command):
-            kind = str(tree.this).upper()
-        kind = kind or tree.key.upper()
-        if kind == "SET":
-            hint = "to set the budget of a query use dpsql's own setting (connect(rho=...) or --rho); DuckDB settings cannot be changed."
-        else:
-            hint = "dpsql answers aggregate SELECT queries only; it never changes or exports the database."
-        raise _refuse(tree, sql, "DP102", f"{kind} statements are not allowed", hint)
+        raise refuse_statement(_statement_kind(tree, sql), sql)
     if tree.args.get("with_") or tree.args.get("with"):
-        raise _refuse(tree, sql, "DP104", "WITH (common table expressions) is not supported yet",
-                      "write the filter in the WHERE clause of one SELECT.")
-    for node in tree.walk():
-        _check_node(node, tree, sql)
+        raise _refuse(tree, sql, "DP104", "this WITH (common table expression) is not supported",
+                      _SUBQUERY_HINT)
+    nodes = list(tree.walk())
+    for rule in RULES:
+        for node in nodes:
+            rule(node, tree, sql)
     return tree
 
 
-def _check_node(node: exp.Expression, root: exp.Select, sql: str) -> None:
-    if isinstance(node, exp.Select) and node is not root or isinstance(node, exp.Subquery):
-        raise _refuse(node, sql, "DP104", "subqueries are not supported",
-                      "write one SELECT over one table; filter with WHERE on its columns.")
+def refuse_statement(kind: str, sql: str) -> QueryRefused:
+    """DP102 for a statement that is not a SELECT (also used by the parser for statements
+    sqlglot cannot read, such as EXPORT DATABASE)."""
+    line, column = first_token_position(sql)
+    return QueryRefused(f"{kind} statements are not allowed: dpsql answers one aggregate SELECT", code="DP102",
+                        line=line, column=column, hint=_STATEMENT_HINTS.get(kind.split()[-1], _DEFAULT_STATEMENT_HINT))
+
+
+def _statement_kind(tree: exp.Expression, sql: str) -> str:
+    kind = next((name for cls, name in _STATEMENT_NAMES.items() if isinstance(tree, cls)), None)
+    if kind is None and isinstance(tree, exp.Command):
+        kind = str(tree.this).upper()
+    return kind or statement_keyword(sql) or tree.key.upper()
+
+
+# ---------------------------------------------------------------------- rules, in order
+def _no_subqueries(node: exp.Expression, root: exp.Select, sql: str) -> None:
+    if isinstance(node, exp.Select) and node is not root or isinstance(node, _SUBQUERY_NODES):
+        what = {exp.Exists: "EXISTS subqueries", exp.Lateral: "LATERAL subqueries",
+                exp.Values: "VALUES lists in FROM"}.get(type(node), "subqueries")
+        raise _refuse(node, sql, "DP104", f"{what} are not supported", _SUBQUERY_HINT)
+
+
+def _no_joins(node: exp.Expression, root: exp.Select, sql: str) -> None:
     if isinstance(node, exp.Join):
         raise _refuse(node, sql, "DP105", "joins are not supported yet", "query one table at a time.")
-    if isinstance(node, exp.Window):
-        raise _refuse(node, sql, "DP106", "window functions (OVER ...) are not supported",
-                      "use GROUP BY with COUNT, SUM or AVG.")
-    if isinstance(node, exp.Table) and not isinstance(node.this, exp.Identifier):
-        raise _refuse(node, sql, "DP107", "table functions and file paths cannot be queried",
-                      "query a table declared in the policy by its name.")
+
+
+def _no_files(node: exp.Expression, root: exp.Select, sql: str) -> None:
+    if isinstance(node, exp.Table):
+        if not isinstance(node.this, exp.Identifier):
+            raise _refuse(node, sql, "DP107", "table functions and file paths cannot be queried",
+                          "query a table declared in the policy by its name.")
+        start = node.this.meta.get("start")
+        if start is not None and sql[start:start + 1] == "'":
+            raise _refuse(node, sql, "DP107", "a string in FROM reads a file; file paths cannot be queried",
+                          "query a table declared in the policy by its name, unquoted or in double quotes.")
     if isinstance(node, (exp.ReadCSV, exp.ReadParquet)) or type(node).__name__.startswith("Read"):
         raise _refuse(node, sql, "DP107", "reading files is not allowed", "query a table declared in the policy by its name.")
+
+
+def _no_windows(node: exp.Expression, root: exp.Select, sql: str) -> None:
+    if isinstance(node, (exp.Window, exp.Qualify)):
+        what = "QUALIFY (a filter on window functions) is" if isinstance(node, exp.Qualify) else "window functions (OVER ...) are"
+        raise _refuse(node, sql, "DP106", f"{what} not supported",
+                      "use GROUP BY with COUNT, SUM or AVG; filter groups with HAVING.")
+
+
+def _no_star(node: exp.Expression, root: exp.Select, sql: str) -> None:
     if isinstance(node, exp.Star) and not isinstance(node.parent, exp.Count):
         raise _refuse(node, sql, "DP108", "SELECT * would return private rows",
                       "select group keys and aggregates, e.g. SELECT state, COUNT(*) FROM t GROUP BY state.")
+
+
+def _supported_aggregates(node: exp.Expression, root: exp.Select, sql: str) -> None:
     if isinstance(node, exp.AggFunc) and not isinstance(node, SUPPORTED_AGGREGATES):
         name = node.sql_name() if not isinstance(node, exp.Anonymous) else str(node.this).upper()
-        raise NotSupportedYet(f"the aggregate {name} is not supported yet", code="DP109",
-                              line=position(node, sql)[0], column=position(node, sql)[1],
+        line, column = position(node, sql)
+        raise NotSupportedYet(f"the aggregate {name} is not supported yet", code="DP109", line=line, column=column,
                               hint="dpsql protects COUNT, SUM and AVG.")
+    if isinstance(node, exp.Filter):
+        raise _refuse(node, sql, "DP110", "FILTER (WHERE ...) on an aggregate is not supported",
+                      "move the condition into the query's WHERE clause, or run one query per condition.")
+
+
+def _plain_grouping(node: exp.Expression, root: exp.Select, sql: str) -> None:
+    if isinstance(node, _GROUPING_NODES):
+        raise _refuse(node, sql, "DP114", f"GROUP BY {node.key.upper()} is not supported",
+                      "list the key columns, and run one query per grouping.")
+    if isinstance(node, exp.Group) and node.args.get("all"):
+        raise _refuse(node, sql, "DP114", "GROUP BY ALL is not supported", "list the key columns.")
+
+
+def _whole_number_limits(node: exp.Expression, root: exp.Select, sql: str) -> None:
+    if isinstance(node, (exp.Limit, exp.Offset)) and node.parent is root:
+        value = node.args.get("expression") or node.this
+        extra = any(v for k, v in node.args.items() if k not in ("this", "expression"))
+        if extra or not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
+            raise _refuse(node, sql, "DP113", f"{node.key.upper()} must be a whole number",
+                          f"write {node.key.upper()} 10 (no percent, expression or ALL).")
+
+
+def _no_table_column_aliases(node: exp.Expression, root: exp.Select, sql: str) -> None:
+    if isinstance(node, exp.TableAlias) and node.args.get("columns"):
+        raise _refuse(node, sql, "DP110", "column aliases on the table (AS t(a, b)) are not supported",
+                      "alias the table only (FROM t AS e) and name outputs in the SELECT list (SUM(x) AS total).")
+
+
+def _allowed_nodes(node: exp.Expression, root: exp.Select, sql: str) -> None:
     if isinstance(node, exp.Anonymous):
         raise _refuse(node, sql, "DP110", f"the function {str(node.this).upper()} is not supported",
                       "use comparisons, IN, BETWEEN, LIKE, IS NULL, CASE and simple functions (LOWER, SUBSTR, ROUND, ...).")
@@ -95,10 +178,20 @@ def _check_node(node: exp.Expression, root: exp.Select, sql: str) -> None:
         what = node.sql_name() if isinstance(node, exp.Func) else node.key.upper()
         raise _refuse(node, sql, "DP110", f"{what} is not supported in dpsql queries",
                       "use comparisons, IN, BETWEEN, LIKE, IS NULL, CASE and simple functions (LOWER, SUBSTR, ROUND, ...).")
-    if isinstance(node, exp.Select) and node.args.get("distinct"):
+
+
+def _no_select_distinct(node: exp.Expression, root: exp.Select, sql: str) -> None:
+    if node is root and node.args.get("distinct"):
         raise _refuse(node, sql, "DP111", "SELECT DISTINCT is not supported", "use GROUP BY over the keys instead.")
+
+
+#: The checks of a SELECT, most specific first (each one sees the whole tree before the next).
+RULES = (_no_joins, _no_subqueries, _no_files, _no_windows, _no_star, _supported_aggregates,
+         _plain_grouping, _whole_number_limits, _no_table_column_aliases, _allowed_nodes, _no_select_distinct)
 
 
 def _refuse(node: exp.Expression, sql: str, code: str, message: str, hint: str | None = None) -> QueryRefused:
     line, column = position(node, sql)
+    if line is None:  # some clauses carry no position: point at their keyword
+        line, column = keyword_position(sql, node.key)
     return QueryRefused(message, code=code, line=line, column=column, hint=hint)

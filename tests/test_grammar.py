@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,8 +12,10 @@ import sqlglot
 
 from dpsql.errors import DpsqlError
 from dpsql.rewrite import exact_sql, reference_sql
+from dpsql.session import Session
 
-CORPUS = Path(__file__).resolve().parent.parent / "grammar_tests"
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "grammar_tests"
 
 
 @dataclass
@@ -71,8 +74,19 @@ def norm(sql: str) -> str:
     return sqlglot.parse_one(sql, read="duckdb").sql("duckdb", normalize=True)
 
 
+@pytest.fixture(scope="module")
+def corpus_session(demo_files, tmp_path_factory):
+    """One session for the whole corpus: planning charges nothing, so cases cannot interfere."""
+    policy = tmp_path_factory.mktemp("corpus") / "demo.policy.toml"
+    shutil.copyfile(demo_files[1], policy)
+    s = Session(demo_files[0], policy)
+    yield s
+    s.close()
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_corpus(session, case: Case):
+def test_corpus(corpus_session, case: Case):
+    session = corpus_session
     where = f"{case.file}:{case.line} ({case.id})"
     if case.expected is None:
         with pytest.raises(DpsqlError) as err:
@@ -90,4 +104,37 @@ def test_corpus(session, case: Case):
 
 
 def test_corpus_is_not_empty():
-    assert sum(c.expected is None for c in CASES) >= 10 and sum(c.expected is not None for c in CASES) >= 10
+    assert len(CASES) >= 200
+    assert sum(c.expected is None for c in CASES) >= 100 and sum(c.expected is not None for c in CASES) >= 100
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT COUNT(*) FROM establishments;",
+    "SELECT COUNT(*) FROM establishments ;  ",
+    "SELECT COUNT(*) FROM establishments; -- done",
+    "SELECT COUNT(*) FROM establishments\n;\n",
+])
+def test_trailing_semicolon(corpus_session, sql):
+    """The corpus splits cases on ';', so trailing semicolons are tested here."""
+    plan = corpus_session.plan(sql)
+    assert exact_sql(plan, corpus_session.schema["establishments"]).startswith('SELECT COUNT(*) AS "__p0"')
+
+
+def _documented_codes() -> dict[str, str]:
+    """code -> meaning, from the error-code table of docs/sql.md."""
+    rows = re.findall(r"^\| (DP\d{3}) \| (.*) \|$", (ROOT / "docs" / "sql.md").read_text(), flags=re.MULTILINE)
+    return dict(rows)
+
+
+def test_error_codes_match_the_docs():
+    """Every DP1xx/DP2xx code in the docs table is exercised by the corpus or a test (retired ones
+    excepted), and every code the corpus or dpsql uses is in the table."""
+    documented = _documented_codes()
+    live = {c for c, meaning in documented.items() if c[2] in "12" and "retired" not in meaning}
+    corpus = {c.meta["error"] for c in CASES if "error" in c.meta}
+    tests = set(re.findall(r"DP[12]\d\d", "".join(p.read_text() for p in (ROOT / "tests").glob("test_*.py")
+                                                    if p.name != "test_grammar.py")))
+    raised = set(re.findall(r"DP\d{3}", "".join(p.read_text() for p in (ROOT / "dpsql").rglob("*.py"))))
+    assert live - corpus - tests == set(), "documented codes no case or test exercises"
+    assert corpus - set(documented) == set(), "codes the corpus uses that docs/sql.md does not list"
+    assert raised - set(documented) == set(), "codes dpsql raises that docs/sql.md does not list"

@@ -38,8 +38,8 @@ CASES = [
     ("SELECT COUNT(*) FROM '/etc/passwd'", "DP107"),
     ("SELECT COUNT(*) FROM glob('*')", "DP107"),
     ("SELECT COUNT(*) FROM establishments e JOIN devices d ON e.id = d.user_id", "DP105"),
-    ("SELECT COUNT(*) FROM (SELECT * FROM establishments)", "DP104"),
-    ("WITH x AS (SELECT * FROM establishments) SELECT COUNT(*) FROM x", "DP104"),
+    ("SELECT COUNT(*) FROM (SELECT state, COUNT(*) FROM establishments GROUP BY state)", "DP104"),
+    ("WITH x AS (SELECT payann * 2 AS p FROM establishments) SELECT SUM(p) FROM x", "DP104"),
     ("SELECT COUNT(*) FROM establishments WHERE payann > (SELECT 1)", "DP104"),
     ("SELECT SUM(payann) OVER () FROM establishments", "DP106"),
     ("SELECT COUNT(*) FROM establishments WHERE my_udf(state)", "DP110"),
@@ -95,3 +95,30 @@ def test_engine_lockdown_holds_even_if_validation_were_bypassed(demo):
             assert err.value.code == "DP120"
     finally:
         engine.close()
+
+
+def test_too_many_groups_is_refused_before_any_charge(con, monkeypatch):
+    """DP207 depends only on the policy's keysets (and the released private groups), never on
+    which public keys occur in the data."""
+    import dpsql.session
+
+    monkeypatch.setattr(dpsql.session, "MAX_CELLS", 10)
+    with pytest.raises(DpsqlError) as err:
+        con.execute("SELECT state, COUNT(*) FROM establishments GROUP BY state")
+    assert err.value.code == "DP207"
+    assert con.session.ledger.spent == 0
+
+
+@pytest.mark.parametrize("sql, code, line, column", [
+    ("EXPORT DATABASE 'dump'", "DP102", 1, 1),
+    ("  -- a comment\n  LOAD httpfs", "DP102", 2, 3),
+    ("SELECT *\nFROM 'file.csv'", "DP107", 2, 6),
+    ("SELECT COUNT(*) FROM establishments\nGROUP BY ALL", "DP114", 2, 1),
+    ("SELECT COUNT(*)\nFROM establishments WHERE EXISTS (SELECT 1)", "DP104", 2, 27),
+    ("SELECT COUNT(*) FROM establishments WHERE state = ?", "DP118", 1, 51),
+])
+def test_precise_refusals_point_at_the_statement(con, sql, code, line, column):
+    with pytest.raises(DpsqlError) as err:
+        con.execute(sql)
+    assert (err.value.code, err.value.line, err.value.column) == (code, line, column), str(err.value)
+    assert err.value.hint
