@@ -491,6 +491,9 @@ class _Planner:
                     raise NotSupportedYet(f"COUNT(DISTINCT {name}) is not supported yet", code="DP116",
                                           line=position(node, self.sql)[0], column=position(node, self.sql)[1],
                                           hint=f"COUNT(*) counts privacy units ({self.table.privacy_unit}).")
+                # A column the schema declares NOT NULL counts every unit: share COUNT(*)'s primitive.
+                if name in self.not_null.get(self.table.name, set()):
+                    return self.primitive(Primitive("count"))
                 return self.primitive(Primitive("count", name))
             raise self.refuse(node, "DP117", "COUNT accepts *, a column or DISTINCT of the privacy unit",
                               "write COUNT(*) or COUNT(column).")
