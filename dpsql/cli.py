@@ -229,8 +229,10 @@ def _ledger(args: argparse.Namespace) -> int:
     policy, ledger, analyst = _open_ledger(args)
     try:
         charges = ledger.history(None if args.all else analyst)
+        ledger_delta = ledger.spent_delta
         summary = {"analyst": analyst, "spent": fmt(ledger.spent), "remaining": fmt(ledger.remaining),
-                   "total": fmt(ledger.total_rho), "ledger": str(ledger.path)}
+                   "total": fmt(ledger.total_rho), "delta_spent": f"{float(ledger.spent_delta):.3g}",
+                   "ledger": str(ledger.path)}
         if policy.budget.dataset_rho is not None:
             summary["dataset_total"] = fmt(policy.budget.dataset_rho)
     finally:
@@ -238,7 +240,8 @@ def _ledger(args: argparse.Namespace) -> int:
     if args.json:
         print(fmt_mod.to_json({"budget": summary, "charges": [fmt_mod.charge_dict(c) for c in charges]}))
         return 0
-    print(f"analyst {analyst}: spent rho={summary['spent']} of {summary['total']}, {summary['remaining']} left"
+    delta = f", delta={summary['delta_spent']} (partition selection)" if ledger_delta else ""
+    print(f"analyst {analyst}: spent rho={summary['spent']} of {summary['total']}, {summary['remaining']} left{delta}"
           f"  (ledger {summary['ledger']})")
     print(fmt_mod.history(charges) if charges else "no charges yet")
     return 0
