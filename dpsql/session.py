@@ -240,10 +240,13 @@ class Session:
     def _selection_info(self, plan: Plan, released: list[tuple[Any, ...]] | None) -> dict[str, Any] | None:
         if released is None:
             return None
+        return {**self._selection_params(plan), "released_groups": len(released)}
+
+    def _selection_params(self, plan: Plan) -> dict[str, Any]:
+        """The public parameters of a query's partition selection (receipt and explain)."""
         sel = self.policy.selection
         return {"keys": list(plan.private_keys), "method": sel.method, "count": sel.count,
-                "epsilon": fmt(sel.epsilon), "delta": f"{float(sel.delta):.3g}", "rho": fmt(sel.epsilon**2 / 2),
-                "released_groups": len(released)}
+                "epsilon": fmt(sel.epsilon), "delta": f"{float(sel.delta):.3g}", "rho": fmt(sel.epsilon**2 / 2)}
 
     def _sensitivities(self, plan: Plan, domain: list[tuple[Any, ...]], p: Primitive) -> list[int]:
         """Per-cell L2 sensitivity in granularity units: 1 for counts; T for sums, per group when
@@ -327,9 +330,7 @@ class Session:
         if plan.private_keys:
             sel = self.policy.selection
             rho_sel = sel.epsilon**2 / 2
-            selection = {"keys": list(plan.private_keys), "method": sel.method, "count": sel.count,
-                         "epsilon": fmt(sel.epsilon), "delta": f"{float(sel.delta):.3g}", "rho": fmt(rho_sel),
-                         "midpoint": midpoint(sel.epsilon, sel.delta)}
+            selection = {**self._selection_params(plan), "midpoint": midpoint(sel.epsilon, sel.delta)}
             notes.append(f"groups of {', '.join(plan.private_keys)} are released by DP partition selection "
                          f"(paper 002 Theorem 1): a group with n {'units' if sel.count == 'units' else 'split rows'} "
                          f"is released with probability pi(n); pi reaches 1/2 at n = {selection['midpoint']}")
