@@ -7,6 +7,9 @@ Tables (schema main):
 * ``paper_table1`` / ``paper_table2`` -- paper 000 Tables 1 and 2(a), verbatim.
 * ``devices`` -- one row per user with a long-tailed ``device_model`` and a
   heavy-tailed ``latency_ms`` (the introductory example of paper 002).
+* ``states`` / ``naics_sectors`` -- public reference tables (state names and Census
+  regions and divisions; NAICS sector titles), declared ``[public_tables]`` in the policy
+  so that analysts can join them to ``establishments``.
 * ``_dpsql_demo_meta`` -- internal: generator version, seed and row count, used by
   :func:`ensure_demo` to decide whether a cached file is current.
 
@@ -27,7 +30,7 @@ import duckdb
 import numpy as np
 
 # Bump whenever the generated data changes, so cached demo files get rebuilt.
-GENERATOR_VERSION = "2"  # 2: NOT NULL constraints (AVG shares COUNT(*)'s noisy count)
+GENERATOR_VERSION = "3"  # 2: NOT NULL constraints (AVG shares COUNT(*)'s noisy count); 3: public tables
 DEFAULT_ROWS = 200_000
 DEFAULT_SEED = 20261122
 CHUNK_ROWS = 1_000_000
@@ -59,6 +62,52 @@ STATES: dict[str, tuple[str, int, float]] = {
     "TN": ("47", 95, 150), "TX": ("48", 254, 640), "UT": ("49", 29, 90),
     "VA": ("51", 133, 210), "VT": ("50", 14, 21), "WA": ("53", 39, 200),
     "WI": ("55", 72, 145), "WV": ("54", 55, 37), "WY": ("56", 23, 20),
+}
+
+# Public reference data (U.S. Census Bureau): state -> (name, Census region, Census division).
+STATE_NAMES: dict[str, tuple[str, str, str]] = {
+    **{s: (n, "Northeast", "New England") for s, n in [
+        ("CT", "Connecticut"), ("MA", "Massachusetts"), ("ME", "Maine"), ("NH", "New Hampshire"),
+        ("RI", "Rhode Island"), ("VT", "Vermont")]},
+    **{s: (n, "Northeast", "Middle Atlantic") for s, n in [
+        ("NJ", "New Jersey"), ("NY", "New York"), ("PA", "Pennsylvania")]},
+    **{s: (n, "Midwest", "East North Central") for s, n in [
+        ("IL", "Illinois"), ("IN", "Indiana"), ("MI", "Michigan"), ("OH", "Ohio"), ("WI", "Wisconsin")]},
+    **{s: (n, "Midwest", "West North Central") for s, n in [
+        ("IA", "Iowa"), ("KS", "Kansas"), ("MN", "Minnesota"), ("MO", "Missouri"), ("ND", "North Dakota"),
+        ("NE", "Nebraska"), ("SD", "South Dakota")]},
+    **{s: (n, "South", "South Atlantic") for s, n in [
+        ("DC", "District of Columbia"), ("DE", "Delaware"), ("FL", "Florida"), ("GA", "Georgia"),
+        ("MD", "Maryland"), ("NC", "North Carolina"), ("SC", "South Carolina"), ("VA", "Virginia"),
+        ("WV", "West Virginia")]},
+    **{s: (n, "South", "East South Central") for s, n in [
+        ("AL", "Alabama"), ("KY", "Kentucky"), ("MS", "Mississippi"), ("TN", "Tennessee")]},
+    **{s: (n, "South", "West South Central") for s, n in [
+        ("AR", "Arkansas"), ("LA", "Louisiana"), ("OK", "Oklahoma"), ("TX", "Texas")]},
+    **{s: (n, "West", "Mountain") for s, n in [
+        ("AZ", "Arizona"), ("CO", "Colorado"), ("ID", "Idaho"), ("MT", "Montana"), ("NM", "New Mexico"),
+        ("NV", "Nevada"), ("UT", "Utah"), ("WY", "Wyoming")]},
+    **{s: (n, "West", "Pacific") for s, n in [
+        ("AK", "Alaska"), ("CA", "California"), ("HI", "Hawaii"), ("OR", "Oregon"), ("WA", "Washington")]},
+}
+
+# Public reference data: 2-digit NAICS code -> (sector, sector title), 2022 NAICS; 99 is
+# County Business Patterns' "Industries not classified".
+NAICS_SECTOR_TITLES: dict[str, tuple[str, str]] = {
+    "11": ("11", "Agriculture, Forestry, Fishing and Hunting"),
+    "21": ("21", "Mining, Quarrying, and Oil and Gas Extraction"),
+    "22": ("22", "Utilities"), "23": ("23", "Construction"),
+    "31": ("31-33", "Manufacturing"), "32": ("31-33", "Manufacturing"), "33": ("31-33", "Manufacturing"),
+    "42": ("42", "Wholesale Trade"), "44": ("44-45", "Retail Trade"), "45": ("44-45", "Retail Trade"),
+    "48": ("48-49", "Transportation and Warehousing"), "49": ("48-49", "Transportation and Warehousing"),
+    "51": ("51", "Information"), "52": ("52", "Finance and Insurance"),
+    "53": ("53", "Real Estate and Rental and Leasing"),
+    "54": ("54", "Professional, Scientific, and Technical Services"),
+    "55": ("55", "Management of Companies and Enterprises"),
+    "56": ("56", "Administrative and Support and Waste Management and Remediation Services"),
+    "61": ("61", "Educational Services"), "62": ("62", "Health Care and Social Assistance"),
+    "71": ("71", "Arts, Entertainment, and Recreation"), "72": ("72", "Accommodation and Food Services"),
+    "81": ("81", "Other Services (except Public Administration)"), "99": ("99", "Industries not classified"),
 }
 
 # NAICS sector: (relative establishment count, employee-rank shift, median annual
@@ -306,6 +355,9 @@ CREATE TABLE paper_table1 (id BIGINT NOT NULL, industry VARCHAR NOT NULL, employ
 CREATE TABLE paper_table2 (id BIGINT NOT NULL, industry VARCHAR NOT NULL, employees BIGINT NOT NULL,
     payroll BIGINT NOT NULL);
 CREATE TABLE devices (user_id BIGINT NOT NULL, device_model VARCHAR NOT NULL, latency_ms DOUBLE NOT NULL);
+CREATE TABLE states (code VARCHAR PRIMARY KEY, name VARCHAR NOT NULL, fips VARCHAR NOT NULL,
+    region VARCHAR NOT NULL, division VARCHAR NOT NULL);
+CREATE TABLE naics_sectors (naics2 VARCHAR PRIMARY KEY, sector VARCHAR NOT NULL, title VARCHAR NOT NULL);
 CREATE TABLE _dpsql_demo_meta (key VARCHAR, value VARCHAR);
 INSERT INTO paper_table1 VALUES (1,'Retail',5),(2,'Retail',5),(3,'Retail',10),
     (4,'Retail',1000),(5,'Technology',10000),(6,'Services',5),(7,'Hospitality',5);
@@ -344,6 +396,10 @@ def build_database(path: str | Path, rows: int = DEFAULT_ROWS, seed: int = DEFAU
 
 def _write(con: duckdb.DuckDBPyConnection, rows: int, seed: int, say: Callable[[str], None]) -> None:
     con.execute(_SCHEMA)
+    con.executemany("INSERT INTO states VALUES (?, ?, ?, ?, ?)",
+                    [(code, *STATE_NAMES[code][:1], STATES[code][0], *STATE_NAMES[code][1:]) for code in sorted(STATES)])
+    con.executemany("INSERT INTO naics_sectors VALUES (?, ?, ?)",
+                    [(code, *NAICS_SECTOR_TITLES[code]) for code in sorted(SECTORS)])
     states, county_codes, _ = _counties()
     naics_codes, _ = _naics()
     # Strings go in through small lookup tables joined in SQL: much faster than

@@ -92,6 +92,11 @@ class Engine:
             _UNIQUE_UNITS[key] = bool(self._run(q)[0][0])
         return _UNIQUE_UNITS[key]
 
+    def public_values(self, table: str, column: str) -> list[Any]:
+        """The distinct non-NULL values of a column of a table the policy declares public (its
+        keyset when an analyst groups by it). Only ever called for public tables."""
+        return [r[0] for r in self._run(f'SELECT DISTINCT "{column}" FROM "{table}" WHERE "{column}" IS NOT NULL ORDER BY 1')]
+
     def run(self, sql: str) -> list[tuple[Any, ...]]:
         """Run a rewritten query; returns exact per-group rows that must never leave the engine."""
         return self._run(sql)
@@ -142,6 +147,14 @@ class Finisher:
             raise DpsqlInternalError(f"post-processing of the noisy values failed ({type(exc).__name__}: {exc})") from None
         finally:
             cur.close()
+
+    def image(self, columns: dict[str, list[Any]], sql: str) -> tuple[Any, ...]:
+        """The values of a one-column query over public values (a GROUP BY expression over
+        keysets), sorted, NULL last."""
+        _, _, rows = self.run(columns, sql)
+        values = [r[0] for r in rows]
+        return tuple(sorted((v for v in values if v is not None), key=lambda v: (type(v).__name__, v))) + \
+            ((None,) if None in values else ())
 
     def close(self) -> None:
         self._con.close()

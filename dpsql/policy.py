@@ -30,6 +30,9 @@ File format (see ``docs/policy.md``)::
     [tables.establishments.keys]
     state = { keyset = ["AK", "AL"] }    # public
     county = {}                          # private
+
+    [public_tables.states]               # published reference data, joinable by its key
+    key = "code"                         # unique in the table: a private row joins at most one row
 """
 
 from __future__ import annotations
@@ -133,6 +136,17 @@ class TablePolicy:
 
 
 @dataclass(frozen=True)
+class PublicTable:
+    """A table whose rows the data owner declares public (a code list, a geography), joined
+    to a private table through its ``key`` column. Every column of it can be grouped by,
+    with the column's distinct values as the public keyset (DESIGN.md: a keyset may be "a
+    list, or a public table")."""
+
+    name: str
+    key: str
+
+
+@dataclass(frozen=True)
 class Budget:
     default_rho: Fraction
     total_rho: Fraction  # per analyst
@@ -169,9 +183,13 @@ class Policy:
     budget: Budget
     mechanism: str = "discrete_gaussian"
     selection: Selection = field(default_factory=Selection)
+    public_tables: dict[str, PublicTable] = field(default_factory=dict)
 
     def table(self, name: str) -> TablePolicy | None:
         return self.tables.get(name.lower())
+
+    def public_table(self, name: str) -> PublicTable | None:
+        return self.public_tables.get(name.lower())
 
 
 # --------------------------------------------------------------------------- loading
@@ -198,7 +216,7 @@ def load_policy(path: str | Path) -> Policy:
 def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
     """Validate a parsed TOML document into a :class:`Policy`."""
     where = str(path) if path else "<policy>"
-    _only(doc, {"budget", "noise", "tables", "selection"}, where, "")
+    _only(doc, {"budget", "noise", "tables", "selection", "public_tables"}, where, "")
 
     budget_doc = _table(doc.get("budget", {}), where, "budget")
     _only(budget_doc, {"default_rho", "total_rho", "dataset_rho", "ledger", "default_epsilon"}, where, "budget")
@@ -245,8 +263,21 @@ def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
     if sel_method not in SELECTION_METHODS:
         raise _err(where, "selection.method", f"must be one of {', '.join(SELECTION_METHODS)}, got {sel_method!r}")
     selection = Selection(sel_eps, sel_delta, sel_count, sel_method)
+    public_tables = {}
+    for name, pdoc in _table(doc.get("public_tables", {}), where, "public_tables").items():
+        pfield = f"public_tables.{name}"
+        _ident(name, where, pfield)
+        pdoc = _table(pdoc, where, pfield)
+        _only(pdoc, {"key"}, where, pfield)
+        key = pdoc.get("key")
+        if not isinstance(key, str) or not key:
+            raise _err(where, f"{pfield}.key", "is required: the column that identifies one row, which private rows join to")
+        _ident(key, where, f"{pfield}.key")
+        if name.lower() in tables:
+            raise _err(where, pfield, f"table {name!r} is also declared private in [tables.{name}]")
+        public_tables[name.lower()] = PublicTable(name.lower(), key.lower())
     return Policy(path=path, tables=tables, budget=Budget(default_rho, total_rho, dataset_rho, default_epsilon, ledger),
-                  mechanism=mechanism, selection=selection)
+                  mechanism=mechanism, selection=selection, public_tables=public_tables)
 
 
 def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .plan import Plan, primitive_column
+from .plan import GroupKey, Plan, primitive_column
 from .policy import Measure, TablePolicy
 
 INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
@@ -136,10 +136,30 @@ def split_count_sql(measures: list[Measure], schema: dict[str, str], max_splits:
     return f"GREATEST(1, {parts})"
 
 
+def from_sql(plan: Plan) -> str:
+    """The private table and the public tables joined to it. A public table enters as a
+    projection of the columns the query reads under internal names (``__j1_region``), so no
+    column of it can shadow or be confused with a private column."""
+    sql = _q(plan.table.name)
+    for j in plan.joins:
+        cols = ", ".join(f"{_q(c)} AS {_q(j.internal(c))}" for c in j.columns)
+        sql += (f"\n{j.side} JOIN (SELECT {cols} FROM {_q(j.table)}) AS {_q(j.alias)}"
+                f" ON {_q(j.left)} = {_q(j.internal(j.key))}")
+    return sql
+
+
+def key_sql(key: GroupKey) -> str:
+    """What a GROUP BY key computes. An expression runs inside TRY(): a row it fails on (a
+    logarithm of zero, say) falls in the NULL group instead of failing the query, because
+    whether a query fails must not depend on private rows."""
+    return key.expr.sql("duckdb") if key.plain else f"TRY({key.expr.sql('duckdb')})"
+
+
 def exact_sql(plan: Plan, schema: dict[str, str]) -> str:
     """The query that runs: one scan, one group-by, exact per-group primitives."""
     t = plan.table
-    cols = [f"{_q(k)} AS {_q(k)}" for k in plan.keys]
+    schema = {**schema, **plan.public_types}
+    cols = [f"{key_sql(k)} AS {_q(k.name)}" for k in plan.keys]
     for i, p in enumerate(plan.primitives):
         if p.kind == "count":
             # One row per privacy unit (checked at connect): COUNT(*) = COUNT(DISTINCT unit).
@@ -152,35 +172,38 @@ def exact_sql(plan: Plan, schema: dict[str, str]) -> str:
         cols.append(f"COUNT(*) AS {SELECTION_COLUMN}")
     elif plan.selection_count == "split_rows":
         cols.append(f"SUM({split_count_sql([t.measures[m] for m in plan.split_measures], schema, t.max_splits)}) AS {SELECTION_COLUMN}")
-    sql = f"SELECT {', '.join(cols)}\nFROM {_q(t.name)}{_where_sql(plan, schema)}"
+    sql = f"SELECT {', '.join(cols)}\nFROM {from_sql(plan)}{_where_sql(plan, schema)}"
     if plan.keys:
-        sql += f"\nGROUP BY {', '.join(_q(k) for k in plan.keys)}"
+        sql += f"\nGROUP BY {', '.join(key_sql(k) for k in plan.keys)}"
     return sql
 
 
 def split_relation_sql(table: TablePolicy, measures: list[Measure], schema: dict[str, str],
-                       carry: list[str], where: str = "") -> str:
+                       carry: list[str | tuple[str, str]], where: str = "", source: str | None = None) -> str:
     """Unit splitting of paper 000 Algorithm 1 as one DuckDB query, no Python loop over rows.
 
     One output row per split: the ``carry`` columns (conditional attributes, copied to every
-    split), ``__unit``, the split index ``__i`` (1..m(r)) and each measure's split value under
-    the measure's own name. m(r) = max(1, max over ``measures`` of ceil(|r(a)| / T(a))) —
+    split; a column name, or a pair (SQL expression, name)), ``__unit``, the split index
+    ``__i`` (1..m(r)) and each measure's split value under the measure's own name. m(r) = max(1, max over ``measures`` of ceil(|r(a)| / T(a))) —
     query-scoped: only the given measures decide it. Split i carries
     sign(r(a)) · clamp(|r(a)| − (i−1)·T(a), 0, T(a)), so the splits of a record sum to it.
+    ``source`` is the FROM clause (the table with its joins); default the table alone.
     """
-    base = [_q(c) for c in carry] + [f"{_q(table.privacy_unit)} AS __unit"]
+    pairs = [(c, c) if isinstance(c, str) else c for c in carry]
+    base = [f"{expr if isinstance(c, tuple) else _q(expr)} AS {_q(name)}" for c, (expr, name) in zip(carry, pairs)]
+    base.append(f"{_q(table.privacy_unit)} AS __unit")
     for m in measures:
         base.append(f"{value_sql(m, schema[m.name], table.max_splits)} AS {_q('__v_' + m.name)}")
         base.append(f"{threshold_sql(m)} AS {_q('__t_' + m.name)}")
     splits = ", ".join(f"COALESCE(CAST(CEIL(ABS({_q('__v_' + m.name)}) / {_q('__t_' + m.name)}) AS BIGINT), 0)"
                        for m in measures)
     m_expr = f"GREATEST(1, {splits})" if measures else "1"
-    out = [_q(c) for c in carry] + ["__unit", "__i"]
+    out = [_q(name) for _, name in pairs] + ["__unit", "__i"]
     for m in measures:
         v, th = _q("__v_" + m.name), _q("__t_" + m.name)
         out.append(f"SIGN({v}) * LEAST(GREATEST(ABS({v}) - (__i - 1) * {th}, 0), {th}) AS {_q(m.name)}")
     return (f"SELECT {', '.join(out)}\nFROM (\n  SELECT *, UNNEST(RANGE(1, {m_expr} + 1)) AS __i\n"
-            f"  FROM (SELECT {', '.join(base)} FROM {_q(table.name)}{where}) AS __base\n) AS __split")
+            f"  FROM (SELECT {', '.join(base)} FROM {source or _q(table.name)}{where}) AS __base\n) AS __split")
 
 
 def reference_sql(plan: Plan, schema: dict[str, str]) -> str:
@@ -189,10 +212,12 @@ def reference_sql(plan: Plan, schema: dict[str, str]) -> str:
     t = plan.table
     measures = [t.measures[m] for m in plan.split_measures]
     counted = sorted({p.column for p in plan.primitives if p.kind == "count" and p.column})
-    carry = list(plan.keys) + [c for c in counted if c not in plan.keys and c not in plan.split_measures]
-    where = _where_sql(plan, schema).replace("\n", " ")
-    split = split_relation_sql(t, measures, schema, carry, where)
-    out = [f"{_q(k)} AS {_q(k)}" for k in plan.keys]
+    names = plan.key_names
+    carry: list[str | tuple[str, str]] = [(key_sql(k), k.name) for k in plan.keys]
+    carry += [(_q(c), c) for c in counted if c not in names and c not in plan.split_measures]
+    where = _where_sql(plan, {**schema, **plan.public_types}).replace("\n", " ")
+    split = split_relation_sql(t, measures, schema, carry, where, source=from_sql(plan).replace("\n", " "))
+    out = [f"{_q(k)} AS {_q(k)}" for k in names]
     for i, p in enumerate(plan.primitives):
         if p.kind == "count":
             agg = "COUNT(DISTINCT __unit)" if p.column is None else \
@@ -206,5 +231,5 @@ def reference_sql(plan: Plan, schema: dict[str, str]) -> str:
         out.append(f"COUNT(*) AS {SELECTION_COLUMN}")
     sql = f"WITH __split_rows AS (\n{split}\n)\nSELECT {', '.join(out)}\nFROM __split_rows"
     if plan.keys:
-        sql += f"\nGROUP BY {', '.join(_q(k) for k in plan.keys)}"
+        sql += f"\nGROUP BY {', '.join(_q(k) for k in names)}"
     return sql

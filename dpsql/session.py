@@ -29,11 +29,11 @@ from . import probes  # noqa: F401 - registers the zero-cost answers to BI tools
 from .ledger import Charge, Ledger, fmt, parse_rho
 from .allocate import Allocation, Settings, allocate
 from .parse import keyword_position, parse, position
-from .plan import Plan, Primitive, build_plan, inline_derived_tables, hidden_columns, moe_column, primitive_column, sigma_column
+from .plan import GroupKey, Plan, Primitive, build_plan, inline_derived_tables, hidden_columns, moe_column, primitive_column, sigma_column
 from .policy import Policy, Selection, load_policy
 from .randomness import RandomSource, default_random
 from .result import ColumnError, Explanation, NoiseTerm, Receipt, Result
-from .rewrite import INTEGER_TYPES, exact_sql, reference_sql
+from .rewrite import INTEGER_TYPES, exact_sql, key_sql, reference_sql
 from .mechanisms import discrete_laplace_variance
 from .selection import midpoint, select, thresholded_release, tsgd_threshold
 from .validate import check_statement
@@ -94,7 +94,7 @@ class Session:
         self.policy: Policy = load_policy(policy)
         self.engine = engine_mod.Engine(database, threads=threads)
         try:
-            self.schema = self.engine.schema(list(self.policy.tables))
+            self.schema = self.engine.schema([*self.policy.tables, *self.policy.public_tables])
             self.not_null = self.engine.not_null_columns(list(self.policy.tables))
             self._check_catalog()
         except Exception:
@@ -113,6 +113,8 @@ class Session:
             raise
         self.rng = random_source if random_source is not None else default_random()
         self._units_checked: set[str] = set()
+        self._public_values: dict[tuple[str, str], tuple[Any, ...]] = {}
+        self._images: dict[tuple[str, str], tuple[Any, ...]] = {}
         self.database = database
         self.finisher = engine_mod.Finisher()
 
@@ -150,6 +152,20 @@ class Session:
                     want = "integers" if is_int else "strings"
                     raise PolicyFileError(f"{where}: field 'tables.{name}.keys.{k.name}.keyset' must hold {want} "
                                           f"(column type {cols[k.name]})")
+
+        for name, pt in self.policy.public_tables.items():
+            cols = self.schema.get(name) or {}
+            if not cols:
+                raise DatabaseFileError(f"{where}: public table {name!r} of the policy does not exist in {self.engine.path}")
+            if pt.key not in cols:
+                raise PolicyFileError(f"{where}: field 'public_tables.{name}.key' names column {pt.key!r}, "
+                                      f"which table {name!r} does not have (columns: {', '.join(cols)})")
+            # A join is a lookup only if the key is unique: else one private row would meet
+            # several public rows and be counted several times. The table is public: say so plainly.
+            if not self.engine.units_unique(name, pt.key):
+                raise PolicyFileError(f"{where}: field 'public_tables.{name}.key': column {pt.key!r} has repeated or "
+                                      "NULL values, so a private row could join several of its rows",
+                                      hint="declare a column that identifies one row of the public table.")
 
     def _check_units(self, table: str) -> None:
         if table in self._units_checked:
@@ -220,22 +236,87 @@ class Session:
         keep = select(n, sel.epsilon, sel.delta, self.rng)  # the optimal primitive, Theorem 1
         return sorted((g for g, k in zip(groups, keep) if k), key=_sort_key), None
 
+    def _source_keyset(self, plan: Plan, column: str) -> tuple[Any, ...]:
+        """The public keyset of one column: the policy's list for a key of the private table;
+        the distinct values of a column of a joined public table (public data, read directly)."""
+        if column in plan.public_columns:
+            table, col = plan.public_columns[column]
+            if (table, col) not in self._public_values:
+                self._public_values[(table, col)] = tuple(self.engine.public_values(table, col))
+            return self._public_values[(table, col)]
+        return plan.table.keys[column].keyset or ()
+
+    def _keyset(self, plan: Plan, key: GroupKey) -> tuple[Any, ...]:
+        """A public key's keyset. For an expression of keys it is the expression's image over
+        the product of its columns' keysets, computed by DuckDB from public values only (no
+        private row is read), so the released groups are exactly what the rows could fall in."""
+        if key.plain:
+            return self._source_keyset(plan, key.sources[0])
+        cache = (plan.table.name, key.expr.sql("duckdb"))
+        if cache not in self._images:
+            keysets = [self._source_keyset(plan, c) for c in key.sources]
+            size = math.prod(len(ks) for ks in keysets)
+            if size > MAX_CELLS:
+                raise QueryRefused(f"the GROUP BY expression {key.label} ranges over {size} combinations of public "
+                                   f"keys, more than {MAX_CELLS}", code="DP207", hint="group by fewer keys.")
+            product = list(itertools.product(*keysets))
+            if not product:
+                self._images[cache] = ()
+                return ()
+            types = {**self.schema[plan.table.name], **plan.public_types}
+            columns = {f"__c{i}": [row[i] for row in product] for i in range(len(key.sources))}
+            typed = ", ".join(f'CAST("__c{i}" AS {types[c]}) AS "{c}"' for i, c in enumerate(key.sources))
+            self._images[cache] = self.finisher.image(columns, f"SELECT DISTINCT {key_sql(key)} FROM "
+                                                      f"(SELECT {typed} FROM __noisy)")
+        return self._images[cache]
+
+    def _public_blocks(self, plan: Plan) -> list[tuple[list[int], list[tuple[Any, ...]]]]:
+        """The public keys' values, in blocks whose product is the public part of the domain:
+        (positions in ``plan.keys``, rows of values). Keys that read columns of one joined
+        public table form one block of the combinations that table holds (region and division
+        of ``states`` give its 9 pairs, not 4 × 9); each other key is a block of its keyset."""
+        blocks: list[tuple[list[int], list[tuple[Any, ...]]]] = []
+        by_table: dict[str, list[int]] = {}
+        for i, k in enumerate(plan.keys):
+            if not k.public:
+                continue
+            tables = {plan.public_columns[c][0] if c in plan.public_columns else None for c in k.sources}
+            if len(tables) == 1 and None not in tables:
+                by_table.setdefault(tables.pop(), []).append(i)
+            else:
+                blocks.append(([i], [(v,) for v in self._keyset(plan, k)]))
+        for table, idx in by_table.items():
+            keys = [plan.keys[i] for i in idx]
+            cache = (table, tuple(k.expr.sql("duckdb") for k in keys))
+            if cache not in self._images:
+                join = next(j for j in plan.joins if j.table == table)
+                cols = ", ".join(f'"{c}" AS "{join.internal(c)}"' for c in self.schema[table])
+                plain = [k.expr.sql("duckdb") for k in keys if k.plain]
+                where = f" WHERE {' AND '.join(f'{c} IS NOT NULL' for c in plain)}" if plain else ""
+                rows = self.engine.run(f'SELECT DISTINCT {", ".join(key_sql(k) for k in keys)} '
+                                       f'FROM (SELECT {cols} FROM "{table}"){where}')  # public rows only
+                self._images[cache] = tuple(sorted(rows, key=_sort_key))
+            blocks.append((idx, list(self._images[cache])))
+        return blocks
+
     def _domain(self, plan: Plan, released: list[tuple[Any, ...]] | None) -> list[tuple[Any, ...]]:
-        """The cells of the answer: every key of each public keyset (empty groups get noise on
-        zero), times the released private-key groups."""
-        table = self.policy.tables[plan.table.name]
-        public = [k for k in plan.keys if table.keys[k].public]
-        keysets = [table.keys[k].keyset or () for k in public]
-        size = math.prod(len(ks) for ks in keysets) * (len(released) if released is not None else 1)
+        """The cells of the answer: every combination of the public keys' values (empty groups
+        get noise on zero), times the released private-key groups."""
+        blocks = self._public_blocks(plan)
+        size = math.prod(len(rows) for _, rows in blocks) * (len(released) if released is not None else 1)
         if size > MAX_CELLS:
-            raise QueryRefused(f"the group-by keys {', '.join(plan.keys)} make {size} groups, more than {MAX_CELLS}",
+            raise QueryRefused(f"the group-by keys {', '.join(k.label for k in plan.keys)} make {size} groups, more than {MAX_CELLS}",
                                code="DP207", hint="group by fewer keys or filter with WHERE.")
-        if released is None:
-            return list(itertools.product(*keysets))
-        private = plan.private_keys
-        order = [("pub", public.index(k)) if k in public else ("priv", private.index(k)) for k in plan.keys]
-        return [tuple(pub[i] if side == "pub" else priv[i] for side, i in order)
-                for pub in itertools.product(*keysets) for priv in released]
+        private = [i for i, k in enumerate(plan.keys) if not k.public]
+        where: dict[int, tuple[str, int, int]] = {i: ("priv", 0, j) for j, i in enumerate(private)}
+        for b, (idx, _) in enumerate(blocks):
+            where.update({i: ("pub", b, j) for j, i in enumerate(idx)})
+        order = [where[i] for i in range(len(plan.keys))]
+        out = []
+        for combo in itertools.product(*(rows for _, rows in blocks)):
+            for priv in (released if released is not None else [()]):
+                out.append(tuple(combo[b][j] if side == "pub" else priv[j] for side, b, j in order))
+        return out
 
     def _selection_info(self, plan: Plan, released: list[tuple[Any, ...]] | None) -> dict[str, Any] | None:
         if released is None:
@@ -245,7 +326,7 @@ class Session:
     def _selection_params(self, plan: Plan) -> dict[str, Any]:
         """The public parameters of a query's partition selection (receipt and explain)."""
         sel = self.policy.selection
-        return {"keys": list(plan.private_keys), "method": sel.method, "count": sel.count,
+        return {"keys": [k.label for k in plan.private_keys], "method": sel.method, "count": sel.count,
                 "epsilon": fmt(sel.epsilon), "delta": f"{float(sel.delta):.3g}", "rho": fmt(sel.epsilon**2 / 2)}
 
     def _sensitivities(self, plan: Plan, domain: list[tuple[Any, ...]], p: Primitive) -> list[int]:
@@ -255,9 +336,9 @@ class Session:
         if p.kind == "count":
             return [1] * len(domain)
         m = plan.table.measures[p.column]
-        if m.override is not None and m.override.key in plan.keys:
-            idx = plan.keys.index(m.override.key)
-            return [m.threshold_for(cell[idx]) for cell in domain]
+        by_key = [i for i, k in enumerate(plan.keys) if m.override is not None and k.column == m.override.key]
+        if by_key:
+            return [m.threshold_for(cell[by_key[0]]) for cell in domain]
         return [m.max_threshold] * len(domain)
 
     def _policy_terms(self, plan: Plan, allocs: list[Allocation]) -> tuple[dict[str, Any], ...]:
@@ -323,7 +404,7 @@ class Session:
             if a.epsilon is not None:
                 entry["epsilon"] = fmt(a.epsilon)
             noise.append(entry)
-        public = {k: len(plan.table.keys[k].keyset or ()) for k in plan.keys if plan.table.keys[k].public}
+        public = {k.label: len(self._keyset(plan, k)) for k in plan.keys if k.public}
         notes = ["every key of the public keysets is returned (empty groups as noise on zero); other keys are dropped"] if public else []
         selection = None
         rho_sel = Fraction(0)
@@ -331,10 +412,13 @@ class Session:
             sel = self.policy.selection
             rho_sel = sel.epsilon**2 / 2
             selection = {**self._selection_params(plan), "midpoint": midpoint(sel.epsilon, sel.delta)}
-            notes.append(f"groups of {', '.join(plan.private_keys)} are released by DP partition selection "
+            notes.append(f"groups of {', '.join(k.label for k in plan.private_keys)} are released by DP partition selection "
                          f"(paper 002 Theorem 1): a group with n {'units' if sel.count == 'units' else 'split rows'} "
                          f"is released with probability pi(n); pi reaches 1/2 at n = {selection['midpoint']}")
-        return Explanation(sql=sql, table=plan.table.name, keys=plan.keys, public_keys=public,
+        if plan.joins:
+            notes.append("joined public tables: " + ", ".join(f"{j.table} ({j.side} JOIN on its key {j.key})" for j in plan.joins)
+                         + "; each private row meets at most one of their rows, so nothing costs more")
+        return Explanation(sql=sql, table=plan.table.name, keys=tuple(k.label for k in plan.keys), public_keys=public,
                            exact_sql=exact_sql(plan, schema), reference_sql=reference_sql(plan, schema),
                            selection=selection, delta=self.policy.selection.delta if plan.private_keys else Fraction(0),
                            noise=tuple(noise), rho=sum((a.rho for a in allocs), Fraction(0)) + rho_sel,
@@ -378,7 +462,7 @@ class Session:
         timings["select"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        columns: dict[str, Any] = {k: [cell[i] for cell in domain] for i, k in enumerate(plan.keys)}
+        columns: dict[str, Any] = {k.name: [cell[i] for cell in domain] for i, k in enumerate(plan.keys)}
         noise_terms: list[NoiseTerm] = []
         for i, a in enumerate(allocs):
             p = a.primitive
@@ -448,7 +532,7 @@ class Session:
 
 def _selection_counts(plan: Plan, exact_rows: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], int]:
     """n per private-key group: the last column of the exact rows, summed over public keys."""
-    idx = [plan.keys.index(k) for k in plan.private_keys]
+    idx = [i for i, k in enumerate(plan.keys) if not k.public]
     counts: dict[tuple[Any, ...], int] = {}
     for row in exact_rows:
         g = tuple(row[i] for i in idx)

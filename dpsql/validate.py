@@ -31,7 +31,7 @@ ALLOWED_NODES: tuple[type[exp.Expression], ...] = (
     exp.And, exp.Or, exp.Not, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE,
     exp.Is, exp.In, exp.Between, exp.Like, exp.ILike, exp.Neg,
     exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod, exp.DPipe,
-    exp.Case, exp.DataType, exp.DataTypeParam, exp.Distinct,
+    exp.Case, exp.DataType, exp.DataTypeParam, exp.Distinct, exp.Join,
     *SUPPORTED_AGGREGATES, *SCALAR_FUNCTIONS,
 )
 
@@ -105,9 +105,23 @@ def _no_subqueries(node: exp.Expression, root: exp.Select, sql: str) -> None:
         raise _refuse(node, sql, "DP104", f"{what} are not supported", _SUBQUERY_HINT)
 
 
-def _no_joins(node: exp.Expression, root: exp.Select, sql: str) -> None:
-    if isinstance(node, exp.Join):
-        raise _refuse(node, sql, "DP105", "joins are not supported yet", "query one table at a time.")
+_JOIN_HINT = ("join public tables declared in the policy to the private table on their key: "
+              "FROM establishments e [LEFT] JOIN states s ON e.state = s.code (or USING (key)).")
+
+
+def _plain_joins(node: exp.Expression, root: exp.Select, sql: str) -> None:
+    """Only ``[INNER | LEFT [OUTER]] JOIN table ON ... / USING (...)`` passes; whether the joined
+    table is public and the condition a lookup on its key is the planner's check."""
+    if not isinstance(node, exp.Join):
+        return
+    method, kind, side = (str(node.args.get(k) or "").upper() for k in ("method", "kind", "side"))
+    if method or kind in ("CROSS", "SEMI", "ANTI") or side in ("RIGHT", "FULL") or kind not in ("", "INNER", "OUTER"):
+        what = " ".join(w for w in (method, side, kind) if w) or "this"
+        raise _refuse(node, sql, "DP105", f"{what} JOIN is not supported", _JOIN_HINT)
+    if not isinstance(node.this, exp.Table):
+        raise _refuse(node, sql, "DP105", "only a table declared in the policy can be joined", _JOIN_HINT)
+    if node.args.get("on") is None and not node.args.get("using"):
+        raise _refuse(node, sql, "DP105", "a join without a condition (a comma or CROSS join) is not supported", _JOIN_HINT)
 
 
 def _no_files(node: exp.Expression, root: exp.Select, sql: str) -> None:
@@ -186,7 +200,7 @@ def _no_select_distinct(node: exp.Expression, root: exp.Select, sql: str) -> Non
 
 
 #: The checks of a SELECT, most specific first (each one sees the whole tree before the next).
-RULES = (_no_joins, _no_subqueries, _no_files, _no_windows, _no_star, _supported_aggregates,
+RULES = (_plain_joins, _no_subqueries, _no_files, _no_windows, _no_star, _supported_aggregates,
          _plain_grouping, _whole_number_limits, _no_table_column_aliases, _allowed_nodes, _no_select_distinct)
 
 

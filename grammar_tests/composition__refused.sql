@@ -35,7 +35,7 @@ WITH t AS (SELECT * FROM devices) SELECT COUNT(*) FROM establishments;
 WITH t AS (SELECT id FROM establishments) SELECT COUNT(*) FROM establishments WHERE id IN (SELECT id FROM t);
 
 # title: subquery joined to a table
-# error: DP105
+# error: DP104
 SELECT COUNT(*) FROM (SELECT * FROM establishments) e JOIN devices d ON e.id = d.user_id;
 
 # title: column the subquery does not select
@@ -94,11 +94,11 @@ SELECT COUNT(*) FROM (VALUES (1), (2)) AS t(x);
 # error: DP104
 WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT COUNT(*) FROM r;
 
-# title: inner join
+# title: inner join of two private tables
 # error: DP105
 SELECT COUNT(*) FROM establishments e JOIN devices d ON e.id = d.user_id;
 
-# title: left join
+# title: left join of two private tables
 # error: DP105
 SELECT COUNT(*) FROM establishments e LEFT JOIN paper_table1 p ON e.id = p.id;
 
@@ -127,7 +127,7 @@ SELECT COUNT(*) FROM establishments POSITIONAL JOIN devices;
 SELECT COUNT(*) FROM establishments ASOF JOIN devices ON establishments.id >= devices.user_id;
 
 # title: join to a file
-# error: DP105
+# error: DP107
 SELECT COUNT(*) FROM establishments JOIN read_csv('x.csv') r ON true;
 
 # title: union

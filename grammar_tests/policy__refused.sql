@@ -122,10 +122,6 @@ SELECT payann, COUNT(*) FROM establishments GROUP BY payann;
 # error: DP206
 SELECT id, COUNT(*) FROM establishments GROUP BY id;
 
-# title: group by an expression
-# error: DP114
-SELECT COUNT(*) FROM establishments GROUP BY LOWER(state);
-
 # title: group by an ordinal out of range
 # error: DP114
 SELECT state, COUNT(*) FROM establishments GROUP BY 3;
@@ -233,3 +229,31 @@ SELECT COUNT(*) FROM establishments WHERE state = ?;
 # title: a numbered parameter
 # error: DP118
 SELECT COUNT(*) FROM establishments WHERE state = $1;
+
+# title: group by an expression of a measure
+# error: DP206
+SELECT COUNT(*) FROM establishments GROUP BY employees > 100;
+
+# title: group by a case over a measure
+# error: DP206
+SELECT CASE WHEN payann > 1000 THEN 'big' ELSE 'small' END AS size, COUNT(*) FROM establishments GROUP BY size;
+
+# title: group by an expression of a key and a non-key
+# error: DP206
+SELECT COUNT(*) FROM establishments GROUP BY state || firm_id;
+
+# title: group by an expression with an aggregate
+# error: DP114
+SELECT COUNT(*) FROM establishments GROUP BY COUNT(*) + 1;
+
+# title: group by a string constant
+# error: DP114
+SELECT COUNT(*) FROM establishments GROUP BY 'all';
+
+# title: group by an expression but select its column
+# error: DP201
+SELECT state, COUNT(*) FROM establishments GROUP BY LOWER(state);
+
+# title: group by an expression of the privacy unit
+# error: DP206
+SELECT COUNT(*) FROM establishments GROUP BY id % 10;

@@ -52,8 +52,12 @@ EXPECTED_SCHEMA = {
     "paper_table2": [("id", "BIGINT"), ("industry", "VARCHAR"), ("employees", "BIGINT"),
                      ("payroll", "BIGINT")],
     "devices": [("user_id", "BIGINT"), ("device_model", "VARCHAR"), ("latency_ms", "DOUBLE")],
+    "states": [("code", "VARCHAR"), ("name", "VARCHAR"), ("fips", "VARCHAR"), ("region", "VARCHAR"),
+               ("division", "VARCHAR")],
+    "naics_sectors": [("naics2", "VARCHAR"), ("sector", "VARCHAR"), ("title", "VARCHAR")],
     "_dpsql_demo_meta": [("key", "VARCHAR"), ("value", "VARCHAR")],
 }
+PUBLIC_TABLES = {"states", "naics_sectors"}
 
 
 def test_schema(db):
@@ -69,7 +73,8 @@ def test_schema(db):
 
 def test_policy_matches_schema():
     """Every table and column the policy names exists; the internal meta table is not declared."""
-    assert set(POLICY["tables"]) == set(EXPECTED_SCHEMA) - {"_dpsql_demo_meta"}
+    assert set(POLICY["tables"]) == set(EXPECTED_SCHEMA) - {"_dpsql_demo_meta"} - PUBLIC_TABLES
+    assert set(POLICY["public_tables"]) == PUBLIC_TABLES
     for table, tp in POLICY["tables"].items():
         cols = {c for c, _ in EXPECTED_SCHEMA[table]}
         assert tp["privacy_unit"] in cols
@@ -337,3 +342,14 @@ def test_ensure_demo_concurrent_processes_build_once(tmp_path):
     outs = [p.communicate(timeout=60)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs)
     assert sum(o.count("demo database written") for o in outs) == 1, outs
+
+
+def test_public_tables_cover_the_codes_the_private_table_uses(db):
+    """Every state and 2-digit NAICS code of establishments has exactly one row in the public
+    reference tables, so an inner join to them loses no establishment."""
+    assert db.execute("SELECT COUNT(*), COUNT(DISTINCT code) FROM states").fetchone() == (51, 51)
+    missing = db.execute("SELECT COUNT(*) FROM establishments e LEFT JOIN states s ON e.state = s.code "
+                         "LEFT JOIN naics_sectors n ON e.naics2 = n.naics2 WHERE s.code IS NULL OR n.naics2 IS NULL").fetchone()
+    assert missing == (0,)
+    assert db.execute("SELECT COUNT(DISTINCT region), COUNT(DISTINCT division) FROM states").fetchone() == (4, 9)
+    assert db.execute("SELECT title FROM naics_sectors WHERE naics2 = '32'").fetchone() == ("Manufacturing",)
