@@ -13,7 +13,7 @@ supported aggregate). The shapes:
 * ``SELECT <items>`` with no FROM and no other clause, each item (optionally aliased) a
   literal or one of ``version()``, ``current_schema()``, ``current_database()``,
   ``current_catalog``;
-* ``SHOW TABLES`` (the tables of the policy);
+* ``SHOW TABLES`` (the tables of the policy, private and public);
 * ``DESCRIBE <policy table>`` (its columns, types and dpsql roles);
 * ``SELECT ... FROM information_schema.schemata | tables | columns`` with plain columns (or
   ``*``), an optional WHERE made of AND-ed comparisons of columns with literals, ORDER BY,
@@ -69,12 +69,25 @@ def _version() -> str:
     return f"dpsql {dpsql.__version__}"
 
 
+def catalog_tables(session: Session) -> list[str]:
+    """The tables an analyst can name: the policy's private tables and its public tables."""
+    return sorted([*session.policy.tables, *session.policy.public_tables])
+
+
 def column_role(session: Session, table: str, column: str) -> str | None:
     """What the policy lets an analyst do with a column, in words (public: the policy is)."""
+    public = session.policy.public_table(table)
+    if public is not None:
+        return ("public key column: join a private table to it" if column == public.key
+                else "public: WHERE, COUNT and GROUP BY (keyset: its values) after a join")
     return session.policy.tables[table].role(column)
 
 
 def table_comment(session: Session, table: str) -> str:
+    public = session.policy.public_table(table)
+    if public is not None:
+        return (f"dpsql: public reference table; join it to a private table on its key {public.key} "
+                "and group by any of its columns")
     tp = session.policy.tables[table]
     keys = [k.name for k in tp.keys.values() if k.public]
     return (f"dpsql: one row per {tp.privacy_unit}; answers COUNT/SUM/AVG with noise; "
@@ -151,7 +164,7 @@ def answer_show_tables(session: Session, sql: str) -> Result | None:
     tree = _parsed(sql)
     if not isinstance(tree, exp.Show) or str(tree.this).upper() != "TABLES" or not _only_args(tree, "this"):
         return None
-    return public_result(session, ["name"], ["VARCHAR"], [(t,) for t in sorted(session.policy.tables)])
+    return public_result(session, ["name"], ["VARCHAR"], [(t,) for t in catalog_tables(session)])
 
 
 def _policy_table(session: Session, table: exp.Expression) -> str | None:
@@ -161,7 +174,7 @@ def _policy_table(session: Session, table: exp.Expression) -> str | None:
     if table.args.get("db") is not None and table.db.lower() != SCHEMA:
         return None
     name = table.name.lower()
-    return name if name in session.policy.tables else None
+    return name if name in catalog_tables(session) else None
 
 
 @register
@@ -190,7 +203,7 @@ def _schemata(session: Session) -> tuple[list[str], list[str], list[tuple[Any, .
 def _tables(session: Session) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
     cat = _catalog(session)
     names = ["table_catalog", "table_schema", "table_name", "table_type", "is_insertable_into", "table_comment"]
-    rows = [(cat, SCHEMA, t, "BASE TABLE", "NO", table_comment(session, t)) for t in sorted(session.policy.tables)]
+    rows = [(cat, SCHEMA, t, "BASE TABLE", "NO", table_comment(session, t)) for t in catalog_tables(session)]
     return names, ["VARCHAR"] * len(names), rows
 
 
@@ -201,7 +214,7 @@ def _columns(session: Session) -> tuple[list[str], list[str], list[tuple[Any, ..
     types = ["VARCHAR"] * len(names)
     types[4] = "INTEGER"
     rows = []
-    for t in sorted(session.policy.tables):
+    for t in catalog_tables(session):
         not_null = session.not_null.get(t, set())
         for i, (col, typ) in enumerate(session.schema[t].items(), start=1):
             rows.append((cat, SCHEMA, t, col, i, None, "NO" if col in not_null else "YES", typ,

@@ -95,7 +95,7 @@ class Session:
         self.engine = engine_mod.Engine(database, threads=threads)
         try:
             self.schema = self.engine.schema([*self.policy.tables, *self.policy.public_tables])
-            self.not_null = self.engine.not_null_columns(list(self.policy.tables))
+            self.not_null = self.engine.not_null_columns([*self.policy.tables, *self.policy.public_tables])
             self._check_catalog()
         except Exception:
             self.engine.close()

@@ -41,7 +41,7 @@ from sqlalchemy.sql import compiler
 import dpsql
 from dpsql.dbapi import Connection as DpsqlConnection
 from dpsql.errors import ConnectionClosedError
-from dpsql.probes import SCHEMA, column_role, table_comment
+from dpsql.probes import SCHEMA, catalog_tables, column_role, table_comment
 from dpsql.result import Receipt
 from dpsql.session import Session
 
@@ -269,7 +269,7 @@ class DpsqlDialect(DefaultDialect):
     def _table(self, connection: SAConnection, table_name: str, schema: str | None) -> tuple[Session, str]:
         session = self._session(connection)
         name = table_name.lower()
-        if schema not in (None, SCHEMA) or name not in session.policy.tables:
+        if schema not in (None, SCHEMA) or name not in catalog_tables(session):
             raise exc.NoSuchTableError(table_name)
         return session, name
 
@@ -284,7 +284,7 @@ class DpsqlDialect(DefaultDialect):
     def get_table_names(self, connection: SAConnection, schema: str | None = None, **kw: Any) -> list[str]:
         if schema not in (None, SCHEMA):
             return []
-        return sorted(self._session(connection).policy.tables)
+        return catalog_tables(self._session(connection))
 
     def has_table(self, connection: SAConnection, table_name: str, schema: str | None = None, **kw: Any) -> bool:
         try:

@@ -2,7 +2,8 @@
 exception; refusals never quote the data; released values are never the exact answer.
 
 Queries are generated over the demo schema (tables, columns, aggregates, WHERE predicates,
-GROUP BY keys, HAVING / ORDER BY / LIMIT) and then mutated token by token. Hypothesis runs
+GROUP BY keys and expressions of keys, joins to the public tables, HAVING / ORDER BY / LIMIT)
+and then mutated token by token. Hypothesis runs
 derandomized with bounded ``max_examples`` so the file is deterministic and takes well under a
 minute.
 """
@@ -46,6 +47,15 @@ PREDICATES = ["{num} > {n}", "{num} BETWEEN {n} AND {n2}", "{num} IN ({n}, {n2})
               "{txt} > {n}", "COALESCE({txt}, 'x') = {s}", "CASE WHEN {num} > {n} THEN TRUE ELSE FALSE END",
               "{num} * {num} > {n}", "LENGTH({txt}) = 2", "{num} + 9223372036854775807 > 0", "{num} / 0 > 1",
               "CAST({num} AS TINYINT) = 1", "SUBSTR({txt}, 1, 1) = '0'", "ABS({num} - {n}) < {n2}"]
+#: joins of establishments to the demo's public tables, and the keys and filters they bring
+JOINS = [" JOIN states s ON state = s.code", " LEFT JOIN naics_sectors n USING (naics2)",
+         " JOIN states s ON s.code = state LEFT JOIN naics_sectors n USING (naics2)"]
+JOIN_KEYS = {"s.": ["s.region", "s.division", "s.name", "LOWER(s.region)"], "n.": ["n.sector", "n.title"]}
+JOIN_PREDICATES = {"s.": ["s.region = 'West'", "s.division LIKE '%Central'", "s.fips > '30'"],
+                   "n.": ["n.sector IN ('44-45', '72')", "n.title IS NOT NULL"]}
+#: GROUP BY expressions of establishments' keys (public and private)
+KEY_EXPRESSIONS = ["SUBSTR(naics2, 1, 1)", "LOWER(state)", "SUBSTR(naics, 1, 3)", "state || naics2",
+                   "CASE WHEN state IN ('CA', 'OR') THEN 'w' ELSE 'o' END", "CAST(naics2 AS INTEGER) / 10"]
 POST = ["", " HAVING {agg} > {n}", " ORDER BY 1", " ORDER BY {agg} DESC", " LIMIT {small}",
         " ORDER BY 1 DESC LIMIT {small} OFFSET {small}", " HAVING {agg} > 0 ORDER BY {agg} LIMIT {small}"]
 
@@ -59,7 +69,9 @@ VOCABULARY = ["SELECT", "FROM", "WHERE", "GROUP", "BY", "HAVING", "ORDER", "LIMI
               "QUALIFY", "WINDOW", "FILTER", "LATERAL", "TABLESAMPLE", "[1]", "{'a': 1}", "\\", "\n", "é", "\x00"]
 #: words a mutation may swap for a word of the query: it keeps the query parseable more often,
 #: so the mutations reach validation and planning, not only the parser.
-WORDS = ["establishments", "devices", "paper_table1", "paper_table2", "nope", "main", "e", "id", "user_id", "state",
+WORDS = ["establishments", "devices", "paper_table1", "paper_table2", "states", "naics_sectors", "code", "region",
+         "title", "s", "n", "LEFT", "RIGHT", "FULL", "CROSS", "USING", "ON", "SUBSTR",
+         "nope", "main", "e", "id", "user_id", "state",
          "naics2", "county", "naics", "firm_id", "employees", "payann", "payqtr1", "latency_ms", "device_model",
          "industry", "payroll", "COUNT", "SUM", "AVG", "MIN", "MAX", "LOWER", "ABS", "CAST", "TRY_CAST", "COALESCE",
          "read_csv", "glob", "range", "getenv", "AND", "OR", "NOT", "IS", "NULL", "ASC", "DESC", "DISTINCT", "ALL",
@@ -87,21 +99,27 @@ def queries(draw, hostile: bool = True, public_only: bool = False):
     table = draw(st.sampled_from(sorted(TABLES)))
     t = TABLES[table]
     key_pool = t["public"] if public_only else t["public"] + t["private"] + (t["other"] if hostile else [])
+    join = draw(st.sampled_from(["", "", *JOINS])) if table == "establishments" and not public_only else ""
+    if table == "establishments" and not public_only:
+        key_pool = key_pool + KEY_EXPRESSIONS + [k for q, ks in JOIN_KEYS.items() if q in join for k in ks]
     keys = draw(st.lists(st.sampled_from(key_pool), max_size=2, unique=True)) if key_pool else []
     pool = AGGREGATES + (HOSTILE_AGGREGATES if hostile and draw(st.integers(0, 4)) == 0 else [])
     aggs = [_fill(a, draw, table) for a in draw(st.lists(st.sampled_from(pool), min_size=1, max_size=3))]
     if draw(st.booleans()):
         aggs.append(f"{aggs[0]} / {draw(st.sampled_from(['COUNT(*)', '2', '(1 + COUNT(*))']))} AS ratio")
     preds = [_fill(p, draw, table) for p in draw(st.lists(st.sampled_from(PREDICATES), max_size=3))]
+    preds += draw(st.lists(st.sampled_from([p for q, ps in JOIN_PREDICATES.items() if q in join for p in ps] or [""]),
+                           max_size=1))
+    preds = [p for p in preds if p]
     joiner = draw(st.sampled_from([" AND ", " OR "]))
-    sql = f"SELECT {', '.join(keys + aggs)} FROM {table}"
+    sql = f"SELECT {', '.join(keys + aggs)} FROM {table}{join}"
     if preds:
         sql += " WHERE " + joiner.join(preds)
     if keys:
         sql += " GROUP BY " + draw(st.sampled_from([", ".join(keys), ", ".join(str(i + 1) for i in range(len(keys)))]))
     post = _fill(draw(st.sampled_from(POST)), draw, table)
     sql += post.replace("{agg}", aggs[0].split(" AS ")[0])
-    return _derived(draw, sql, table)
+    return sql if join and draw(st.integers(0, 4)) else _derived(draw, sql, table)
 
 
 def _derived(draw, sql: str, table: str) -> str:
@@ -209,11 +227,13 @@ def noisy_queries(draw):
     """COUNT / SUM over public keys or none, whose exact answer DuckDB gives directly."""
     table = draw(st.sampled_from(sorted(TABLES)))
     t = TABLES[table]
-    keys = draw(st.lists(st.sampled_from(t["public"]), max_size=2, unique=True)) if t["public"] else []
+    join = draw(st.sampled_from(["", " JOIN states s ON state = s.code"])) if table == "establishments" else ""
+    pool = t["public"] + (["s.region", "s.division", "LOWER(s.name)", "SUBSTR(naics2, 1, 1)"] if join else [])
+    keys = draw(st.lists(st.sampled_from(pool), max_size=2, unique=True)) if pool else []
     aggs = draw(st.lists(st.sampled_from(["COUNT(*)"] + [f"SUM({m})" for m in t["measures"]]),
                          min_size=1, max_size=3, unique=True))
     preds = [_fill(p, draw, table) for p in draw(st.lists(st.sampled_from(PREDICATES[:10]), max_size=2))]
-    sql = f"SELECT {', '.join(keys + aggs)} FROM {table}"
+    sql = f"SELECT {', '.join(keys + aggs)} FROM {table}{join}"
     if preds:
         sql += " WHERE " + " AND ".join(preds)
     if keys:

@@ -84,6 +84,19 @@ def test_meta_commands(con):
     assert "spent rho=0.25 of 10, 9.75 left" in out
 
 
+def test_public_tables_in_the_prompt(con):
+    """\\tables lists the public tables, \\describe shows one, Tab completes one after JOIN, and
+    a joined query runs and is charged like the same query without the join."""
+    out, err, rc = drive(con, f"\\tables{ENTER}\\describe states{ENTER}"
+                              f"SELECT s.region, COUNT(*) FROM establishments e JOIN sta{TAB} s ON e.state = s.code "
+                              f"GROUP BY s.region;{ENTER}")
+    assert rc == 0 and err == ""
+    assert "Public tables (join them on their key" in out and "naics_sectors | naics2" in out
+    assert "Public table states: reference data, joined on its key 'code'" in out
+    assert "region   | VARCHAR | public: WHERE, COUNT and GROUP BY" in out
+    assert "Northeast" in out and "(4 rows) charged rho=0.1" in out
+
+
 def test_unknown_meta_command_and_bad_setting(con):
     out, err, rc = drive(con, f"\\frobnicate{ENTER}\\set rho -1{ENTER}\\policy employees=1 x{ENTER}"
                               f"\\policy employes=150{ENTER}")
@@ -145,7 +158,7 @@ def complete(con, text: str, tab: bool = True) -> list[str]:
     ("SELECT AVG(pay", ["payann", "payqtr1", "payroll"]),  # no FROM yet: measures of every table
     ("SELECT COUNT(*) FROM establishments GROUP BY ", ["state", "naics2"]),  # public keys only
     ("\\de", ["\\describe"]),
-    ("\\describe ", ["establishments", "paper_table1", "paper_table2", "devices"]),
+    ("\\describe ", ["establishments", "paper_table1", "paper_table2", "devices", "states", "naics_sectors"]),
     ("\\set display ", ["moe", "sigma"]),
     ("sel", ["select"]),  # keywords in the case being typed
     ("SEL", ["SELECT"]),

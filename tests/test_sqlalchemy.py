@@ -24,7 +24,7 @@ import dpsql
 from dpsql.sqlalchemy import DpsqlDialect, budget, last_receipt, sqlalchemy_type
 from dpsql.testing import seeded_random
 
-POLICY_TABLES = ["devices", "establishments", "paper_table1", "paper_table2"]
+POLICY_TABLES = ["devices", "establishments", "naics_sectors", "paper_table1", "paper_table2", "states"]  # private and public
 PAY_BY_SECTOR = "SELECT naics2, SUM(payann) AS pay FROM establishments GROUP BY naics2"
 
 
@@ -173,6 +173,22 @@ def test_core_select_group_by_is_answered_with_noise(engine, establishments):
     assert receipt.rho == Fraction(1, 10) and receipt.table == "establishments"
     assert set(receipt.columns) == {"n", "pay"}
     assert budget(engine)["spent"] == "0.1"
+
+
+def test_core_join_to_a_public_table_and_group_by_its_column(engine, establishments):
+    """SQLAlchemy's own JOIN ... ON rendering of a join to a public table (reflected like any
+    other), grouped by the public column; pandas reads the same statement."""
+    states = Table("states", MetaData(), autoload_with=engine)
+    t = establishments
+    q = (select(states.c.region, func.count().label("n"), func.sum(t.c.payann).label("pay"))
+         .select_from(t.join(states, t.c.state == states.c.code))
+         .group_by(states.c.region).order_by(states.c.region))
+    assert "JOIN states ON establishments.state = states.code" in str(q.compile(engine))
+    with engine.connect() as conn:
+        rows = conn.execute(q).all()
+        frame = pd.read_sql(q, conn)
+    assert [r.region for r in rows] == ["Midwest", "Northeast", "South", "West"]
+    assert list(frame["region"]) == ["Midwest", "Northeast", "South", "West"]
 
 
 def test_core_limit_and_offset_are_inline_integers_and_cache_safely(engine, establishments):

@@ -95,7 +95,13 @@ def _tables(repl: Repl, arg: str) -> str:
     for name, tp in repl.session.policy.tables.items():
         public = [k for k, key in tp.keys.items() if key.public]
         rows.append([name, tp.privacy_unit, ", ".join(tp.measures) or "-", ", ".join(public) or "-"])
-    return fmt_mod.grid(["table", "privacy unit", "measures (SUM, AVG)", "public keys (GROUP BY)"], rows)
+    out = fmt_mod.grid(["table", "privacy unit", "measures (SUM, AVG)", "public keys (GROUP BY)"], rows)
+    public = repl.session.policy.public_tables
+    if public:
+        out += ("\n\nPublic tables (join them on their key; group by any of their columns):\n"
+                + fmt_mod.grid(["table", "key", "columns"],
+                               [[t.name, t.key, ", ".join(repl.session.schema.get(t.name, {}))] for t in public.values()]))
+    return out
 
 
 @command("\\describe", args="TABLE", help="columns of a table and their privacy roles", aliases=("\\d",))
@@ -103,9 +109,19 @@ def _describe(repl: Repl, arg: str) -> str:
     if not arg:
         return _tables(repl, arg)
     policy = repl.session.policy
-    tp = policy.table(arg.strip().strip('"'))
+    name = arg.strip().strip('"')
+    public = policy.public_table(name)
+    if public is not None:
+        from ..probes import column_role
+
+        rows = [[col, dtype, column_role(repl.session, public.name, col)]
+                for col, dtype in repl.session.schema[public.name].items()]
+        return "\n".join([f"Public table {public.name}: reference data, joined on its key {public.key!r} "
+                          f"(JOIN {public.name} ON <column> = {public.name}.{public.key})",
+                          fmt_mod.grid(["column", "type", "role"], rows)])
+    tp = policy.table(name)
     if tp is None:
-        raise UsageError(f"no table {arg!r} in the policy (tables: {', '.join(policy.tables)})")
+        raise UsageError(f"no table {arg!r} in the policy (tables: {', '.join([*policy.tables, *policy.public_tables])})")
     rows = [[col, dtype, tp.role(col)] for col, dtype in repl.session.schema[tp.name].items()]
     out = [f"Table {tp.name}: one row per privacy unit {tp.privacy_unit!r}", fmt_mod.grid(["column", "type", "role"], rows)]
     if tp.max_splits:

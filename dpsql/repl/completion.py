@@ -31,6 +31,7 @@ FUNCTIONS = ("ROUND(", "ABS(", "COALESCE(", "LOWER(", "UPPER(", "LENGTH(", "SUBS
 
 _WORD = re.compile(r"[\w\\]*$")
 _FROM = re.compile(r"\bFROM\s+\"?(\w+)", re.IGNORECASE)
+_JOIN = re.compile(r"\bJOIN\s+\"?(\w+)", re.IGNORECASE)
 _CLAUSE = re.compile(r"\b(SELECT|FROM|WHERE|GROUP\s+BY|HAVING|ORDER\s+BY|LIMIT|OFFSET)\b", re.IGNORECASE)
 
 
@@ -62,7 +63,7 @@ class SqlCompleter(Completer):
         if cmd is None:
             return
         if cmd.name == "\\describe" and not args:
-            yield from _matching(word, ((t, "table") for t in self.session.policy.tables), keep_case=True)
+            yield from _matching(word, self._table_names(), keep_case=True)
         elif cmd.name == "\\set" and not args:
             yield from _matching(word, [("rho", "zCDP budget per query"), ("display", "moe or sigma"),
                                               ("moe", "target 95% MOE per cell"), ("epsilon", "pure-DP policies"),
@@ -86,12 +87,15 @@ class SqlCompleter(Completer):
     def _sql(self, before: str, statement: str, word: str) -> Iterator[Completion]:
         table = self._table(statement)
         tables = [table] if table else list(self.session.policy.tables)
+        tables += [t.lower() for t in _JOIN.findall(statement) if self.session.policy.public_table(t)]
         clause = _last_clause(before)
         if re.search(r"\b(SUM|AVG)\s*\(\s*$", before, re.IGNORECASE):
             yield from _matching(word, self._columns(tables, only="measures"), keep_case=True)
         elif re.search(r"\bCOUNT\s*\(\s*$", before, re.IGNORECASE):
             yield from _matching(word, [("*", "number of privacy units")], keep_case=True)
             yield from _matching(word, self._columns(tables), keep_case=True)
+        elif clause == "FROM" and re.search(r"\bJOIN\s+\"?\w*$", before, re.IGNORECASE):
+            yield from _matching(word, ((t, "public table") for t in self.session.policy.public_tables), keep_case=True)
         elif clause == "FROM" and not re.search(r"\bFROM\s+\"?\w+\"?\s", before, re.IGNORECASE):
             yield from _matching(word, ((t, "table") for t in self.session.policy.tables), keep_case=True)
         elif clause == "GROUP BY":
@@ -116,9 +120,20 @@ class SqlCompleter(Completer):
             return m.group(1).lower()
         return None
 
+    def _table_names(self) -> Iterator[tuple[str, str]]:
+        yield from ((t, "table") for t in self.session.policy.tables)
+        yield from ((t, "public table") for t in self.session.policy.public_tables)
+
     def _columns(self, tables: list[str], only: str = "") -> Iterator[tuple[str, str]]:
         seen = set()
         for t in tables:
+            if self.session.policy.public_table(t) is not None:
+                if only != "measures":
+                    for col in self.session.schema.get(t, {}):
+                        if col not in seen:
+                            seen.add(col)
+                            yield col, f"public column of {t}"
+                continue
             tp = self.session.policy.tables[t]
             for col in self.session.schema.get(t, {}):
                 if col in seen:
