@@ -60,20 +60,38 @@ def parse(sql: str) -> exp.Expression:
 
 
 def position(node: exp.Expression, sql: str) -> tuple[int | None, int | None]:
-    """1-based (line, column) of a node in the SQL text, when sqlglot recorded it."""
-    for n in node.walk():
-        start = n.meta.get("start") if isinstance(n, exp.Expression) else None
-        if start is not None:
-            # Functions carry no position; point at their name when it precedes the argument.
-            name = node.sql_name() if isinstance(node, exp.Func) else None
-            if name and n is not node:
-                found = sql.lower().rfind(name.lower(), 0, start)
-                if found >= 0:
-                    start = found
-            line = sql.count("\n", 0, start) + 1
-            column = start - (sql.rfind("\n", 0, start) + 1) + 1
-            return line, column
-    return None, None
+    """1-based (line, column) of a node in the SQL text: where its leftmost recorded token starts
+    (sqlglot records positions on identifiers and literals, not on operators or functions)."""
+    starts = [n.meta["start"] for n in node.walk() if isinstance(n, exp.Expression) and n.meta.get("start") is not None]
+    if not starts:
+        return None, None
+    start = min(starts)
+    # Functions carry no position; point at their name when it precedes the first argument.
+    name = node.sql_name() if isinstance(node, exp.Func) else None
+    if name and node.meta.get("start") is None:
+        found = sql.lower().rfind(name.lower(), 0, start)
+        if found >= 0:
+            start = found
+    if isinstance(node, exp.Join):
+        start = _join_keyword_start(sql, start)
+    line = sql.count("\n", 0, start) + 1
+    column = start - (sql.rfind("\n", 0, start) + 1) + 1
+    return line, column
+
+
+_JOIN_WORDS = {"JOIN", "LEFT", "RIGHT", "FULL", "OUTER", "INNER", "CROSS", "SEMI", "ANTI", "ASOF", "POSITIONAL",
+               "NATURAL"}
+
+
+def _join_keyword_start(sql: str, table_start: int) -> int:
+    """The start of the join's keywords (``LEFT OUTER JOIN``) before its table."""
+    before = [t for t in _tokens(sql) if t.start < table_start]
+    start = table_start
+    for token in reversed(before):
+        if token.text.upper() not in _JOIN_WORDS:
+            break
+        start = token.start
+    return start
 
 
 def _tokens(sql: str) -> list:
@@ -109,6 +127,18 @@ def keyword_position(sql: str, keyword: str) -> tuple[int | None, int | None]:
     for token in _tokens(sql):
         text = token.text.upper()
         if text == keyword.upper() or text.startswith(keyword.upper() + " "):  # "GROUP BY" is one token
+            start = token.start
+            return sql.count("\n", 0, start) + 1, start - (sql.rfind("\n", 0, start) + 1) + 1
+    return None, None
+
+
+def parameter_position(sql: str) -> tuple[int | None, int | None]:
+    """1-based (line, column) of the first parameter marker (``?``, ``$1``, ``:name``)."""
+    tokens = _tokens(sql)
+    for i, token in enumerate(tokens):
+        numbered = token.token_type in (TokenType.PARAMETER, TokenType.COLON) and i + 1 < len(tokens) \
+            and tokens[i + 1].start == token.end + 1
+        if token.token_type == TokenType.PLACEHOLDER or numbered:
             start = token.start
             return sql.count("\n", 0, start) + 1, start - (sql.rfind("\n", 0, start) + 1) + 1
     return None, None

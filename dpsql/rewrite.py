@@ -87,6 +87,8 @@ def cannot_fail(node: exp.Expression, schema: dict[str, str]) -> bool:
     IS NULL between columns and literals of the same kind (text with text, number with
     number), combined with AND / OR / NOT. Everything else may raise on some value (a cast,
     arithmetic overflow, a text column compared with a number) and runs inside TRY()."""
+    if isinstance(node, exp.Boolean):
+        return True
     if isinstance(node, (exp.And, exp.Or)):
         return cannot_fail(node.left, schema) and cannot_fail(node.right, schema)
     if isinstance(node, (exp.Not, exp.Paren)):

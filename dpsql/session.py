@@ -28,7 +28,7 @@ from .intercept import intercept
 from . import probes  # noqa: F401 - registers the zero-cost answers to BI tools' probes
 from .ledger import Charge, Ledger, fmt, parse_rho
 from .allocate import Allocation, Settings, allocate
-from .parse import keyword_position, parse, position
+from .parse import parameter_position, parse
 from .plan import GroupKey, Plan, Primitive, build_plan, inline_derived_tables, hidden_columns, moe_column, primitive_column, sigma_column
 from .policy import Policy, Selection, load_policy
 from .randomness import RandomSource, default_random
@@ -181,12 +181,17 @@ class Session:
     # ------------------------------------------------------------------ planning
     def plan(self, sql: str, parameters: Any = None) -> Plan:
         tree = parse(sql)
+        placeholders = list(tree.find_all(exp.Placeholder))
+        if any(p.this is not None for p in placeholders):
+            # $1 / :name would bind in order of appearance, not by number or name: refuse them.
+            line, column = parameter_position(sql)
+            raise QueryRefused("numbered or named parameters ($1, :name) are not supported", code="DP118",
+                               line=line, column=column,
+                               hint="dpsql's paramstyle is qmark: write ? for each value and pass the values in order.")
         if parameters is not None:
             tree = bind_parameters(tree, parameters)
-        elif (placeholder := tree.find(exp.Placeholder)) is not None:
-            line, column = position(placeholder, sql)
-            if line is None:
-                line, column = keyword_position(sql, placeholder.sql("duckdb"))
+        elif placeholders:
+            line, column = parameter_position(sql)
             raise QueryRefused("the query has ? parameters but no values were given", code="DP118", line=line, column=column,
                                hint="pass the values with the query (cursor.execute(sql, [value, ...])) or write literals.")
         select = check_statement(inline_derived_tables(tree, sql), sql)

@@ -176,7 +176,7 @@ SELECT COUNT(*) AS "__p0" FROM "establishments" WHERE "payann" > -1;
 # title: boolean literal true
 # execute: true
 SELECT COUNT(*) FROM establishments WHERE TRUE;
-SELECT COUNT(*) AS "__p0" FROM "establishments" WHERE TRY(TRUE);
+SELECT COUNT(*) AS "__p0" FROM "establishments" WHERE TRUE;
 
 # title: where on a measure that is also summed
 # execute: true

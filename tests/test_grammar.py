@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from dataclasses import dataclass, field
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,56 +15,9 @@ from dpsql.rewrite import exact_sql, reference_sql
 from dpsql.session import Session
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT / "grammar_tests"
-
-
-@dataclass
-class Case:
-    file: str
-    line: int
-    meta: dict[str, str]
-    sql: str
-    expected: str | None = None
-    id: str = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.id = self.meta.get("title", f"{self.file}:{self.line}")
-
-
-def _chunks(text: str):
-    """(line, metadata, sql) per ';'-separated chunk."""
-    line = 1
-    for raw in text.split(";"):
-        meta: dict[str, str] = {}
-        body: list[str] = []
-        start = None
-        for i, ln in enumerate(raw.split("\n")):
-            s = ln.strip()
-            m = re.match(r"#\s*(\w+):\s*(.*)", s)
-            if m and not body:
-                meta[m.group(1)] = m.group(2).strip()
-                start = start or line + i
-            elif s and not s.startswith("--"):
-                body.append(ln)
-                start = start or line + i
-        line += raw.count("\n")
-        if body:
-            yield start, meta, "\n".join(body).strip()
-
-
-def load_cases() -> list[Case]:
-    cases: list[Case] = []
-    for path in sorted(CORPUS.glob("*.sql")):
-        chunks = list(_chunks(path.read_text()))
-        if path.stem.endswith("__refused"):
-            cases += [Case(path.name, ln, meta, sql) for ln, meta, sql in chunks]
-        else:
-            assert len(chunks) % 2 == 0, f"{path.name}: accepted cases come in input; expected; pairs"
-            for (ln, meta, sql), (_, _, expected) in zip(chunks[::2], chunks[1::2]):
-                cases.append(Case(path.name, ln, meta, sql, expected))
-    titles = [c.id for c in cases]
-    assert len(titles) == len(set(titles)), "titles must be unique"
-    return cases
+sys.path.insert(0, str(ROOT / "grammar_tests"))
+import corpus  # noqa: E402 - grammar_tests/corpus.py: the reader and the docs renderer
+from corpus import Case, load_cases  # noqa: E402
 
 
 CASES = load_cases()
@@ -118,6 +71,23 @@ def test_trailing_semicolon(corpus_session, sql):
     """The corpus splits cases on ';', so trailing semicolons are tested here."""
     plan = corpus_session.plan(sql)
     assert exact_sql(plan, corpus_session.schema["establishments"]).startswith('SELECT COUNT(*) AS "__p0"')
+
+
+def test_the_docs_are_generated_from_the_corpus():
+    """docs/sql_corpus.md lists every case and docs/sql.md carries the per-theme counts, both
+    rendered from the corpus; run `python grammar_tests/corpus.py` after changing a case."""
+    hint = "out of date: run `python grammar_tests/corpus.py`"
+    assert corpus.CATALOG_DOC.read_text() == corpus.catalog(CASES), f"docs/sql_corpus.md {hint}"
+    text = corpus.SQL_DOC.read_text()
+    assert corpus.sql_doc_with_summary(text, CASES) == text, f"the corpus summary in docs/sql.md {hint}"
+
+
+def test_the_sql_examples_in_the_docs_are_accepted(corpus_session):
+    """Every ```sql block of docs/sql.md (the examples the text promises work) plans."""
+    blocks = re.findall(r"```sql\n(.*?)```", corpus.SQL_DOC.read_text(), flags=re.DOTALL)
+    assert blocks
+    for block in blocks:
+        corpus_session.plan(block)
 
 
 def _documented_codes() -> dict[str, str]:

@@ -116,9 +116,24 @@ def test_too_many_groups_is_refused_before_any_charge(con, monkeypatch):
     ("SELECT COUNT(*) FROM establishments\nGROUP BY ALL", "DP114", 2, 1),
     ("SELECT COUNT(*)\nFROM establishments WHERE EXISTS (SELECT 1)", "DP104", 2, 27),
     ("SELECT COUNT(*) FROM establishments WHERE state = ?", "DP118", 1, 51),
+    ("SELECT COUNT(*) FROM establishments\nWHERE naics2 = '11' AND state = $1", "DP118", 2, 33),
+    ("SELECT COUNT(*) FROM establishments WHERE state = :st", "DP118", 1, 51),
+    ("SELECT COUNT(*) FROM establishments e\n  RIGHT JOIN states s ON e.state = s.code", "DP105", 2, 3),
+    ("SELECT s.name, COUNT(*) FROM establishments e JOIN states s ON e.state = s.code\nGROUP BY s.region",
+     "DP201", 1, 8),
+    ("SELECT COUNT(*) FROM establishments GROUP BY\n  payann > 10", "DP206", 2, 3),
 ])
 def test_precise_refusals_point_at_the_statement(con, sql, code, line, column):
+    # (a numbered parameter is refused even with values: $1 / :name would bind by position, not by name)
     with pytest.raises(DpsqlError) as err:
         con.execute(sql)
     assert (err.value.code, err.value.line, err.value.column) == (code, line, column), str(err.value)
     assert err.value.hint
+
+
+def test_numbered_parameters_are_refused_even_with_values(con):
+    """``$2 ... $1`` bound in order of appearance would silently swap the values."""
+    with pytest.raises(DpsqlError) as err:
+        con.execute("SELECT COUNT(*) FROM establishments WHERE state = $2 AND naics2 = $1", ["11", "CA"])
+    assert err.value.code == "DP118" and "qmark" in err.value.hint
+    assert con.session.ledger.spent == 0
