@@ -109,8 +109,10 @@ class Repl:
         s = self.session
         led = s.ledger
         return (f"dpsql {_version()}: differentially private SQL over {s.database}\n"
-                f"policy {s.policy.path}; tables: {', '.join(s.policy.tables)}\n"
-                f"Each query costs rho={fmt(s.rho)}; budget left {fmt(led.remaining)} of {fmt(led.total_rho)}. "
+                f"policy {s.policy.path}; tables: {', '.join(s.policy.tables)}"
+                + (f"; public tables: {', '.join(s.policy.public_tables)}" if s.policy.public_tables else "") + "\n"
+                f"Each query's noise costs rho={fmt(s.rho)} (a private GROUP BY key adds "
+                f"{fmt(s.policy.selection.epsilon ** 2 / 2)}); budget left {fmt(led.remaining)} of {fmt(led.total_rho)}. "
                 "Refused queries cost nothing.\n"
                 "End SQL with ;  \\help for help, \\tables to start, Tab completes, Ctrl-D quits.\n")
 

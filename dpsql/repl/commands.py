@@ -145,8 +145,11 @@ def _budget(repl: Repl, arg: str) -> str:
     charges = list(led.charges)
     per_query = s.rho
     left = led.remaining
+    sel = s.policy.selection
     lines = [(f"analyst {led.analyst}: spent rho={fmt(led.spent)} of {fmt(led.total_rho)}, {fmt(left)} left; "
-              f"each query costs rho={fmt(per_query)} ({int(left // per_query)} more at this rate).")]
+              f"the noise of each query costs rho={fmt(per_query)} ({int(left // per_query)} more at this rate)."),
+             (f"A GROUP BY on a private key adds rho={fmt(sel.epsilon ** 2 / 2)} and delta={float(sel.delta):.3g} for "
+              "partition selection; \\explain shows a query's cost before it runs.")]
     if charges:
         rows = [[i, fmt(c.rho), _one_line(c.query)] for i, c in enumerate(charges, 1)]
         lines += ["", fmt_mod.grid(["#", "rho", "query"], rows[-20:])]
