@@ -66,6 +66,11 @@ QUERIES: tuple[Query, ...] = (
     Query("state x naics2, WHERE",
           "SELECT state, naics2, SUM(payann) FROM establishments WHERE employees > 10 GROUP BY state, naics2"),
     Query("county (private key, selection)", "SELECT county, SUM(payann) FROM establishments GROUP BY county"),
+    Query("region x sector (joins to public tables)",
+          "SELECT s.region, n.sector, COUNT(*), SUM(payann) FROM establishments e JOIN states s ON e.state = s.code "
+          "JOIN naics_sectors n ON e.naics2 = n.naics2 GROUP BY s.region, n.sector"),
+    Query("3-digit NAICS (expression of a private key)",
+          "SELECT SUBSTR(naics, 1, 3) AS n3, COUNT(*), SUM(payann) FROM establishments GROUP BY n3"),
 )
 HEADLINE = 1  # each connection's first query; in the warm-up it is the process's first (it pays the unit check)
 UNIT_CHECK_SQL = 'SELECT COUNT(*) = COUNT(DISTINCT "id") AND COUNT("id") = COUNT(*) FROM "establishments"'

@@ -150,18 +150,47 @@ def from_sql(plan: Plan) -> str:
     return sql
 
 
-def key_sql(key: GroupKey) -> str:
-    """What a GROUP BY key computes. An expression runs inside TRY(): a row it fails on (a
-    logarithm of zero, say) falls in the NULL group instead of failing the query, because
-    whether a query fails must not depend on private rows."""
-    return key.expr.sql("duckdb") if key.plain else f"TRY({key.expr.sql('duckdb')})"
+def total(node: exp.Expression, schema: dict[str, str]) -> bool:
+    """True for key expressions no row can make fail: columns and literals under text functions
+    (LOWER, UPPER, TRIM, LENGTH, SUBSTR with literal bounds), ``||``, COALESCE, TRY_CAST, and
+    CASE / IF over conditions that :func:`cannot_fail`. Arithmetic (overflow), casts, LN ... may."""
+    if isinstance(node, (exp.Column, exp.Literal, exp.Null, exp.Boolean)):
+        return True
+    if isinstance(node, (exp.Paren, exp.TryCast, exp.Lower, exp.Upper, exp.Length)):
+        return total(node.this, schema)
+    if isinstance(node, exp.Trim):
+        return total(node.this, schema) and all(isinstance(v, exp.Literal) for k, v in node.args.items() if k != "this" and
+                                                isinstance(v, exp.Expression))
+    if isinstance(node, exp.Substring):
+        bounds = [node.args.get("start"), node.args.get("length")]
+        return total(node.this, schema) and all(b is None or isinstance(b, exp.Literal) and not b.is_string for b in bounds)
+    if isinstance(node, (exp.DPipe, exp.Coalesce)):
+        return all(total(c, schema) for c in node.iter_expressions())
+    if isinstance(node, exp.Case):
+        default = node.args.get("default")
+        return (node.this is None and (default is None or total(default, schema))
+                and all(cannot_fail(i.this, schema) and total(i.args["true"], schema) for i in node.args["ifs"]))
+    if isinstance(node, exp.If):
+        false = node.args.get("false")
+        return cannot_fail(node.this, schema) and total(node.args["true"], schema) and (false is None or total(false, schema))
+    return False
+
+
+def key_sql(key: GroupKey, schema: dict[str, str] | None = None) -> str:
+    """What a GROUP BY key computes. An expression that some row could make fail (a logarithm
+    of zero, an overflow) runs inside TRY(): that row falls in the NULL group instead of failing
+    the query, because whether a query fails must not depend on private rows. One that cannot
+    fail (``SUBSTR(naics, 1, 3)``) runs bare: TRY() made that GROUP BY 3x slower
+    (docs/performance.md). Without ``schema`` every expression is wrapped."""
+    sql = key.expr.sql("duckdb")
+    return sql if key.plain or schema is not None and total(key.expr, schema) else f"TRY({sql})"
 
 
 def exact_sql(plan: Plan, schema: dict[str, str]) -> str:
     """The query that runs: one scan, one group-by, exact per-group primitives."""
     t = plan.table
     schema = {**schema, **plan.public_types}
-    cols = [f"{key_sql(k)} AS {_q(k.name)}" for k in plan.keys]
+    cols = [f"{key_sql(k, schema)} AS {_q(k.name)}" for k in plan.keys]
     for i, p in enumerate(plan.primitives):
         if p.kind == "count":
             # One row per privacy unit (checked at connect): COUNT(*) = COUNT(DISTINCT unit).
@@ -176,7 +205,7 @@ def exact_sql(plan: Plan, schema: dict[str, str]) -> str:
         cols.append(f"SUM({split_count_sql([t.measures[m] for m in plan.split_measures], schema, t.max_splits)}) AS {SELECTION_COLUMN}")
     sql = f"SELECT {', '.join(cols)}\nFROM {from_sql(plan)}{_where_sql(plan, schema)}"
     if plan.keys:
-        sql += f"\nGROUP BY {', '.join(key_sql(k) for k in plan.keys)}"
+        sql += f"\nGROUP BY {', '.join(key_sql(k, schema) for k in plan.keys)}"
     return sql
 
 
@@ -215,7 +244,8 @@ def reference_sql(plan: Plan, schema: dict[str, str]) -> str:
     measures = [t.measures[m] for m in plan.split_measures]
     counted = sorted({p.column for p in plan.primitives if p.kind == "count" and p.column})
     names = plan.key_names
-    carry: list[str | tuple[str, str]] = [(key_sql(k), k.name) for k in plan.keys]
+    types = {**schema, **plan.public_types}
+    carry: list[str | tuple[str, str]] = [(key_sql(k, types), k.name) for k in plan.keys]
     carry += [(_q(c), c) for c in counted if c not in names and c not in plan.split_measures]
     where = _where_sql(plan, {**schema, **plan.public_types}).replace("\n", " ")
     split = split_relation_sql(t, measures, schema, carry, where, source=from_sql(plan).replace("\n", " "))

@@ -74,52 +74,52 @@ SELECT "naics2" AS "naics2", COUNT(*) AS "__p0" FROM "establishments" GROUP BY "
 # title: group by an expression of a public key
 # execute: true
 SELECT SUBSTR(naics2, 1, 1) AS digit, COUNT(*) FROM establishments GROUP BY SUBSTR(naics2, 1, 1);
-SELECT TRY(SUBSTRING("naics2", 1, 1)) AS "__k0", COUNT(*) AS "__p0" FROM "establishments" GROUP BY TRY(SUBSTRING("naics2", 1, 1));
+SELECT SUBSTRING("naics2", 1, 1) AS "__k0", COUNT(*) AS "__p0" FROM "establishments" GROUP BY SUBSTRING("naics2", 1, 1);
 
 # title: group by the alias of an expression
 # execute: true
 SELECT LOWER(state) AS st, SUM(payann) FROM establishments GROUP BY st;
-SELECT TRY(LOWER("state")) AS "__k0", SUM("payann") AS "__p0" FROM "establishments" GROUP BY TRY(LOWER("state"));
+SELECT LOWER("state") AS "__k0", SUM("payann") AS "__p0" FROM "establishments" GROUP BY LOWER("state");
 
 # title: group by the ordinal of an expression
 # execute: true
 SELECT UPPER(naics2) || '-sector', COUNT(*) FROM establishments GROUP BY 1;
-SELECT TRY(UPPER("naics2") || '-sector') AS "__k0", COUNT(*) AS "__p0" FROM "establishments" GROUP BY TRY(UPPER("naics2") || '-sector');
+SELECT UPPER("naics2") || '-sector' AS "__k0", COUNT(*) AS "__p0" FROM "establishments" GROUP BY UPPER("naics2") || '-sector';
 
 # title: group by a case over a public key
 # execute: true
 SELECT CASE WHEN state IN ('CA', 'OR', 'WA') THEN 'west coast' ELSE 'other' END AS coast, COUNT(*), AVG(employees) FROM establishments GROUP BY coast;
-SELECT TRY(CASE WHEN "state" IN ('CA', 'OR', 'WA') THEN 'west coast' ELSE 'other' END) AS "__k0", COUNT(*) AS "__p0", SUM("employees") AS "__p1" FROM "establishments" GROUP BY TRY(CASE WHEN "state" IN ('CA', 'OR', 'WA') THEN 'west coast' ELSE 'other' END);
+SELECT CASE WHEN "state" IN ('CA', 'OR', 'WA') THEN 'west coast' ELSE 'other' END AS "__k0", COUNT(*) AS "__p0", SUM("employees") AS "__p1" FROM "establishments" GROUP BY CASE WHEN "state" IN ('CA', 'OR', 'WA') THEN 'west coast' ELSE 'other' END;
 
 # title: group by an expression and a key
 # execute: true
 SELECT LOWER(state), naics2, COUNT(*) FROM establishments GROUP BY LOWER(state), naics2;
-SELECT TRY(LOWER("state")) AS "__k0", "naics2" AS "naics2", COUNT(*) AS "__p0" FROM "establishments" GROUP BY TRY(LOWER("state")), "naics2";
+SELECT LOWER("state") AS "__k0", "naics2" AS "naics2", COUNT(*) AS "__p0" FROM "establishments" GROUP BY LOWER("state"), "naics2";
 
 # title: group by an expression of two public keys
 # execute: true
 SELECT state || '/' || naics2 AS cell, COUNT(*) FROM establishments WHERE state = 'VT' GROUP BY cell;
-SELECT TRY("state" || '/' || "naics2") AS "__k0", COUNT(*) AS "__p0" FROM "establishments" WHERE "state" = 'VT' GROUP BY TRY("state" || '/' || "naics2");
+SELECT "state" || '/' || "naics2" AS "__k0", COUNT(*) AS "__p0" FROM "establishments" WHERE "state" = 'VT' GROUP BY "state" || '/' || "naics2";
 
 # title: group by an expression of a private key
 # execute: true
 SELECT SUBSTR(naics, 1, 3) AS n3, COUNT(*) FROM establishments GROUP BY SUBSTR(naics, 1, 3);
-SELECT TRY(SUBSTRING("naics", 1, 3)) AS "__k0", COUNT(*) AS "__p0", COUNT(*) AS "__n" FROM "establishments" GROUP BY TRY(SUBSTRING("naics", 1, 3));
+SELECT SUBSTRING("naics", 1, 3) AS "__k0", COUNT(*) AS "__p0", COUNT(*) AS "__n" FROM "establishments" GROUP BY SUBSTRING("naics", 1, 3);
 
 # title: group by a cast of a key
 # execute: true
 SELECT CAST(naics2 AS INTEGER) AS code, COUNT(*) FROM establishments GROUP BY CAST(naics2 AS INTEGER);
-SELECT TRY(TRY_CAST("naics2" AS INT)) AS "__k0", COUNT(*) AS "__p0" FROM "establishments" GROUP BY TRY(TRY_CAST("naics2" AS INT));
+SELECT TRY_CAST("naics2" AS INT) AS "__k0", COUNT(*) AS "__p0" FROM "establishments" GROUP BY TRY_CAST("naics2" AS INT);
 
 # title: group by an expression used in having and order by
 # execute: true
 SELECT SUBSTR(naics2, 1, 1) AS d, COUNT(*) AS n FROM establishments GROUP BY SUBSTR(naics2, 1, 1) HAVING COUNT(*) > 10 ORDER BY SUBSTR(naics2, 1, 1) DESC;
-SELECT TRY(SUBSTRING("naics2", 1, 1)) AS "__k0", COUNT(*) AS "__p0" FROM "establishments" GROUP BY TRY(SUBSTRING("naics2", 1, 1));
+SELECT SUBSTRING("naics2", 1, 1) AS "__k0", COUNT(*) AS "__p0" FROM "establishments" GROUP BY SUBSTRING("naics2", 1, 1);
 
 # title: group by an expression selected inside another
 # execute: true
 SELECT SUBSTR(naics2, 1, 1) || 'x' AS d, COUNT(*) FROM establishments GROUP BY SUBSTR(naics2, 1, 1);
-SELECT TRY(SUBSTRING("naics2", 1, 1)) AS "__k0", COUNT(*) AS "__p0" FROM "establishments" GROUP BY TRY(SUBSTRING("naics2", 1, 1));
+SELECT SUBSTRING("naics2", 1, 1) AS "__k0", COUNT(*) AS "__p0" FROM "establishments" GROUP BY SUBSTRING("naics2", 1, 1);
 
 # title: group by a key and select an expression of it
 # execute: true
@@ -129,4 +129,14 @@ SELECT "state" AS "state", COUNT(*) AS "__p0" FROM "establishments" GROUP BY "st
 # title: group by the same expression twice
 # execute: true
 SELECT LOWER(state), COUNT(*) FROM establishments GROUP BY LOWER(state), 1;
-SELECT TRY(LOWER("state")) AS "__k0", COUNT(*) AS "__p0" FROM "establishments" GROUP BY TRY(LOWER("state"));
+SELECT LOWER("state") AS "__k0", COUNT(*) AS "__p0" FROM "establishments" GROUP BY LOWER("state");
+
+# title: group by arithmetic on a key runs inside try
+# execute: true
+SELECT CAST(naics2 AS INTEGER) / 10 AS d, COUNT(*) FROM establishments GROUP BY d;
+SELECT TRY(TRY_CAST("naics2" AS INT) / 10) AS "__k0", COUNT(*) AS "__p0" FROM "establishments" GROUP BY TRY(TRY_CAST("naics2" AS INT) / 10);
+
+# title: group by a case whose condition could fail runs inside try
+# execute: true
+SELECT CASE WHEN CAST(naics2 AS INTEGER) > 50 THEN 1 ELSE 0 END AS hi, COUNT(*) FROM establishments GROUP BY hi;
+SELECT TRY(CASE WHEN TRY_CAST("naics2" AS INT) > 50 THEN 1 ELSE 0 END) AS "__k0", COUNT(*) AS "__p0" FROM "establishments" GROUP BY TRY(CASE WHEN TRY_CAST("naics2" AS INT) > 50 THEN 1 ELSE 0 END);

@@ -104,12 +104,12 @@ SELECT "__j1_region" AS "__j1_region", COUNT(*) AS "__p0" FROM "establishments" 
 # title: expression of a public column
 # execute: true
 SELECT LOWER(s.region) AS r, COUNT(*) FROM establishments e JOIN states s ON e.state = s.code GROUP BY LOWER(s.region);
-SELECT TRY(LOWER("__j1_region")) AS "__k0", COUNT(*) AS "__p0" FROM "establishments" INNER JOIN (SELECT "code" AS "__j1_code", "region" AS "__j1_region" FROM "states") AS "__j1" ON "state" = "__j1_code" GROUP BY TRY(LOWER("__j1_region"));
+SELECT LOWER("__j1_region") AS "__k0", COUNT(*) AS "__p0" FROM "establishments" INNER JOIN (SELECT "code" AS "__j1_code", "region" AS "__j1_region" FROM "states") AS "__j1" ON "state" = "__j1_code" GROUP BY LOWER("__j1_region");
 
 # title: public column in a case
 # execute: true
 SELECT CASE WHEN s.region = 'South' THEN 'south' ELSE 'elsewhere' END AS part, COUNT(*) FROM establishments e JOIN states s ON e.state = s.code GROUP BY 1;
-SELECT TRY(CASE WHEN "__j1_region" = 'South' THEN 'south' ELSE 'elsewhere' END) AS "__k0", COUNT(*) AS "__p0" FROM "establishments" INNER JOIN (SELECT "code" AS "__j1_code", "region" AS "__j1_region" FROM "states") AS "__j1" ON "state" = "__j1_code" GROUP BY TRY(CASE WHEN "__j1_region" = 'South' THEN 'south' ELSE 'elsewhere' END);
+SELECT CASE WHEN "__j1_region" = 'South' THEN 'south' ELSE 'elsewhere' END AS "__k0", COUNT(*) AS "__p0" FROM "establishments" INNER JOIN (SELECT "code" AS "__j1_code", "region" AS "__j1_region" FROM "states") AS "__j1" ON "state" = "__j1_code" GROUP BY CASE WHEN "__j1_region" = 'South' THEN 'south' ELSE 'elsewhere' END;
 
 # title: join in upper case with quoted names
 # execute: true
