@@ -321,7 +321,9 @@ def _demo(args: argparse.Namespace) -> int:
     print(fmt_mod.table(result))
     print(fmt_mod.footer(result))
     print(f"\nNext: dpsql query \"SELECT state, SUM(employees) FROM establishments GROUP BY state\"\n"
-          f"      dpsql explain \"...\" shows how a query is answered.")
+          f"      dpsql query \"SELECT s.region, COUNT(*) FROM establishments e JOIN states s ON e.state = s.code "
+          f"GROUP BY s.region\"\n"
+          f"      dpsql explain \"...\" shows how a query is answered; dpsql with no arguments opens the prompt.")
     return 0
 
 
