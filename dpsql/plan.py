@@ -295,13 +295,14 @@ def build_plan(select: exp.Select, sql: str, policy: Policy, schema: dict[str, d
 
 
 class _Scope:
-    """A table the query reads: the private one (``prefix`` None) or a joined public one."""
+    """A table the query reads: the private one (``alias`` None) or a joined public one, whose
+    columns the plan names ``alias_column``."""
 
-    def __init__(self, name: str, qualifiers: set[str], columns: dict[str, str], join: Join | None = None):
-        self.name, self.qualifiers, self.columns, self.join = name, qualifiers, columns, join
+    def __init__(self, name: str, qualifiers: set[str], columns: dict[str, str], alias: str | None = None):
+        self.name, self.qualifiers, self.columns, self.alias = name, qualifiers, columns, alias
 
     def internal(self, column: str) -> str:
-        return column if self.join is None else self.join.internal(column)
+        return column if self.alias is None else f"{self.alias}_{column}"
 
 
 def _numeric(sql_type: str) -> bool:
@@ -323,6 +324,8 @@ class _Planner:
         self.schema = schema
         self.primitives: list[Primitive] = []
         self.scopes: list[_Scope] = []
+        self.columns: dict[str, str] = {}  # internal name -> type, of every table in scope
+        self.public_names: dict[str, tuple[_Scope, str]] = {}  # internal name -> (public table, column)
         self.joins: list[Join] = []
         self.using: set[str] = set()
         self.used_public: dict[str, list[str]] = {}  # public table -> columns read
@@ -341,10 +344,6 @@ class _Planner:
     # ------------------------------------------------------------------ build
     def build(self) -> Plan:
         self.table = self.resolve_tables()
-        private = self.scopes[0]
-        self.columns = dict(private.columns)  # internal name -> type, of every table in scope
-        for scope in self.scopes[1:]:
-            self.columns.update({scope.internal(c): t for c, t in scope.columns.items()})
         for join in self.joins:  # the join keys are read whatever the query selects
             self.note_public(join.left)
             self.note_public(join.internal(join.key))
@@ -449,7 +448,7 @@ class _Planner:
                               f"aggregate over a private table ({tables}) and join {name} to it on its key "
                               f"{self.policy.public_table(name).key!r}.")
         # SQL: once aliased, only the alias qualifies
-        self.scopes.append(_Scope(name, {table.alias.lower()} if table.alias else {name}, self.schema[name]))
+        self.add_scope(_Scope(name, {table.alias.lower()} if table.alias else {name}, self.schema[name]))
         for i, join in enumerate(joins, start=1):
             self.add_join(join, i)
         return tp
@@ -470,8 +469,7 @@ class _Planner:
                               "give each table its own alias (FROM establishments e JOIN states s ON ...).")
         side = "LEFT" if (join.side or "").upper() == "LEFT" else "INNER"
         alias = f"__j{i}"
-        scope = _Scope(name, qualifiers, self.schema[name],
-                       Join(name, alias, side, "", public.key, ()))
+        scope = _Scope(name, qualifiers, self.schema[name], alias)
         key_hint = (f"join on the public table's key: ... JOIN {name} ON <column> = "
                     f"{sorted(qualifiers)[0]}.{public.key} (other conditions go in WHERE).")
         using = join.args.get("using")
@@ -495,14 +493,20 @@ class _Planner:
                                   "(a lookup: every private row then meets at most one of its rows)", key_hint)
             other = sides[1] if mine[0] is sides[0] else sides[0]
             left = self.resolve(other, self.scopes)
-        left_type = next(t for sc in self.scopes for c, t in sc.columns.items() if sc.internal(c) == left)
+        left_type = self.columns[left]
         key_type = scope.columns[public.key]
         if not ((_text(left_type) and _text(key_type)) or (_numeric(left_type) and _numeric(key_type))):
             raise self.refuse(join, "DP105", f"the join compares {left_type} with {key_type} ({name}.{public.key})",
                               "join columns of the same kind: text with text, numbers with numbers.")
-        scope.join = Join(name, alias, side, left, public.key, ())
+        self.joins.append(Join(name, alias, side, left, public.key, ()))
+        self.add_scope(scope)
+
+    def add_scope(self, scope: _Scope) -> None:
         self.scopes.append(scope)
-        self.joins.append(scope.join)
+        for column, sql_type in scope.columns.items():
+            self.columns[scope.internal(column)] = sql_type
+            if scope.alias is not None:
+                self.public_names[scope.internal(column)] = (scope, column)
 
     def in_scopes(self, column: str) -> bool:
         return any(column in sc.columns for sc in self.scopes)
@@ -531,24 +535,22 @@ class _Planner:
                 names = " or ".join(f"{sorted(sc.qualifiers)[0]}.{name}" for sc in having)
                 raise self.refuse(col, "DP203", f"column {name!r} is in several tables of the join", f"qualify it: {names}.")
             found = having[0]
-        if found.join is not None:
-            self.note_public(found.internal(name))
+        self.note_public(found.internal(name))
         return found.internal(name)
 
     def note_public(self, internal: str) -> None:
-        for sc in self.scopes[1:]:
-            for c in sc.columns:
-                if sc.internal(c) == internal:
-                    cols = self.used_public.setdefault(sc.join.alias, [])
-                    if c not in cols:
-                        cols.append(c)
+        """Remember that the query reads a public column (the join projects only those)."""
+        if internal in self.public_names:
+            scope, column = self.public_names[internal]
+            cols = self.used_public.setdefault(scope.alias, [])
+            if column not in cols:
+                cols.append(column)
 
     def shown(self, internal: str) -> str:
-        """How an internal column name is shown to the analyst: ``region`` -> ``states.region``."""
-        for sc in self.scopes[1:]:
-            for c in sc.columns:
-                if sc.internal(c) == internal:
-                    return f"{sc.name}.{c}"
+        """How an internal column name is shown to the analyst: ``__j1_region`` -> ``states.region``."""
+        if internal in self.public_names:
+            scope, column = self.public_names[internal]
+            return f"{scope.name}.{column}"
         return internal
 
     def column_name(self, col: exp.Column) -> str:
