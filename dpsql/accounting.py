@@ -11,7 +11,9 @@ Sources:
         mechanism and of SafeTab[Geometric]), note after Lemma 7 (pure DP implies zCDP).
     [BS16] M. Bun, T. Steinke, "Concentrated Differential Privacy: Simplifications,
         Extensions, and Lower Bounds", 2016: Proposition 1.3 (analytic conversion),
-        Proposition 1.4 (epsilon-DP implies epsilon^2/2-zCDP).
+        Proposition 1.4 (epsilon-DP implies epsilon^2/2-zCDP), approximate zCDP (Section 8;
+        composition, Lemma 8.2). The conversion of delta-approximate rho-zCDP, in
+        :func:`guarantee`, is argued in docs/privacy.md.
     [CKS20] C. Canonne, G. Kamath, T. Steinke, "The Discrete Gaussian for Differential
         Privacy", 2020, Section 2.3: the conversion SafeTab states as its Lemma 4.
     [S24] T. Steinke, "Sharp RDP & zCDP from Pure DP", differentialprivacy.org, 2024,
@@ -31,6 +33,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from fractions import Fraction
 from numbers import Rational, Real
 
@@ -43,6 +46,9 @@ __all__ = [
     "compose_pure",
     "rdp_pure",
     "epsilon_pure_rdp",
+    "DEFAULT_CONVERSION_DELTA",
+    "Guarantee",
+    "guarantee",
 ]
 
 Rdp = Callable[[float], float]
@@ -321,3 +327,54 @@ def epsilon_pure_rdp(epsilons: Iterable[object], delta: float,
         return _up(s, s)
 
     return min(_float_up(total), epsilon_from_rdp(curve, delta, alphas=alphas))
+
+
+# ---------------------------------------------------------------------------------------------
+# What the ledger's total means: delta-approximate rho-zCDP -> (epsilon, delta)-DP
+# ---------------------------------------------------------------------------------------------
+
+# delta' of the conversion when none is asked for: 1e-6, the default delta of one partition
+# selection, so converting costs no more delta than one selection does and the total stays of
+# the order of budget.total_delta (docs/privacy.md, "The (epsilon, delta)-DP of everything spent").
+DEFAULT_CONVERSION_DELTA = Fraction(1, 10**6)
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """(epsilon, delta)-DP of everything spent: delta = delta_spent + conversion_delta, and
+    epsilon from rho at conversion_delta, two ways (both rounded up)."""
+
+    rho: Fraction
+    delta_spent: Fraction
+    conversion_delta: Fraction
+    epsilon_tight: float
+    epsilon_analytic: float
+
+    @property
+    def delta(self) -> Fraction:
+        """The total delta, exact."""
+        return self.delta_spent + self.conversion_delta
+
+
+def guarantee(rho: object, delta_spent: object = Fraction(0),
+              conversion_delta: object = DEFAULT_CONVERSION_DELTA) -> Guarantee:
+    """A delta_spent-approximate rho-zCDP mechanism (the ledger's total) is (epsilon,
+    delta_spent + conversion_delta)-DP, for every conversion_delta = delta' in (0, 1), with
+
+        epsilon = epsilon_tight(rho, delta')  <=  rho + 2 sqrt(rho ln(1/delta')) = epsilon_analytic.
+
+    Why (docs/privacy.md): write each neighbouring output pair as (1 - delta_spent) times a
+    pair that is rho-zCDP plus delta_spent times anything; the rho-zCDP part is (epsilon,
+    delta')-DP (SafeTab Lemma 4 / Lemma 5; BS16 Prop. 1.3), and the rest adds at most
+    delta_spent to any event's probability. Inputs are exact (``Fraction``, int, or a float at
+    its exact value); epsilon is rounded up, delta is exact.
+    """
+    r = _exact(rho, "rho")
+    d = _exact(delta_spent, "delta_spent")
+    c = _exact(conversion_delta, "conversion_delta")
+    if not 0 < c < 1:
+        raise ValueError("conversion_delta must be in (0, 1)")
+    rf, cf = _float_up(r), float(c)
+    if Fraction(cf) > c:  # use a delta' not above the one stated: a smaller delta' only raises epsilon
+        cf = math.nextafter(cf, 0.0)
+    return Guarantee(r, d, c, epsilon_tight(rf, cf), epsilon_analytic(rf, cf))

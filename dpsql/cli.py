@@ -5,9 +5,11 @@
     dpsql demo                     build the demo database if needed and run a sample query
     dpsql query "SQL"              answer a query with noise; charges the budget
     dpsql explain "SQL"            show the plan, the exact SQL and the noise; charges nothing
-    dpsql ledger                   budget spent and remaining, and the history of charges
+    dpsql ledger [--delta D]       budget spent and left in rho and delta, the (epsilon, delta)-DP of
+                                   everything spent, and the history of charges
     dpsql policy [m=v ...]         the policy function P(r) so far; evaluated for a typed-in record
-    dpsql convert --rho R --delta D   (rho, delta)-zCDP as (epsilon, delta)-DP, two ways
+    dpsql convert --rho R --delta D [--plus-delta P]
+                                   rho-zCDP (P-approximate) as (epsilon, D [+ P])-DP, two ways
 
 Exit status: 0 on success, 1 when dpsql refused or failed (message on stderr, or
 ``{"error": {...}}`` on stdout with --json), 2 on bad command-line usage.
@@ -63,9 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("sql", help="the SELECT statement ('-' reads it from standard input)")
     _connection_args(p)
 
-    p = sub.add_parser("ledger", help="budget spent and remaining, and every charge so far")
+    p = sub.add_parser("ledger", help="budget spent and remaining in rho and delta, the (epsilon, delta)-DP "
+                                      "guarantee of everything spent, and every charge so far")
     _ledger_args(p)
-    p.add_argument("--all", action="store_true", help="every analyst's charges (default: yours)")
+    p.add_argument("--all", action="store_true", help="every analyst's charges, and the data set's guarantee (default: yours)")
+    p.add_argument("--delta", metavar="D", help="delta' at which the rho spent is converted to epsilon "
+                                                "(default 1e-6); the guarantee's delta is D plus the delta spent")
 
     p = sub.add_parser("policy", help="the public policy function P(r) of everything released so far",
                        description="Prints P(r) as a formula in a record's measure values; with measure=value "
@@ -74,9 +79,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("record", nargs="*", metavar="measure=value", help="a hypothetical record, e.g. employees=150 payann=10000")
     p.add_argument("--table", help="the table the record belongs to (default: the only one with releases)")
 
-    p = sub.add_parser("convert", help="convert (rho, delta)-zCDP to (epsilon, delta)-DP")
+    p = sub.add_parser("convert", help="convert rho-zCDP (optionally P-approximate) to (epsilon, delta)-DP",
+                       description="Converts rho alone: rho-zCDP is (epsilon, D)-DP. With --plus-delta P (the delta "
+                                   "of approximate zCDP, e.g. the delta the ledger shows spent by partition "
+                                   "selection), P-approximate rho-zCDP is (epsilon, D + P)-DP, epsilon unchanged.")
     p.add_argument("--rho", required=True, help="zCDP rho (e.g. the total spent)")
-    p.add_argument("--delta", required=True, help="target delta of (epsilon, delta)-DP, e.g. 1e-10")
+    p.add_argument("--delta", required=True, help="delta of the conversion, e.g. 1e-10")
+    p.add_argument("--plus-delta", metavar="P", help="delta already spent (approximate zCDP), added to the result's delta")
     p.add_argument("--json", action="store_true", help="print JSON")
     return parser
 
@@ -220,31 +229,62 @@ def _open_ledger(args: argparse.Namespace, everyone: bool = False):
         policy_file = ensure_demo()[1]
     policy = load_policy(policy_file)
     analyst = args.analyst or _os_user()
-    return policy, Ledger(ledger_path(policy), analyst, policy.budget.total_rho, policy.budget.dataset_rho), analyst
+    b = policy.budget
+    ledger = Ledger(ledger_path(policy), analyst, b.total_rho, b.dataset_rho,
+                    total_delta=b.total_delta, dataset_delta=b.dataset_delta)
+    return policy, ledger, analyst
+
+
+def _conversion_delta(text: str | None):
+    """δ' of `dpsql ledger --delta` (default: accounting.DEFAULT_CONVERSION_DELTA)."""
+    from .accounting import DEFAULT_CONVERSION_DELTA
+    from .ledger import parse_rho
+
+    if text is None:
+        return DEFAULT_CONVERSION_DELTA
+    delta = parse_rho(text, "--delta")
+    if delta >= 1:
+        raise DpsqlError("--delta must be below 1", code="DP302")
+    return delta
 
 
 def _ledger(args: argparse.Namespace) -> int:
-    from .ledger import fmt
+    from .accounting import guarantee
+    from .ledger import fmt, fmt_up
 
-    policy, ledger, analyst = _open_ledger(args)
+    conversion = _conversion_delta(args.delta)
+    _, ledger, analyst = _open_ledger(args)
     try:
         charges = ledger.history(None if args.all else analyst)
-        ledger_delta = ledger.spent_delta
-        summary = {"analyst": analyst, "spent": fmt(ledger.spent), "remaining": fmt(ledger.remaining),
-                   "total": fmt(ledger.total_rho), "delta_spent": f"{float(ledger.spent_delta):.3g}",
-                   "ledger": str(ledger.path)}
-        if policy.budget.dataset_rho is not None:
-            summary["dataset_total"] = fmt(policy.budget.dataset_rho)
+        summary = ledger.summary(conversion)
+        everyone = ledger.totals
     finally:
         ledger.close()
+    out: dict[str, Any] = {"budget": summary}
+    if args.all:
+        g = guarantee(everyone.rho_all, everyone.delta_all, conversion)
+        out["dataset"] = {"spent": fmt(everyone.rho_all), "delta_spent": fmt(everyone.delta_all),
+                          "epsilon": fmt_up(g.epsilon_tight), "epsilon_analytic": fmt_up(g.epsilon_analytic),
+                          "delta": fmt_up(g.delta), "conversion_delta": fmt_up(g.conversion_delta)}
     if args.json:
-        print(fmt_mod.to_json({"budget": summary, "charges": [fmt_mod.charge_dict(c) for c in charges]}))
+        print(fmt_mod.to_json({**out, "charges": [fmt_mod.charge_dict(c) for c in charges]}))
         return 0
-    delta = f", delta={summary['delta_spent']} (partition selection)" if ledger_delta else ""
-    print(f"analyst {analyst}: spent rho={summary['spent']} of {summary['total']}, {summary['remaining']} left{delta}"
-          f"  (ledger {summary['ledger']})")
+    s = summary
+    print(f"analyst {analyst}: spent rho={s['spent']} of {s['total']}, {s['remaining']} left; "
+          f"delta={s['delta_spent']} of {s['delta_total']} (partition selection), {s['delta_remaining']} left"
+          f"  (ledger {s['ledger']})")
+    print(_guarantee_line("everything this analyst has spent", s))
+    if args.all:
+        print(_guarantee_line("everything released from the data set (all analysts)", out["dataset"]))
     print(fmt_mod.history(charges) if charges else "no charges yet")
     return 0
+
+
+def _guarantee_line(what: str, s: dict[str, str]) -> str:
+    return (f"{what} is ({s['epsilon']}, {s['delta']})-DP for a record never split (a split record r: "
+            f"dpsql policy gives its P(r)): epsilon converts rho by the tight conversion (paper 004 Lemma 4) at "
+            f"delta'={s['conversion_delta']}, delta adds the delta spent; the analytic bound "
+            f"rho + 2 sqrt(rho ln(1/delta')) gives epsilon={s['epsilon_analytic']}")
 
 
 def _policy(args: argparse.Namespace) -> int:
@@ -283,22 +323,29 @@ def _policy(args: argparse.Namespace) -> int:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from .accounting import epsilon_analytic, epsilon_tight
-    from .ledger import parse_rho
+    from fractions import Fraction
+
+    from .accounting import guarantee
+    from .ledger import fmt_up, parse_rho
 
     rho = parse_rho(args.rho, "--rho")
     delta = parse_rho(args.delta, "--delta")
-    if delta >= 1:
-        raise DpsqlError("--delta must be below 1", code="DP302")
-    result = {"rho": args.rho, "delta": args.delta,
-              "epsilon_analytic": epsilon_analytic(float(rho), float(delta)),
-              "epsilon_tight": epsilon_tight(float(rho), float(delta))}
+    plus = parse_rho(args.plus_delta, "--plus-delta") if args.plus_delta is not None else Fraction(0)
+    if delta >= 1 or plus >= 1:
+        raise DpsqlError("--delta and --plus-delta must be below 1", code="DP302")
+    g = guarantee(rho, plus, delta)
+    result = {"rho": args.rho, "delta": args.delta, "plus_delta": args.plus_delta or "0", "delta_total": fmt_up(g.delta),
+              "epsilon_analytic": g.epsilon_analytic, "epsilon_tight": g.epsilon_tight}
     if args.json:
         print(fmt_mod.to_json(result))
-    else:
-        print(f"({args.rho})-zCDP implies (epsilon, {args.delta})-DP with\n"
-              f"  epsilon = {result['epsilon_tight']:.6g}  (tight numeric conversion, paper 004 Lemma 4)\n"
-              f"  epsilon = {result['epsilon_analytic']:.6g}  (analytic bound rho + 2 sqrt(rho ln(1/delta)), paper 004 Lemma 5)")
+        return 0
+    given = f"{args.plus_delta}-approximate {args.rho}-zCDP" if args.plus_delta else f"{args.rho}-zCDP"
+    print(f"{given} implies (epsilon, {result['delta_total']})-DP with\n"
+          f"  epsilon = {fmt_up(g.epsilon_tight)}  (tight numeric conversion at delta={args.delta}, paper 004 Lemma 4)\n"
+          f"  epsilon = {fmt_up(g.epsilon_analytic)}  (analytic bound rho + 2 sqrt(rho ln(1/delta)), paper 004 Lemma 5)")
+    if not args.plus_delta:
+        print("This converts rho alone. Partition selections also spend delta (dpsql ledger shows it): add it "
+              "with --plus-delta.")
     return 0
 
 

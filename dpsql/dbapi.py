@@ -48,7 +48,9 @@ def connect(database: str | Path | None = None, policy: str | Path | None = None
         database: a DuckDB file; None opens the demo database (built on first use).
         policy: the data owner's policy file; None looks for ``<database stem>.policy.toml``
             beside the database (the demo's policy for the demo database).
-        rho: zCDP budget charged per query (default: the policy's ``budget.default_rho``).
+        rho: zCDP budget of each query's noise (default: the policy's ``budget.default_rho``). A
+            GROUP BY on a private key adds its partition selection's epsilon²/2 and delta to the
+            charge; the receipt (``cursor.receipt``) shows the total and its parts.
         analyst: a name recorded with each charge.
         threads: DuckDB worker threads (default: all cores).
         _random_source: TEST ONLY — a seeded source from :func:`dpsql.testing.seeded_random`.
@@ -96,11 +98,13 @@ class Connection:
 
     @property
     def budget(self) -> dict[str, str]:
+        """This analyst's budget as text: ρ ``spent`` / ``remaining`` / ``total``, ``delta_spent`` /
+        ``delta_remaining`` / ``delta_total`` (partition selection), ``rho_per_query``, and the
+        (``epsilon``, ``delta``)-DP guarantee of everything spent (ρ converted at
+        ``conversion_delta`` = 1e-6, tight; ``epsilon_analytic`` the analytic bound)."""
         from .ledger import fmt
 
-        led = self.session.ledger
-        return {"spent": fmt(led.spent), "remaining": fmt(led.remaining), "total": fmt(led.total_rho),
-                "rho_per_query": fmt(self.session.rho)}
+        return {**self.session.ledger.summary(), "rho_per_query": fmt(self.session.rho)}
 
     def __enter__(self) -> Connection:
         return self

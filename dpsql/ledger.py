@@ -1,32 +1,55 @@
 """The durable budget ledger: every release is charged on disk before it is returned.
 
 Currency: approximate zCDP (ρ, δ) (DESIGN.md). Discrete Gaussian releases add ρ and no δ;
-pure ε-DP releases add ε²/2 (Bun & Steinke 2016, Prop. 1.4); sequential composition adds ρ's
-and δ's (Bun & Steinke 2016, Lemma 2.3). Rules and sources: docs/privacy.md.
+pure ε-DP releases add ε²/2 (Bun & Steinke 2016, Prop. 1.4); an (ε, δ)-DP partition selection
+adds ε²/2 and δ ((ε, δ)-DP is δ-approximate ε²/2-zCDP, Bun & Steinke 2016, Prop. 1.13);
+sequential composition adds ρ's and δ's (Bun & Steinke 2016, Lemma 2.3 for ρ, Lemma 8.2 for
+approximate zCDP). Everything spent, (ρ, δ), is then (ρ + 2√(ρ ln(1/δ')), δ + δ')-DP for any
+δ' (:func:`dpsql.accounting.guarantee`). The statements, the argument, and how far those
+numbers could be checked: docs/privacy.md, "Approximate zCDP: the statements relied on".
+
+Budgets — walls in both currencies: ``budget.total_rho`` and ``budget.total_delta`` per
+analyst; optionally ``budget.dataset_rho`` and ``budget.dataset_delta`` for all analysts of the
+data set together. A charge that either currency cannot cover is refused whole.
 
 Store: SQLite from the standard library (why: docs/privacy.md, "The ledger"), one file per
 policy, in WAL mode with ``synchronous=FULL`` so a committed charge survives a crash or power
 loss. A charge is one ``BEGIN IMMEDIATE`` transaction — take the write lock, read the running
 totals, refuse or insert, commit — so processes sharing a budget are serialised and can never
-spend more than it holds together. All arithmetic is exact (``fractions.Fraction``, stored as
+spend more than it holds together; a ``threading.Lock`` does the same for threads sharing one
+:class:`Ledger`. All arithmetic is exact (``fractions.Fraction``, stored as
 "numerator/denominator" text).
 
-Budgets: ``budget.total_rho`` per analyst; optionally ``budget.dataset_rho`` for all analysts
-of the data set together.
+A ledger that cannot record refuses: before every use (and again after a charge commits) the
+file at ``path`` and its ``-wal`` / ``-shm`` companions must still be the very files opened
+(same device and inode) and the file must still start with SQLite's header. SQLite itself
+would go on writing to a deleted or replaced file's old inode, and would not notice garbage
+written over the main file while its pages are in the WAL. Any failure is a
+:class:`~dpsql.errors.LedgerError` (DP404); no ``sqlite3`` exception leaves this module.
+The header is read through one descriptor per file, kept open while any :class:`Ledger` of
+the process uses the file: closing a descriptor drops every POSIX lock the process holds on
+the file, SQLite's included, and another process could then take the ledger for unused and
+delete its WAL.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import re
 import sqlite3
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from .errors import BudgetExceededError, BudgetValueError, DatabaseFileError
+from . import accounting
+from .errors import BudgetExceededError, BudgetValueError, LedgerError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS charges (
@@ -48,25 +71,71 @@ CREATE TABLE IF NOT EXISTS totals (
     delta TEXT NOT NULL
 );
 """
+_HISTORY = ("SELECT id, time, analyst, session, dataset, query, mechanism, rho, delta, epsilon, policy_terms "
+            "FROM charges")
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+# Every budget value typed by a person (SET dpsql.rho, --rho, weights, MOE targets) must lie in
+# [1e-15, 1e15] and be written in at most 64 characters: Fraction('1e999999999') would build a
+# billion-digit integer (tens of seconds), so the exponent is read from the text first.
+MIN_VALUE = Fraction(1, 10**15)
+MAX_VALUE = Fraction(10**15)
+_MAX_TEXT = 64
+_EXPONENT = re.compile(r"[eE]([+-]?[0-9_]+)$")
 
 
 def parse_rho(value: Any, what: str = "rho") -> Fraction:
-    """A budget value as an exact Fraction. ``0.1`` means 1/10 (its decimal text), not the
-    nearest binary double."""
+    """A budget value as an exact Fraction in [1e-15, 1e15]. ``0.1`` means 1/10 (its decimal
+    text), not the nearest binary double. Absurd magnitudes (``1e999999999``) are refused from
+    the text, in microseconds, before any Fraction is built.
+
+    Raises:
+        BudgetValueError: not a number, not finite, not positive, out of range, or too long.
+    """
     if isinstance(value, Fraction):
         frac = value
     elif isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise BudgetValueError(f"{what} must be a positive number, got {type(value).__name__}")
-    else:
-        if isinstance(value, float) and not math.isfinite(value):
+    elif isinstance(value, int):
+        frac = Fraction(value)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
             raise BudgetValueError(f"{what} must be finite, got {value}")
+        frac = Fraction(str(value))
+    else:
+        text = value.strip()
+        if len(text) > _MAX_TEXT:
+            raise BudgetValueError(f"{what} must be a number of at most {_MAX_TEXT} characters, got {_shown(value)}")
+        exponent = _EXPONENT.search(text)
+        # With at most 64 characters of digits, |exponent| > 1000 puts any non-zero value far
+        # outside [1e-15, 1e15] (and a zero one is refused too): no need to build it.
+        if exponent and abs(int(exponent.group(1).replace("_", "") or "0")) > 1000:
+            raise _out_of_range(what, value)
         try:
-            frac = Fraction(str(value).strip())
+            frac = Fraction(text)
         except (ValueError, ZeroDivisionError):
-            raise BudgetValueError(f"{what} must be a positive number, got {value!r}") from None
+            raise BudgetValueError(f"{what} must be a positive number, got {_shown(value)}") from None
     if frac <= 0:
-        raise BudgetValueError(f"{what} must be positive, got {value}")
+        raise BudgetValueError(f"{what} must be positive, got {_shown(value)}")
+    if not MIN_VALUE <= frac <= MAX_VALUE:
+        raise _out_of_range(what, value)
     return frac
+
+
+def _out_of_range(what: str, value: Any) -> BudgetValueError:
+    return BudgetValueError(f"{what} must be between 1e-15 and 1e15, got {_shown(value)}",
+                            hint="a budget value is a plain decimal such as 0.1, 2.5e-3 or 1/3.")
+
+
+def _shown(value: Any) -> str:
+    """A value in a message, short (a huge int or Fraction is shown by its magnitude)."""
+    if isinstance(value, (str, float)):
+        text = repr(value) if isinstance(value, str) else str(value)
+        return text if len(text) <= 40 else text[:37] + "..."
+    try:
+        return f"{float(value):.6g}"
+    except (OverflowError, TypeError, ValueError):
+        return "a number too large to show"
 
 
 def fmt(value: Fraction) -> str:
@@ -76,8 +145,57 @@ def fmt(value: Fraction) -> str:
     return f"{float(value):.6g}"
 
 
+def fmt_up(value: float | Fraction, digits: int = 6) -> str:
+    """A privacy parameter of a guarantee (an ε, a δ) for people: ``digits`` significant digits,
+    rounded **up**, so the printed value is still a valid parameter."""
+    f = Fraction(value)
+    if f <= 0:
+        return "0"
+    e = math.floor(math.log10(f))
+    e += (Fraction(10) ** (e + 1) <= f) - (Fraction(10) ** e > f)  # log10 of a float may be off by one
+    step = Fraction(10) ** (e - digits + 1)
+    return f"{float(math.ceil(f / step) * step):.{digits}g}"
+
+
 def _text(value: Fraction) -> str:
     return f"{value.numerator}/{value.denominator}"
+
+
+# (st_dev, st_ino) of a ledger file -> [a read-only descriptor on it, how many Ledgers use it].
+_HEADER_FDS: dict[tuple[int, int], list[int]] = {}
+_HEADER_FDS_LOCK = threading.Lock()
+
+
+def _hold_fd(path: Path, identity: tuple[int, int]) -> None:
+    """Keep a descriptor on the file ``identity`` (opened at ``path``) for reading its header."""
+    with _HEADER_FDS_LOCK:
+        if identity in _HEADER_FDS:
+            _HEADER_FDS[identity][1] += 1
+            return
+        fd = os.open(path, os.O_RDONLY)
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != identity:
+            # The file at ``path`` changed since SQLite opened it. Keep the descriptor anyway: closing
+            # it would release SQLite's locks on that file, should the two be one.
+            raise OSError(f"{path} was replaced while it was being opened")
+        _HEADER_FDS[identity] = [fd, 1]
+
+
+def _release_fd(identity: tuple[int, int]) -> None:
+    """Called after the Ledger's own SQLite connection is closed: the last user closes the fd."""
+    with _HEADER_FDS_LOCK:
+        held = _HEADER_FDS.get(identity)
+        if held is None:
+            return
+        held[1] -= 1
+        if held[1] == 0:
+            os.close(held[0])
+            del _HEADER_FDS[identity]
+
+
+def _header_fd(identity: tuple[int, int]) -> int:
+    with _HEADER_FDS_LOCK:
+        return _HEADER_FDS[identity][0]
 
 
 @dataclass(frozen=True)
@@ -97,62 +215,168 @@ class Charge:
     id: int | None = None
 
 
-class Ledger:
-    """The charges of one policy's data set, on disk."""
+@dataclass(frozen=True)
+class Spent:
+    """The running totals, read in one statement: this analyst's and all analysts' together."""
 
-    def __init__(self, path: Path, analyst: str, total_rho: Fraction, dataset_rho: Fraction | None = None) -> None:
+    rho: Fraction = Fraction(0)
+    delta: Fraction = Fraction(0)
+    rho_all: Fraction = Fraction(0)
+    delta_all: Fraction = Fraction(0)
+
+
+class Ledger:
+    """The charges of one policy's data set, on disk. One object may be shared by threads."""
+
+    def __init__(self, path: Path, analyst: str, total_rho: Fraction, dataset_rho: Fraction | None = None, *,
+                 total_delta: Fraction | None = None, dataset_delta: Fraction | None = None) -> None:
+        """Open (or create) the ledger file.
+
+        Args:
+            total_rho, dataset_rho: the ρ caps per analyst and for the data set (None: none).
+            total_delta, dataset_delta: the δ caps likewise; None means no cap, for callers that
+                do not pass one (the session passes the policy's ``budget.total_delta``).
+
+        Raises:
+            LedgerError: the file cannot be opened or created, or is not a dpsql ledger.
+        """
         self.path = Path(path)
         self.analyst = analyst
         self.total_rho = total_rho
         self.dataset_rho = dataset_rho
+        self.total_delta = total_delta
+        self.dataset_delta = dataset_delta
+        self._lock = threading.Lock()  # one statement sequence (a BEGIN IMMEDIATE ... COMMIT) at a time
+        self._db: sqlite3.Connection | None = None
         try:
-            self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(SCHEMA)
+            db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
-            raise DatabaseFileError(f"cannot open the budget ledger {self.path}: {exc}",
-                                    hint="the ledger lives beside the policy file (or at budget.ledger); "
-                                         "its directory must be writable.") from None
+            raise self._broken(f"cannot be opened ({exc})") from None
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            db.executescript(SCHEMA)
+            db.execute(_HISTORY + " LIMIT 0").fetchall()  # the columns this module reads exist
+            db.execute("SELECT analyst, rho, delta FROM totals LIMIT 0").fetchall()
+            self._opened = self._identity()  # the files SQLite now holds open
+            if self._opened[0] is None:
+                raise OSError(f"{self.path} vanished while it was being opened")
+            _hold_fd(self.path, self._opened[0])
+        except (sqlite3.Error, OSError) as exc:
+            db.close()
+            raise self._broken(f"is not a readable dpsql ledger ({exc})") from None
+        self._db = db
 
     def close(self) -> None:
-        self._db.close()
+        with self._lock:
+            if self._db is not None:
+                try:
+                    self._db.close()
+                except sqlite3.Error:
+                    pass  # nothing is pending: every charge committed or rolled back
+                self._db = None
+                assert self._opened[0] is not None
+                _release_fd(self._opened[0])
+
+    # ------------------------------------------------------------------ the file is still this ledger
+    def _companions(self) -> tuple[Path, ...]:
+        return self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")
+
+    def _identity(self) -> tuple[tuple[int, int] | None, ...]:
+        out: list[tuple[int, int] | None] = []
+        for f in self._companions():
+            try:
+                st = os.stat(f)
+            except FileNotFoundError:
+                out.append(None)
+                continue
+            out.append((st.st_dev, st.st_ino))
+        return tuple(out)
+
+    def _verify(self) -> None:
+        """Raise unless the files at ``path`` are still the ones this ledger opened, and the
+        main file still starts with SQLite's header."""
+        try:
+            now = self._identity()
+            if now[0] is None:
+                raise self._broken("no longer exists (deleted or moved)")
+            if now[0] != self._opened[0]:
+                raise self._broken("was replaced by another file")
+            if now[1:] != self._opened[1:]:
+                raise self._broken("lost its write-ahead log (-wal) or shared-memory (-shm) file")
+            assert self._opened[0] is not None
+            if os.pread(_header_fd(self._opened[0]), len(_SQLITE_MAGIC), 0) != _SQLITE_MAGIC:
+                raise self._broken("is no longer a SQLite file (it was overwritten)")
+        except OSError as exc:
+            raise self._broken(f"cannot be read ({exc.strerror or exc})") from None
+
+    def _broken(self, reason: str) -> LedgerError:
+        return LedgerError(f"the budget ledger {self.path} {reason}; nothing was charged and nothing released",
+                           hint="the ledger must stay where the policy puts it, untouched while dpsql runs: "
+                                "restore it (or ask the data owner) and reconnect.")
+
+    @contextmanager
+    def _use(self) -> Iterator[sqlite3.Connection]:
+        """The SQLite connection, for one thread at a time, after checking the file; every
+        ``sqlite3`` error inside becomes a LedgerError (STYLE.md habit 7)."""
+        with self._lock:
+            if self._db is None:
+                raise self._broken("is closed")
+            self._verify()
+            try:
+                yield self._db
+            except sqlite3.Error as exc:
+                raise self._broken(f"could not be used ({exc})") from None
 
     # ------------------------------------------------------------------ reading
-    def _total(self, analyst: str, db: sqlite3.Connection | None = None) -> tuple[Fraction, Fraction]:
-        row = (db or self._db).execute("SELECT rho, delta FROM totals WHERE analyst = ?", (analyst,)).fetchone()
-        return (Fraction(row[0]), Fraction(row[1])) if row else (Fraction(0), Fraction(0))
+    @staticmethod
+    def _read_spent(db: sqlite3.Connection, analyst: str) -> Spent:
+        rows = dict(((a, (r, d)) for a, r, d in db.execute(
+            "SELECT analyst, rho, delta FROM totals WHERE analyst IN (?, '')", (analyst,))))
+        mine, everyone = rows.get(analyst, ("0", "0")), rows.get("", ("0", "0"))
+        return Spent(Fraction(mine[0]), Fraction(mine[1]), Fraction(everyone[0]), Fraction(everyone[1]))
+
+    @property
+    def totals(self) -> Spent:
+        """ρ and δ spent by this analyst and by all analysts, over every session and process."""
+        with self._use() as db:
+            return self._read_spent(db, self.analyst)
 
     @property
     def spent(self) -> Fraction:
         """ρ this analyst has spent, over every session and process."""
-        return self._total(self.analyst)[0]
+        return self.totals.rho
 
     @property
     def spent_delta(self) -> Fraction:
-        return self._total(self.analyst)[1]
+        """δ this analyst has spent (partition selections), over every session and process."""
+        return self.totals.delta
 
     @property
     def remaining(self) -> Fraction:
-        return self._remaining(*self._totals_pair())
+        """ρ this analyst may still spend (the data set's cap included)."""
+        return self._left(self.totals)[0]
 
-    def _totals_pair(self, db: sqlite3.Connection | None = None) -> tuple[Fraction, Fraction]:
-        return self._total(self.analyst, db)[0], self._total("", db)[0]
+    @property
+    def remaining_delta(self) -> Fraction | None:
+        """δ this analyst may still spend (the data set's cap included); None when uncapped."""
+        return self._left(self.totals)[1]
 
-    def _remaining(self, mine: Fraction, everyone: Fraction) -> Fraction:
-        left = self.total_rho - mine
+    def _left(self, s: Spent) -> tuple[Fraction, Fraction | None]:
+        rho = self.total_rho - s.rho
         if self.dataset_rho is not None:
-            left = min(left, self.dataset_rho - everyone)
-        return max(left, Fraction(0))
+            rho = min(rho, self.dataset_rho - s.rho_all)
+        caps = [cap - used for cap, used in ((self.total_delta, s.delta), (self.dataset_delta, s.delta_all))
+                if cap is not None]
+        return max(rho, Fraction(0)), (max(min(caps), Fraction(0)) if caps else None)
 
     def history(self, analyst: str | None = None) -> list[Charge]:
         """Every charge (of one analyst, or of all), oldest first."""
-        sql = "SELECT id, time, analyst, session, dataset, query, mechanism, rho, delta, epsilon, policy_terms FROM charges"
-        args: tuple[Any, ...] = ()
+        sql, args = _HISTORY, ()
         if analyst is not None:
-            sql += " WHERE analyst = ?"
-            args = (analyst,)
-        rows = self._db.execute(sql + " ORDER BY id", args).fetchall()
+            sql, args = sql + " WHERE analyst = ?", (analyst,)
+        with self._use() as db:
+            rows = db.execute(sql + " ORDER BY id", args).fetchall()
         return [Charge(id=r[0], time=r[1], analyst=r[2], session=r[3], dataset=r[4], query=r[5], mechanism=r[6],
                        rho=Fraction(r[7]), delta=Fraction(r[8]), epsilon=Fraction(r[9]) if r[9] else None,
                        policy_terms=tuple(json.loads(r[10]))) for r in rows]
@@ -162,47 +386,106 @@ class Ledger:
         """This analyst's charges."""
         return self.history(self.analyst)
 
+    def summary(self, conversion_delta: Any = accounting.DEFAULT_CONVERSION_DELTA) -> dict[str, str]:
+        """This analyst's budget in both currencies and the (ε, δ)-DP guarantee of everything it
+        has spent, as text for people and scripts (``dpsql ledger``, ``\\budget``,
+        ``Connection.budget``).
+
+        The guarantee converts the ρ spent at ``conversion_delta`` (δ') and adds the δ spent:
+        δ-approximate ρ-zCDP is (ε, δ + δ')-DP (docs/privacy.md). ε is given twice: the tight
+        numeric conversion (paper 004 Lemma 4, ``epsilon``) and the analytic bound
+        ρ + 2√(ρ ln(1/δ')) (Lemma 5, ``epsilon_analytic``); both rounded up.
+        """
+        s = self.totals
+        rho_left, delta_left = self._left(s)
+        g = accounting.guarantee(s.rho, s.delta, conversion_delta)
+        out = {"analyst": self.analyst, "spent": fmt(s.rho), "remaining": fmt(rho_left), "total": fmt(self.total_rho),
+               "delta_spent": fmt(s.delta),
+               "delta_remaining": "no cap" if delta_left is None else fmt(delta_left),
+               "delta_total": "no cap" if self.total_delta is None else fmt(self.total_delta),
+               "epsilon": fmt_up(g.epsilon_tight), "epsilon_analytic": fmt_up(g.epsilon_analytic),
+               "delta": fmt_up(g.delta), "conversion_delta": fmt_up(g.conversion_delta), "ledger": str(self.path)}
+        if self.dataset_rho is not None:
+            out["dataset_total"] = fmt(self.dataset_rho)
+        if self.dataset_delta is not None:
+            out["dataset_delta_total"] = fmt(self.dataset_delta)
+        return out
+
     # ------------------------------------------------------------------ charging
-    def check(self, rho: Fraction) -> None:
-        """Refuse early, before any work, when ``rho`` cannot be covered."""
-        remaining = self.remaining
-        if rho > remaining:
-            raise self._refusal(rho, remaining)
+    def check(self, rho: Fraction, delta: Fraction = Fraction(0)) -> None:
+        """Refuse early, before any work, when ``rho`` or ``delta`` cannot be covered.
+
+        Raises:
+            BudgetExceededError: a currency ran out; nothing was charged.
+            LedgerError: the ledger cannot record a charge (see the module docstring).
+        """
+        refusal = self._refusal(rho, delta, self.totals)
+        if refusal is not None:
+            raise refusal
 
     def charge(self, charge: Charge) -> int:
         """Record a charge durably, atomically with the check; returns its id.
 
-        Raises:
-            BudgetExceededError: the remaining budget cannot cover it; nothing is recorded.
-        """
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")  # the write lock: one charge at a time across processes
-        try:
-            mine, everyone = self._totals_pair(db)
-            remaining = self._remaining(mine, everyone)
-            if charge.rho > remaining:
-                raise self._refusal(charge.rho, remaining)
-            cur = db.execute(
-                "INSERT INTO charges (time, analyst, session, dataset, query, mechanism, rho, delta, epsilon, policy_terms) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (charge.time, self.analyst, charge.session, charge.dataset, charge.query, charge.mechanism,
-                 _text(charge.rho), _text(charge.delta), _text(charge.epsilon) if charge.epsilon is not None else None,
-                 json.dumps(list(charge.policy_terms))))
-            for who in (self.analyst, ""):
-                rho, delta = self._total(who, db)
-                db.execute("INSERT OR REPLACE INTO totals (analyst, rho, delta) VALUES (?, ?, ?)",
-                           (who, _text(rho + charge.rho), _text(delta + charge.delta)))
-            db.execute("COMMIT")  # durable (WAL, synchronous=FULL) before the caller sees a row
-            return int(cur.lastrowid)
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+        The binding check: inside one ``BEGIN IMMEDIATE`` transaction, read the totals, refuse
+        or insert, commit. After the commit the file is verified once more, so a charge that
+        went to a deleted or replaced file is never reported as recorded.
 
-    def _refusal(self, rho: Fraction, remaining: Fraction) -> BudgetExceededError:
-        whose = "this analyst's" if self.dataset_rho is None else "the"
-        return BudgetExceededError(
-            f"the query needs rho={fmt(rho)} but only rho={fmt(remaining)} of {whose} budget remains "
-            f"(total {fmt(self.total_rho)} per analyst"
-            + (f", {fmt(self.dataset_rho)} for the data set" if self.dataset_rho is not None else "")
-            + "); nothing was charged and nothing released",
-            hint="ask for less (a smaller rho per query) or ask the data owner for more budget.")
+        Raises:
+            BudgetExceededError: the remaining ρ or δ cannot cover it; nothing is recorded.
+            LedgerError: the ledger cannot record it; the caller must release nothing.
+        """
+        with self._use() as db:
+            db.execute("BEGIN IMMEDIATE")  # the write lock: one charge at a time across processes
+            try:
+                s = self._read_spent(db, self.analyst)
+                refusal = self._refusal(charge.rho, charge.delta, s)
+                if refusal is not None:
+                    raise refusal
+                cur = db.execute(
+                    "INSERT INTO charges (time, analyst, session, dataset, query, mechanism, rho, delta, epsilon, "
+                    "policy_terms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (charge.time, self.analyst, charge.session, charge.dataset, charge.query, charge.mechanism,
+                     _text(charge.rho), _text(charge.delta),
+                     _text(charge.epsilon) if charge.epsilon is not None else None,
+                     json.dumps(list(charge.policy_terms))))
+                for who, rho, delta in ((self.analyst, s.rho, s.delta), ("", s.rho_all, s.delta_all)):
+                    db.execute("INSERT OR REPLACE INTO totals (analyst, rho, delta) VALUES (?, ?, ?)",
+                               (who, _text(rho + charge.rho), _text(delta + charge.delta)))
+                db.execute("COMMIT")  # durable (WAL, synchronous=FULL) before the caller sees a row
+            except BaseException:
+                try:
+                    db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass  # SQLite already rolled back (an I/O error does): nothing is recorded
+                raise
+            self._verify()
+            return int(cur.lastrowid or 0)
+
+    def _refusal(self, rho: Fraction, delta: Fraction, s: Spent) -> BudgetExceededError | None:
+        """The refusal of a charge of (rho, delta) after ``s``, naming each currency that ran out."""
+        rho_left, delta_left = self._left(s)
+        needs, hints = [], []
+        if rho > rho_left:
+            mine_binds = self.dataset_rho is None or self.total_rho - s.rho <= self.dataset_rho - s.rho_all
+            needs.append(f"rho={fmt(rho)} but only rho={fmt(rho_left)} of "
+                         f"{'this analyst' if mine_binds else 'the data set'}'s rho budget remains "
+                         f"(total {fmt(self.total_rho)} per analyst"
+                         + (f", {fmt(self.dataset_rho)} for the data set" if self.dataset_rho is not None else "")
+                         + ")")
+            hints.append("ask for less (a smaller rho per query) or ask the data owner for more budget")
+        if delta > 0 and delta_left is not None and delta > delta_left:
+            mine_binds = (self.total_delta is not None
+                          and (self.dataset_delta is None
+                               or self.total_delta - s.delta <= self.dataset_delta - s.delta_all))
+            caps = [f"budget.total_delta {fmt(self.total_delta)} per analyst" if self.total_delta is not None else "",
+                    f"budget.dataset_delta {fmt(self.dataset_delta)} for the data set"
+                    if self.dataset_delta is not None else ""]
+            needs.append(f"delta={fmt(delta)} (partition selection) but only delta={fmt(delta_left)} of "
+                         f"{'this analyst' if mine_binds else 'the data set'}'s delta budget remains "
+                         f"({', '.join(c for c in caps if c)})")
+            hints.append("GROUP BY keys with public keysets need no selection and no delta; the data owner "
+                         "can lower selection.delta or raise budget.total_delta")
+        if not needs:
+            return None
+        return BudgetExceededError(f"the query needs {'; and '.join(needs)}; nothing was charged and nothing released",
+                                   hint="; ".join(hints) + ".")

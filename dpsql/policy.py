@@ -13,6 +13,8 @@ File format (see ``docs/policy.md``)::
     default_rho = 0.1
     total_rho = 10.0                     # per analyst
     dataset_rho = 50.0                   # optional: all analysts together
+    total_delta = 1e-5                   # per analyst (the default): delta of partition selections
+    dataset_delta = 1e-4                 # optional: all analysts together
     ledger = "demo.ledger.sqlite"        # optional: default <policy>.ledger.sqlite beside it
 
     [noise]
@@ -146,13 +148,25 @@ class PublicTable:
     key: str
 
 
+DEFAULT_TOTAL_DELTA = Fraction(1, 10**5)
+
+
 @dataclass(frozen=True)
 class Budget:
+    """The walls of the ledger, in both currencies of approximate zCDP (ρ, δ).
+
+    ``total_delta`` caps the δ one analyst's partition selections add up to (default 1e-5: ten
+    selections at the default ``selection.delta`` of 1e-6). δ is the probability that the
+    guarantee fails outright, so it must stay well below 1/n for n records (docs/policy.md).
+    """
+
     default_rho: Fraction
     total_rho: Fraction  # per analyst
     dataset_rho: Fraction | None = None  # all analysts together, when set
     default_epsilon: Fraction = Fraction(1)  # pure-DP ε per query (noise.mechanism = "geometric")
     ledger: Path | None = None  # the ledger file; default: beside the policy file
+    total_delta: Fraction = DEFAULT_TOTAL_DELTA  # per analyst
+    dataset_delta: Fraction | None = None  # all analysts together, when set
 
 
 @dataclass(frozen=True)
@@ -219,7 +233,8 @@ def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
     _only(doc, {"budget", "noise", "tables", "selection", "public_tables"}, where, "")
 
     budget_doc = _table(doc.get("budget", {}), where, "budget")
-    _only(budget_doc, {"default_rho", "total_rho", "dataset_rho", "ledger", "default_epsilon"}, where, "budget")
+    _only(budget_doc, {"default_rho", "total_rho", "dataset_rho", "ledger", "default_epsilon", "total_delta",
+                       "dataset_delta"}, where, "budget")
     default_epsilon = _rho(budget_doc.get("default_epsilon", 1), where, "budget.default_epsilon")
     default_rho = _rho(budget_doc.get("default_rho", 0.1), where, "budget.default_rho")
     total_rho = _rho(budget_doc.get("total_rho", 1.0), where, "budget.total_rho")
@@ -228,6 +243,10 @@ def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
     dataset_rho = None
     if "dataset_rho" in budget_doc:
         dataset_rho = _rho(budget_doc["dataset_rho"], where, "budget.dataset_rho")
+    total_delta = _delta(budget_doc.get("total_delta", 1e-5), where, "budget.total_delta")
+    dataset_delta = None
+    if "dataset_delta" in budget_doc:
+        dataset_delta = _delta(budget_doc["dataset_delta"], where, "budget.dataset_delta")
     ledger = None
     if "ledger" in budget_doc:
         if not isinstance(budget_doc["ledger"], str) or not budget_doc["ledger"].strip():
@@ -276,7 +295,8 @@ def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
         if name.lower() in tables:
             raise _err(where, pfield, f"table {name!r} is also declared private in [tables.{name}]")
         public_tables[name.lower()] = PublicTable(name.lower(), key.lower())
-    return Policy(path=path, tables=tables, budget=Budget(default_rho, total_rho, dataset_rho, default_epsilon, ledger),
+    budget = Budget(default_rho, total_rho, dataset_rho, default_epsilon, ledger, total_delta, dataset_delta)
+    return Policy(path=path, tables=tables, budget=budget,
                   mechanism=mechanism, selection=selection, public_tables=public_tables)
 
 
@@ -406,6 +426,14 @@ def _positive_fraction(value: Any, where: str, fieldname: str) -> Fraction:
 
 def _rho(value: Any, where: str, fieldname: str) -> Fraction:
     return _positive_fraction(value, where, fieldname)
+
+
+def _delta(value: Any, where: str, fieldname: str) -> Fraction:
+    """A δ cap: positive and below 1 (δ is a probability of failure; see docs/policy.md)."""
+    delta = _positive_fraction(value, where, fieldname)
+    if delta >= 1:
+        raise _err(where, fieldname, "must be below 1 (a probability of failure; typically 1e-5 or smaller)")
+    return delta
 
 
 def _ident(name: str, where: str, fieldname: str) -> None:

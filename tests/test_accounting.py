@@ -15,12 +15,14 @@ import numpy as np
 import pytest
 
 from dpsql.accounting import (
+    DEFAULT_CONVERSION_DELTA,
     compose_pure,
     epsilon_analytic,
     epsilon_from_rdp,
     epsilon_from_rdp_at,
     epsilon_pure_rdp,
     epsilon_tight,
+    guarantee,
     rdp_pure,
     zcdp_of_pure,
 )
@@ -417,3 +419,57 @@ def test_table2_geometric_rdp_does_not_reproduce():
     # The order of Table 2 survives: DG tight < DG analytic < geometric RDP < pure DP.
     assert epsilon_tight(RHO_TOTAL, DELTA) < epsilon_analytic(RHO_TOTAL, DELTA) < paper < sound
     assert sound < float(compose_pure(EPS_I))
+
+
+# ---------------------------------------------------------------------------------------------
+# The (epsilon, delta)-DP of the ledger's total: delta-approximate rho-zCDP
+# ---------------------------------------------------------------------------------------------
+
+
+def test_guarantee_converts_rho_and_adds_the_delta_spent():
+    rho, spent = Fraction(57, 200), Fraction(3, 10**6)
+    g = guarantee(rho, spent)
+    assert g.conversion_delta == DEFAULT_CONVERSION_DELTA == Fraction(1, 10**6)
+    assert g.delta == Fraction(4, 10**6)  # exact: delta' + the selections' delta
+    assert g.epsilon_tight == epsilon_tight(float(rho), 1e-6)
+    assert _d(g.epsilon_analytic) >= exact_analytic(float(rho), 1e-6)
+    assert g.epsilon_tight < g.epsilon_analytic
+    g9 = guarantee(rho, spent, Fraction(1, 10**9))
+    assert g9.delta == Fraction(3001, 10**9) and g9.epsilon_tight > g.epsilon_tight
+    assert guarantee(0).epsilon_tight == 0 == guarantee(0).epsilon_analytic
+    for bad in (0, 1, Fraction(3, 2)):
+        with pytest.raises(ValueError):
+            guarantee(rho, spent, bad)
+    with pytest.raises(ValueError):
+        guarantee(-rho)
+
+
+def _profile_of_composed_canonical(k: int, eps0: float, delta0: float, eps: float) -> tuple[float, float]:
+    """sup_S P(S) - e^eps Q(S) for the k-fold composition of the worst (eps0, delta0)-DP pair:
+    P = (delta0, (1-delta0) p, (1-delta0)(1-p), 0), Q = (0, (1-delta0)(1-p), (1-delta0) p, delta0),
+    p = e^eps0 / (1 + e^eps0) (randomised response, with a delta0 chance of a revealing output).
+    Returned in two parts: the revealing outputs of P, which count whole (1 - (1-delta0)^k),
+    and (1-delta0)^k times the profile of k-fold randomised response, summed over the number j
+    of '+' outputs in log space."""
+    lp, lq = math.log(math.exp(eps0) / (1 + math.exp(eps0))), math.log(1 / (1 + math.exp(eps0)))
+    rr = 0.0
+    for j in range(k + 1):
+        c = math.lgamma(k + 1) - math.lgamma(j + 1) - math.lgamma(k - j + 1)
+        rr += max(0.0, math.exp(c + j * lp + (k - j) * lq) - math.exp(eps + c + j * lq + (k - j) * lp))
+    return -math.expm1(k * math.log1p(-delta0)), (1 - delta0) ** k * rr
+
+
+@pytest.mark.parametrize("k, eps0", [(1000, "0.1"), (400, "0.2"), (10000, "0.05")])
+@pytest.mark.parametrize("delta_conv", [Fraction(1, 10**3), Fraction(1, 10**6), Fraction(1, 10**10)])
+def test_composed_selections_are_within_their_guarantee(k, eps0, delta_conv):
+    """The chain docs/privacy.md relies on, checked on the worst case: k (eps0, delta0)-DP
+    releases (k partition selections) are charged k eps0^2/2 and k delta0; the ledger then
+    claims (epsilon, k delta0 + delta')-DP. The exact privacy profile of k-fold composition of
+    the canonical (eps0, delta0) pair must not exceed it (it is well below: the randomised
+    response part uses 4-20% of delta')."""
+    delta0 = Fraction(1, 10**7)
+    g = guarantee(k * Fraction(eps0) ** 2 / 2, k * delta0, delta_conv)
+    revealing, rr = _profile_of_composed_canonical(k, float(eps0), float(delta0), g.epsilon_tight)
+    assert revealing <= float(k * delta0) and rr <= float(delta_conv)
+    assert revealing + rr <= float(g.delta)
+    assert rr > float(delta_conv) / 100  # not trivially met: the rho part of the charge matters

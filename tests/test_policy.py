@@ -41,6 +41,19 @@ def test_demo_policy_loads(demo):
     assert not est.keys["county"].public and not est.keys["naics"].public
     assert policy.tables["paper_table2"].measures["payroll"].threshold == 5_000_000
     assert policy.budget.default_rho == Fraction(1, 10)
+    # delta never binds before rho in the demo: rho = 10 allows at most 80 selections (0.5^2/2
+    # each), 80 * selection.delta = 8e-5 < total_delta
+    assert policy.budget.total_delta == Fraction(1, 10**4) and policy.budget.dataset_delta is None
+    most = policy.budget.total_rho / (policy.selection.epsilon ** 2 / 2)
+    assert most == 80 and most * policy.selection.delta < policy.budget.total_delta
+
+
+def test_delta_budget_default_and_exact(tmp_path):
+    budget = load_policy(write(tmp_path, GOOD)).budget
+    assert budget.total_delta == Fraction(1, 10**5) and budget.dataset_delta is None  # 10 default selections
+    text = GOOD.replace("total_rho = 2", "total_rho = 2\ntotal_delta = 3e-6\ndataset_delta = 0.00001")
+    budget = load_policy(write(tmp_path, text)).budget
+    assert budget.total_delta == Fraction(3, 10**6) and budget.dataset_delta == Fraction(1, 10**5)
 
 
 def test_overrides_granularity_and_exact_budget(tmp_path):
@@ -66,6 +79,15 @@ def test_overrides_granularity_and_exact_budget(tmp_path):
     ("[tables.t]\nprivacy_unit = 'id'\n[tables.t.keys]\nk = { keyset = ['a', 'a'] }", "tables.t.keys.k.keyset", "twice"),
     ("[budget]\ndefault_rho = 0\n[tables.t]\nprivacy_unit = 'id'", "budget.default_rho", "positive"),
     ("[budget]\ndefault_rho = 2\ntotal_rho = 1\n[tables.t]\nprivacy_unit = 'id'", "budget.default_rho", "larger than"),
+    ("[budget]\ntotal_delta = 0\n[tables.t]\nprivacy_unit = 'id'", "budget.total_delta", "positive"),
+    ("[budget]\ntotal_delta = -1e-6\n[tables.t]\nprivacy_unit = 'id'", "budget.total_delta", "positive"),
+    ("[budget]\ntotal_delta = 1\n[tables.t]\nprivacy_unit = 'id'", "budget.total_delta", "below 1"),
+    ("[budget]\ntotal_delta = 2.5\n[tables.t]\nprivacy_unit = 'id'", "budget.total_delta", "below 1"),
+    ("[budget]\ntotal_delta = 'tiny'\n[tables.t]\nprivacy_unit = 'id'", "budget.total_delta", "positive number"),
+    ("[budget]\ntotal_delta = nan\n[tables.t]\nprivacy_unit = 'id'", "budget.total_delta", "finite"),
+    ("[budget]\ndataset_delta = 0.0\n[tables.t]\nprivacy_unit = 'id'", "budget.dataset_delta", "positive"),
+    ("[budget]\ndataset_delta = 1.0\n[tables.t]\nprivacy_unit = 'id'", "budget.dataset_delta", "below 1"),
+    ("[budget]\ndelta = 1e-6\n[tables.t]\nprivacy_unit = 'id'", "budget.delta", "not a known field"),
     ("[noise]\nmechanism = 'laplace'\n[tables.t]\nprivacy_unit = 'id'", "noise.mechanism", "must be one of"),
     ("[tables.t]\nprivacy_unit = 'id'\n[tables.t.measures]\npay = { threshold = 5, overrides = { key = 'county', thresholds = { a = 1 } } }",
      "tables.t.measures.pay.overrides.key", "public key"),

@@ -138,18 +138,35 @@ def _explain(repl: Repl, arg: str) -> str:
     return fmt_mod.explanation(repl.session.explain(sql))
 
 
-@command("\\budget", help="budget spent and left, and the charges so far")
+@command("\\budget", args="[DELTA']",
+         help="budget spent and left in rho and delta, the (epsilon, delta)-DP of it all, and the charges")
 def _budget(repl: Repl, arg: str) -> str:
+    from ..accounting import DEFAULT_CONVERSION_DELTA
+    from ..ledger import parse_rho
+
     s = repl.session
     led = s.ledger
+    conversion = parse_rho(arg, "delta'") if arg else DEFAULT_CONVERSION_DELTA
+    if conversion >= 1:
+        raise UsageError("usage: \\budget [DELTA'], with DELTA' below 1 (default 1e-6)")
     charges = list(led.charges)
+    b = led.summary(conversion)
     per_query = s.rho
     left = led.remaining
     sel = s.policy.selection
-    lines = [(f"analyst {led.analyst}: spent rho={fmt(led.spent)} of {fmt(led.total_rho)}, {fmt(left)} left; "
+    more = ""
+    if led.remaining_delta is not None:
+        more = f", {int(led.remaining_delta // sel.delta)} more GROUP BY on a private key"
+    lines = [(f"analyst {led.analyst}: spent rho={b['spent']} of {b['total']}, {b['remaining']} left; "
               f"the noise of each query costs rho={fmt(per_query)} ({int(left // per_query)} more at this rate)."),
-             (f"A GROUP BY on a private key adds rho={fmt(sel.epsilon ** 2 / 2)} and delta={float(sel.delta):.3g} for "
-              "partition selection; \\explain shows a query's cost before it runs.")]
+             (f"delta spent by partition selection: {b['delta_spent']} of {b['delta_total']}, "
+              f"{b['delta_remaining']} left{more}."),
+             (f"A GROUP BY on a private key adds rho={fmt(sel.epsilon ** 2 / 2)} and delta={fmt(sel.delta)} for "
+              "partition selection; \\explain shows a query's cost before it runs."),
+             (f"Everything spent so far is ({b['epsilon']}, {b['delta']})-DP for a record never split (\\policy "
+              f"gives a split record's P(r)): epsilon converts the rho spent at delta'={b['conversion_delta']} "
+              f"(tight; the analytic bound gives {b['epsilon_analytic']}), delta adds the delta spent. "
+              "\\budget 1e-9 converts at another delta'.")]
     if charges:
         rows = [[i, fmt(c.rho), _one_line(c.query)] for i, c in enumerate(charges, 1)]
         lines += ["", fmt_mod.grid(["#", "rho", "query"], rows[-20:])]
