@@ -10,6 +10,7 @@ failed on ("Could not convert string 'CA' ..."). Errors are translated here, and
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,11 @@ LOCKDOWN = {
 }
 
 
+class InterruptedBeforeStart(KeyboardInterrupt):
+    """An interrupt that stopped a query before DuckDB started it: no row was read, so the
+    session charges nothing for it."""
+
+
 class Engine:
     """A read-only DuckDB database file, opened so that only the plan's SQL can run."""
 
@@ -40,6 +46,9 @@ class Engine:
         config: dict[str, Any] = dict(LOCKDOWN)
         if threads:
             config["threads"] = threads
+        self._interrupt = _StickyInterrupt()
+        self._twin: duckdb.DuckDBPyConnection | None = None  # the empty schema twin (check)
+        self._checked: set[str] = set()
         try:
             self._con = duckdb.connect(str(self.path), read_only=True, config=config)
         except duckdb.Error as exc:
@@ -48,6 +57,8 @@ class Engine:
 
     def close(self) -> None:
         self._con.close()
+        if self._twin is not None:
+            self._twin.close()
 
     def schema(self, tables: list[str]) -> dict[str, dict[str, str]]:
         """Column names and types of the given tables (names lower-cased). Reads the catalog only."""
@@ -101,10 +112,51 @@ class Engine:
         """Run a rewritten query; returns exact per-group rows that must never leave the engine."""
         return self._run(sql)
 
+    def check(self, sql: str) -> None:
+        """Bind and run ``sql`` on an empty twin of the schema — no row of any table — so that
+        every error DuckDB raises whatever the data (a type that does not bind, a literal it
+        cannot represent) is a refusal decided from public information, before a private row is
+        read (DESIGN.md, "Phases of a query"). The twin holds no data, so DuckDB's message is
+        safe to show; errors that only rows could trigger are excluded by the rewrite's
+        allow-list (totality.py)."""
+        if sql in self._checked:
+            return
+        twin = self._twin_connection()
+        try:
+            twin.execute(sql).fetchall()
+        except duckdb.Error as exc:
+            raise QueryRefused(f"the rewritten query does not run on this schema, whatever the data: {exc}",
+                               code="DP120",
+                               hint="check the types in the query: compare text with text and numbers with numbers, "
+                                    "and use literals DuckDB can represent.") from None
+        if len(self._checked) > 1000:
+            self._checked.clear()
+        self._checked.add(sql)
+
+    def _twin_connection(self) -> duckdb.DuckDBPyConnection:
+        if self._twin is None:
+            rows = self._con.execute("SELECT sql FROM duckdb_tables() WHERE schema_name = 'main' AND NOT temporary").fetchall()
+            twin = duckdb.connect(":memory:")
+            try:
+                for (ddl,) in rows:
+                    twin.execute(ddl)
+            except duckdb.Error as exc:
+                twin.close()
+                raise DatabaseFileError(f"cannot mirror the schema of {self.path} to check queries before they run "
+                                        f"({type(exc).__name__}: {exc})",
+                                        hint="dpsql supports tables whose column types DuckDB can create without "
+                                             "user-defined types.") from None
+            for setting, value in LOCKDOWN.items():
+                twin.execute(f"SET {setting} = {str(value).lower()}")
+            self._twin = twin
+        return self._twin
+
     def _run(self, sql: str) -> list[tuple[Any, ...]]:
+        finished = self._interrupt.start()  # raises KeyboardInterrupt if one is pending
         try:
             return self._con.execute(sql).fetchall()
         except duckdb.InterruptException:
+            self._interrupt.consume()
             raise KeyboardInterrupt from None
         except duckdb.Error as exc:
             # Withhold DuckDB's message: it may quote private values.
@@ -114,9 +166,96 @@ class Engine:
                 code="DP120",
                 hint="check the types in the query: compare text columns with text literals and numbers with numbers.",
             ) from None
+        finally:
+            self._interrupt.end(finished)
 
     def interrupt(self) -> None:
-        self._con.interrupt()
+        """Stop the running query or, if none runs yet, the next one (thread-safe; for Ctrl-C).
+
+        Sticky: the request stays until a run ends because of it, which then raises
+        KeyboardInterrupt; a run that starts with a request pending raises at once without
+        starting. So one call cancels exactly one run, even when it comes before DuckDB has
+        started the query (DuckDB itself forgets an interrupt that arrives then). Whoever
+        interrupts a statement calls :meth:`clear_interrupt` when the statement is over, so a
+        request that came too late to stop anything does not cancel the next statement.
+        """
+        self._interrupt.request(self._con)
+
+    def clear_interrupt(self) -> bool:
+        """Drop a pending :meth:`interrupt`; returns whether one was pending."""
+        return self._interrupt.clear()
+
+    @property
+    def running(self) -> bool:
+        """Whether a query is running (from the moment it passed the pending check)."""
+        return self._interrupt.running
+
+
+class _StickyInterrupt:
+    """The interrupt state of one connection (:meth:`Engine.interrupt`); one run at a time, as
+    a DB-API connection is not shared between threads (``threadsafety = 1``).
+
+    DuckDB's ``interrupt()`` only stops a query that has started, and the worker thread that
+    runs it may be anywhere between the pending check and DuckDB starting the query. So a
+    request during a run is repeated every few milliseconds until that run has ended; the
+    repeats stop, under the lock, as soon as the run is over, so they never reach the next one
+    (and an interrupt of an idle DuckDB connection is forgotten when its next query starts).
+    """
+
+    REPEAT = 0.005  # seconds between repeated interrupts of a query that has not started yet
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending = False
+        self._running: threading.Event | None = None  # set once the current run has ended
+        self._repeating: threading.Event | None = None  # the run a repeating thread serves
+
+    def start(self) -> threading.Event:
+        with self._lock:
+            if self._pending:
+                self._pending = False
+                raise InterruptedBeforeStart
+            self._running = threading.Event()
+            return self._running
+
+    def end(self, finished: threading.Event) -> None:
+        with self._lock:
+            finished.set()
+            if self._running is finished:
+                self._running = None
+
+    @property
+    def running(self) -> bool:
+        with self._lock:
+            return self._running is not None
+
+    def consume(self) -> None:
+        with self._lock:
+            self._pending = False
+
+    def clear(self) -> bool:
+        with self._lock:
+            pending, self._pending = self._pending, False
+            return pending
+
+    def request(self, con: duckdb.DuckDBPyConnection) -> None:
+        with self._lock:
+            self._pending = True
+            running = self._running
+            if running is None or self._repeating is running:
+                return
+            self._repeating = running
+        threading.Thread(target=self._repeat, args=(con, running), name="dpsql-interrupt", daemon=True).start()
+
+    def _repeat(self, con: duckdb.DuckDBPyConnection, running: threading.Event) -> None:
+        while True:
+            with self._lock:
+                if running.is_set() or not self._pending:
+                    if self._repeating is running:
+                        self._repeating = None
+                    return
+                con.interrupt()
+            running.wait(self.REPEAT)
 
 
 class Finisher:

@@ -5,9 +5,190 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
-from sqlglot.tokens import TokenType
+from sqlglot.tokens import Token, TokenType
 
 from .errors import QueryRefused
+
+# --------------------------------------------------------------------------- limits
+# sqlglot's parser and the tree walks after it (validate, plan, the totality allow-list, SQL
+# generation) recurse once or more per level of an expression, and Python stops at 1,000 frames
+# (sys.getrecursionlimit()): 45 nested parentheses or a few hundred chained ORs raised a raw
+# RecursionError through the DB-API. So the size of a query is bounded here, from its text and
+# tokens BEFORE sqlglot parses it, and a query past a limit is refused with DP121 naming the
+# limit (docs/sql.md, "Limits"). Measured with sqlglot 30 on this code:
+#   * one level of nesting costs sqlglot's parser up to 27 frames (a scalar subquery, `-(`;
+#     `NOT (` costs 34 and counts as two levels below; its binary operators cost none);
+#   * one level of the parsed tree costs the walks after parsing up to 3 frames (an OR chain in
+#     totality.condition_total / value_type, unary minus in SQL generation; a `::` cast costs 5,
+#     so it counts as nesting).
+# Every query at the limits below (the deepest ones need about 650 frames) still runs with 320
+# more frames on the stack, room for whoever calls dpsql (pytest ≈ 35, pandas.read_sql over
+# SQLAlchemy ≈ 45); tests/test_limits.py runs one at each limit under 250 extra frames. The
+# limits are far above what people and BI tools write: the corpus needs at most 3 levels of
+# nesting and 5 chained operators, a Tableau-style query 7 and 3.
+
+#: Characters of SQL text. The longest corpus query has 399; an IN list of 10,000 values fits.
+MAX_SQL_LENGTH = 100_000
+#: Levels of nesting: parentheses, brackets, braces, CASE … END, a prefix NOT (until the next
+#: AND / OR) and a `::` cast each open one.
+MAX_NESTING = 24
+#: Operators (AND, OR, NOT, comparisons, arithmetic, ||, …) chained on the longest path from
+#: the outside of the query to its innermost term: n terms joined by OR are a tree n levels
+#: deep. Siblings do not add up — commas, WHEN / THEN / ELSE and clause keywords (SELECT,
+#: WHERE, …) start a new chain — so a wide query (many columns, many CASE branches) is not
+#: limited, and an IN list is one operator whatever its length.
+MAX_CHAIN = 200
+#: Levels of the parsed tree: a backstop for constructs the token count does not see. A query
+#: at one of the two limits above stays well under it; one at both at once may reach it.
+MAX_TREE_DEPTH = 240
+
+_OPENERS = {TokenType.L_PAREN: TokenType.R_PAREN, TokenType.L_BRACKET: TokenType.R_BRACKET,
+            TokenType.L_BRACE: TokenType.R_BRACE, TokenType.CASE: TokenType.END}
+#: Tokens after which a new, independent expression starts at the same level.
+_SEPARATORS = frozenset(getattr(TokenType, name) for name in (
+    "COMMA", "SEMICOLON", "WHEN", "THEN", "ELSE", "SELECT", "FROM", "WHERE", "GROUP_BY", "HAVING", "ORDER_BY",
+    "LIMIT", "OFFSET", "QUALIFY", "WINDOW", "JOIN", "ON", "USING", "UNION", "EXCEPT", "INTERSECT", "WITH",
+) if hasattr(TokenType, name))
+_OPERATORS = frozenset(getattr(TokenType, name) for name in (
+    "AND", "OR", "XOR", "NOT", "IS", "IN", "LIKE", "ILIKE", "GLOB", "RLIKE", "IRLIKE", "SIMILAR_TO", "BETWEEN",
+    "COLLATE", "ESCAPE", "PLUS", "DASH", "STAR", "SLASH", "DIV", "MOD", "DSTAR", "CARET", "DPIPE", "AMP", "PIPE",
+    "TILDE", "LT", "LTE", "GT", "GTE", "EQ", "NEQ", "NULLSAFE_EQ", "DCOLON", "QDCOLON", "ARROW", "DARROW",
+    "HASH_ARROW", "DHASH_ARROW", "AT_GT", "LT_AT", "CARET_AT", "DAMP", "INTERVAL", "EXISTS",
+) if hasattr(TokenType, name))
+#: Casts nest like CAST(x AS t): they count as a level of nesting, as a prefix NOT does.
+_CASTS = frozenset(getattr(TokenType, name) for name in ("DCOLON", "QDCOLON") if hasattr(TokenType, name))
+
+
+#: What to do, per limit.
+_HINTS = {
+    "length": "send a shorter query: split it into several, or filter on fewer values at a time.",
+    "nesting": "remove redundant parentheses, or nest fewer functions, CASEs and NOTs (NOT (a OR b) is NOT a AND "
+               "NOT b).",
+    "depth": "simplify the expression: nest fewer functions and chain fewer operators, or split the query.",
+    "chain": "write a long list of alternatives (x = 'a' OR x = 'b' OR …) as x IN ('a', 'b', …), which has no such "
+             "limit, or split the query into several.",
+}
+
+
+def too_complex(what: str, sql: str, start: int | None = None, limit: str = "nesting") -> QueryRefused:
+    """DP121: the query exceeds one of the limits above; ``what`` names it and its value,
+    ``limit`` (a key of :data:`_HINTS`) says what to do (docs/sql.md, "Limits")."""
+    line = column = None
+    if start is not None:
+        line = sql.count("\n", 0, start) + 1
+        column = start - (sql.rfind("\n", 0, start) + 1) + 1
+    return QueryRefused(f"the query is too large or too complex for dpsql: {what}", code="DP121",
+                        line=line, column=column, hint=_HINTS[limit])
+
+
+class _Level:
+    """One open parenthesis (or bracket, brace, CASE) while the tokens are measured.
+
+    Within one chain (between separators) the tree is ``t1 OR t2 AND t3 …``: AND / OR / XOR
+    are its spine, one tree level each, and every operand below them holds its own operators
+    (comparisons, arithmetic, NOT, ||, casts) and inner levels. So a chain is as deep as its
+    connectives plus its deepest operand: ``a = 1 OR a = 2 OR …`` with n terms is n deep,
+    not 2n.
+    """
+
+    __slots__ = ("closer", "spine", "ops", "child", "operand", "best", "nots")
+
+    def __init__(self, closer: TokenType | None) -> None:
+        self.closer = closer
+        self.spine = 0    # AND / OR / XOR so far in the current chain
+        self.ops = 0      # other operators so far in the current operand
+        self.child = 0    # the deepest closed inner level in the current operand
+        self.operand = 0  # the deepest finished operand of the current chain
+        self.best = 0     # the deepest finished chain of this level
+        self.nots = 0     # prefix NOTs and casts still open in the current operand
+
+    def end_operand(self) -> None:
+        self.operand = max(self.operand, self.ops + self.child)
+        self.ops = self.child = self.nots = 0
+
+    def end_chain(self) -> None:
+        self.end_operand()
+        self.best = max(self.best, self.spine + self.operand)
+        self.spine = self.operand = 0
+
+
+_CONNECTIVES = frozenset({TokenType.AND, TokenType.OR, TokenType.XOR})
+
+
+def check_limits(sql: str, tokens: list[Token]) -> None:
+    """Refuse (DP121) a query whose tokens nest deeper than :data:`MAX_NESTING` or chain more
+    than :data:`MAX_CHAIN` operators on one path."""
+    _scan(sql, tokens, MAX_NESTING, MAX_CHAIN)
+
+
+def complexity(sql: str) -> tuple[int, int]:
+    """(nesting, chain) of a query: the two numbers :func:`check_limits` bounds."""
+    return _scan(sql, _tokens(sql), None, None)
+
+
+def _scan(sql: str, tokens: list[Token], max_nesting: int | None, max_chain: int | None) -> tuple[int, int]:
+    """One pass over the tokens, no recursion; raises at the first token past a limit (when
+    given), else returns the deepest nesting and the longest chain.
+
+    Every open level's current chain and current operand lie on one path of the tree: the
+    path through the current position counts, for each open level, its connectives and the
+    operators of its current operand; the innermost level adds its deepest finished operand or
+    closed inner level. The largest value over the pass is the longest chain of the query.
+    """
+    stack = [_Level(None)]
+    path = nots = 0  # sums over the stack of (.spine + .ops) and of .nots
+    deepest = longest = 0
+    previous = None
+    for token in tokens:
+        kind = token.token_type
+        top = stack[-1]
+        if kind in _OPENERS:
+            stack.append(_Level(_OPENERS[kind]))
+        elif kind == top.closer:  # a closer that matches no opener changes nothing
+            path -= top.spine + top.ops
+            nots -= top.nots
+            top.end_chain()
+            stack.pop()
+            stack[-1].child = max(stack[-1].child, top.best)
+        elif kind in _SEPARATORS:
+            path -= top.spine + top.ops
+            nots -= top.nots
+            top.end_chain()
+        elif kind in _CONNECTIVES:
+            path -= top.ops
+            nots -= top.nots
+            top.end_operand()
+            top.spine += 1
+            path += 1
+        elif kind in _OPERATORS:
+            top.ops += 1
+            path += 1
+            if kind in _CASTS or (kind == TokenType.NOT and previous != TokenType.IS):
+                top.nots += 1
+                nots += 1
+        previous = kind
+        top = stack[-1]
+        nesting = len(stack) - 1 + nots
+        chain = path + max(top.operand - top.ops, top.child)
+        if max_nesting is not None and nesting > max_nesting:
+            raise too_complex(f"parentheses, CASE, NOT and casts nest more than the limit of {max_nesting} levels "
+                              "deep here", sql, token.start)
+        if max_chain is not None and chain > max_chain:
+            raise too_complex(f"one expression chains more than the limit of {max_chain} operators (AND, OR, NOT, "
+                              "comparisons, arithmetic, ||, …) by here", sql, token.start, "chain")
+        deepest, longest = max(deepest, nesting), max(longest, chain)
+    return deepest, longest
+
+
+def tree_depth(tree: exp.Expression) -> int:
+    """Levels of a parsed tree, counted without recursion."""
+    deepest = 0
+    todo = [(tree, 1)]
+    while todo:
+        node, depth = todo.pop()
+        deepest = max(deepest, depth)
+        todo.extend((child, depth + 1) for child in node.iter_expressions())
+    return deepest
 
 #: First keywords of statements that are not queries. A statement sqlglot cannot parse
 #: (EXPORT DATABASE, IMPORT DATABASE, ...) but that starts with one is refused as "not a
@@ -25,13 +206,25 @@ def parse(sql: str) -> exp.Expression:
 
     Raises:
         QueryRefused: DP100 when the text does not parse, DP101 when it holds several
-            statements (or none).
+            statements (or none), DP121 when it is past one of the limits above.
     """
     if not isinstance(sql, str):
         raise QueryRefused("the query must be a string of SQL", code="DP100")
+    if len(sql) > MAX_SQL_LENGTH:
+        raise too_complex(f"the text has {len(sql):,} characters, more than the limit of {MAX_SQL_LENGTH:,}", sql,
+                          limit="length")
+    dialect = sqlglot.Dialect.get_or_raise("duckdb")
     try:
+        tokens = dialect.tokenize(sql)
+        check_limits(sql, tokens)
         # A comment after the last semicolon parses as a bare Semicolon: not a statement.
-        statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None and not isinstance(s, exp.Semicolon)]
+        statements = [s for s in dialect.parser().parse(tokens, sql)
+                      if s is not None and not isinstance(s, exp.Semicolon)]
+        depth = max((tree_depth(s) for s in statements), default=0)
+    except RecursionError:
+        # The limits above should keep the parser far from Python's; whatever slips past them
+        # is refused the same way rather than escaping as a RecursionError.
+        raise too_complex("it nests too deeply for the parser", sql, limit="depth") from None
     except ParseError as exc:
         kind = statement_keyword(sql)
         if kind is not None and kind.split()[-1] in STATEMENT_KEYWORDS:
@@ -48,6 +241,9 @@ def parse(sql: str) -> exp.Expression:
         ) from None
     except TokenError as exc:
         raise QueryRefused(f"could not read the SQL: {exc}", code="DP100") from None
+    if depth > MAX_TREE_DEPTH:
+        raise too_complex(f"its parsed expression is {depth} levels deep, more than the limit of {MAX_TREE_DEPTH}",
+                          sql, limit="depth")
     if not statements:
         raise QueryRefused("the query is empty: write one SELECT statement", code="DP101")
     if len(statements) > 1:

@@ -9,6 +9,7 @@ import sys
 import textwrap
 import time
 import tomllib
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -334,14 +335,36 @@ def test_ensure_demo_concurrent_processes_build_once(tmp_path):
         from dpsql.demo_db import ensure_demo
         ensure_demo(rows={SMALL}, home={str(tmp_path)!r}, progress=print)
     """)
-    with open(tmp_path / f"demo-{SMALL}.duckdb.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # hold the lock so both children queue on it
-        procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
-                                  env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}) for _ in range(2)]
-        time.sleep(1.5)
-    outs = [p.communicate(timeout=60)[0] for p in procs]
+    lock_path = tmp_path / f"demo-{SMALL}.duckdb.lock"
+    procs = []
+    try:
+        with open(lock_path, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # hold the lock so both children queue on it
+            procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                                      env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}) for _ in range(2)]
+            _wait_for_waiters(lock_path, 2)
+        outs = [p.communicate(timeout=60)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
     assert all(p.returncode == 0 for p in procs)
     assert sum(o.count("demo database written") for o in outs) == 1, outs
+
+
+def _wait_for_waiters(path, n: int, limit: float = 30.0) -> None:
+    """Until ``n`` processes wait for the flock on ``path``: read from /proc/locks (Linux), where
+    a waiter's line has "->"; elsewhere a fixed pause, as the test had."""
+    locks = Path("/proc/locks")
+    if not locks.exists():
+        time.sleep(1.5)
+        return
+    inode = f":{path.stat().st_ino} "
+    deadline = time.monotonic() + limit
+    while sum("->" in line and inode in line for line in locks.read_text().splitlines()) < n:
+        assert time.monotonic() < deadline, f"fewer than {n} processes ever waited for the lock"
+        time.sleep(0.01)
 
 
 def test_public_tables_cover_the_codes_the_private_table_uses(db):

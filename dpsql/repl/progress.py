@@ -2,8 +2,9 @@
 
 The main thread keeps Python's SIGINT handling: Ctrl-C raises KeyboardInterrupt there while it
 waits, and it asks the engine to stop (``Engine.interrupt``: DuckDB aborts the running query,
-which the engine turns into KeyboardInterrupt in the worker). Work that has passed the engine
-(noise, charge, finish) takes milliseconds and completes.
+or the engine's next query if the worker has not started it yet, which the engine turns into
+KeyboardInterrupt in the worker). Work that has passed the engine (noise, charge, finish) takes
+milliseconds and completes.
 """
 
 from __future__ import annotations
@@ -27,8 +28,14 @@ def run_interruptible(work: Callable[[], Any], interrupt: Callable[[], None], *,
     # An Event, not Thread.join: a KeyboardInterrupt inside join() can leave the thread looking
     # finished while it still runs (CPython issue 90882).
     done = threading.Event()
+    # The work begins only once this thread waits in the loop below, where a Ctrl-C is turned
+    # into interrupt(). Thread.start() itself waits for the new thread, which can run a while
+    # first: a Ctrl-C there escaped while the query ran on (and was charged) in the background.
+    go = threading.Event()
 
     def target() -> None:
+        if not go.wait(60) or box.get("skip"):
+            return  # the caller was interrupted before the work began: it never runs
         try:
             box["value"] = work()
         except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
@@ -38,10 +45,16 @@ def run_interruptible(work: Callable[[], Any], interrupt: Callable[[], None], *,
 
     worker = threading.Thread(target=target, name="dpsql-query", daemon=True)
     start = time.monotonic()
-    worker.start()
+    try:
+        worker.start()
+    except KeyboardInterrupt:
+        box["skip"] = True
+        go.set()
+        raise
     cancelling = drawn = False
     while not done.is_set():
         try:
+            go.set()
             done.wait(tick)
             elapsed = time.monotonic() - start
             if stream is not None and elapsed >= delay and not done.is_set():
