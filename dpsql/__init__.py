@@ -30,9 +30,11 @@ from .errors import (
     IntegrityError,
     InterfaceError,
     InternalError,
+    LedgerError,
     NotSupportedError,
     OperationalError,
     ProgrammingError,
+    QueryFailed,
     QueryRefused,
     Warning,
 )
@@ -44,5 +46,5 @@ __all__ = [
     "STRING", "NUMBER", "DATETIME", "BINARY", "ROWID",
     "Warning", "Error", "InterfaceError", "DatabaseError", "DataError", "OperationalError",
     "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError",
-    "DpsqlError", "QueryRefused", "BudgetExceededError",
+    "DpsqlError", "QueryRefused", "BudgetExceededError", "LedgerError", "QueryFailed",
 ]

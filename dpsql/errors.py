@@ -149,10 +149,24 @@ class ConnectionClosedError(DpsqlError, InterfaceError):
     code = "DP403"
 
 
+class LedgerError(DpsqlError, OperationalError):
+    """The budget ledger cannot record a charge (missing, replaced, corrupt, unwritable or
+    closed); nothing was charged and nothing released."""
+
+    code = "DP404"
+
+
 class DpsqlInternalError(DpsqlError, InternalError):
     """A bug in dpsql. The message never carries data values."""
 
     code = "DP900"
+
+
+class QueryFailed(DpsqlInternalError):
+    """A failure after private rows were read (out of memory, a bug): the query's full cost was
+    charged and the message is fixed text (docs/privacy.md, "Phases of a query")."""
+
+    code = "DP901"
 
 
 __all__ = [
@@ -174,5 +188,7 @@ __all__ = [
     "PolicyFileError",
     "DatabaseFileError",
     "ConnectionClosedError",
+    "LedgerError",
     "DpsqlInternalError",
+    "QueryFailed",
 ]

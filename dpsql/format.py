@@ -57,7 +57,12 @@ def footer(result: Result) -> str:
     rc = result.receipt
     n = len(result.rows)
     notes = {e.note for e in rc.columns.values() if e.note}
-    text = (f"({n} row{'s' if n != 1 else ''}) charged rho={fmt(rc.rho)} (zCDP, {rc.mechanism.replace('_', ' ')}); "
+    cost = f"zCDP, {rc.mechanism.replace('_', ' ')}"
+    if rc.selection:  # say plainly that the selection is part of the charge
+        sel_rho = rc.selection["rho"]
+        cost = (f"zCDP: {fmt(rc.rho - Fraction(sel_rho))} noise ({rc.mechanism.replace('_', ' ')}) + {sel_rho} "
+                f"partition selection, and delta={float(rc.delta):.3g}")
+    text = (f"({n} row{'s' if n != 1 else ''}) charged rho={fmt(rc.rho)} ({cost}); "
             f"budget spent {fmt(rc.budget_spent)} of {fmt(rc.budget_total)}, {fmt(rc.budget_remaining)} left. "
             "± is the 95% margin of error.")
     for note in sorted(notes):

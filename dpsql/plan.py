@@ -53,6 +53,19 @@ class Primitive:
         return f"SUM({self.column})"
 
 
+def try_casts(tree: exp.Expression) -> exp.Expression:
+    """Every CAST at any depth becomes TRY_CAST (in place: transform() would not descend into a
+    replaced node), so a value that does not convert is NULL instead of a failure."""
+    for node in list(tree.find_all(exp.Cast)):
+        if not isinstance(node, exp.TryCast):
+            replacement = exp.TryCast(this=node.this, to=node.to)
+            if node is tree:
+                tree = replacement
+            else:
+                node.replace(replacement)
+    return tree
+
+
 @dataclass(frozen=True)
 class Join:
     """A public table joined to the query's private table (or to a public table joined before
@@ -565,16 +578,7 @@ class _Planner:
                 return exp.column(self.column_name(node), quoted=True)
             return node
 
-        tree = tree.transform(columns)
-        # In place, every cast at any depth (transform() would not descend into a replaced node).
-        for node in list(tree.find_all(exp.Cast)):
-            if not isinstance(node, exp.TryCast):
-                replacement = exp.TryCast(this=node.this, to=node.to)
-                if node is tree:
-                    tree = replacement
-                else:
-                    node.replace(replacement)
-        return tree
+        return try_casts(tree.transform(columns))
 
     def check_ordering_types(self, tree: exp.Expression) -> None:
         """Refuse ``<``, ``>``, ``BETWEEN`` between a text column and a number: DuckDB cannot bind
@@ -695,7 +699,9 @@ class _Planner:
                 return exp.column(key.name, quoted=True)  # an expression the query groups by
             return node
 
-        out = tree.transform(fix)
+        # Casts over noisy values become TRY_CAST too: a cast that overflows on a noisy value is
+        # NULL rather than a failure after the charge.
+        out = try_casts(tree.transform(fix))
         is_single = isinstance(tree, exp.AggFunc)
         return out, (direct if is_single and ratio is None else None), (ratio if is_single else None)
 

@@ -24,6 +24,7 @@ from sqlglot import exp
 
 from .plan import GroupKey, Plan, primitive_column
 from .policy import Measure, TablePolicy
+from .totality import condition_total, expression_total
 
 INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
 
@@ -38,77 +39,57 @@ def _literal(value: object) -> str:
     return str(value)
 
 
-def threshold_sql(measure: Measure) -> str:
-    """T(r) of a record, in granularity units: per group when the policy overrides it."""
+#: A record's measure enters a sum as an integer of at most BIGINT's width: SUM accumulates
+#: them in HUGEINT, so a sum over fewer than 2^64 rows cannot overflow whatever the data
+#: (docs/privacy.md, "The exact query is total"). Caps computed here stay within it.
+VALUE_CAP = 2**62
+#: A record's split count in the split-row selection count is computed from |v| ≤ 2^53, where
+#: DOUBLE is exact, so it is never above ceil(|v|/T) (a lower count is safe: it moves less).
+_SPLIT_EXACT = 2**53
+_NARROW_INTS = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER")
+
+
+def threshold_sql(measure: Measure, times: int = 1) -> str:
+    """``times`` · T(r) of a record, in granularity units, per group when the policy overrides
+    it. Products are computed here, not by DuckDB, so no row can make them overflow."""
+    def lit(t: int) -> int:
+        return min(t * times, VALUE_CAP)
+
     if measure.override is None:
-        return str(measure.threshold)
-    whens = " ".join(f"WHEN {_literal(v)} THEN {t}" for v, t in measure.override.thresholds.items())
-    return f"(CASE {_q(measure.override.key)} {whens} ELSE {measure.threshold} END)"
+        return str(lit(measure.threshold))
+    whens = " ".join(f"WHEN {_literal(v)} THEN {lit(t)}" for v, t in measure.override.thresholds.items())
+    return f"(CASE {_q(measure.override.key)} {whens} ELSE {lit(measure.threshold)} END)"
 
 
 def value_sql(measure: Measure, column_type: str, max_splits: int | None) -> str:
-    """The measure of a record in granularity units (an integer), top-coded at
-    max_splits · T(r) when the policy caps the number of splits."""
+    """The measure of a record in granularity units: an integer of at most BIGINT's width, or
+    NULL, that no value of the column can make fail. Integer columns up to BIGINT run bare
+    (their SUM cannot overflow HUGEINT). Any other value becomes a BIGINT through TRY_CAST:
+    NaN, ±inf and values beyond BIGINT's range in granularity units are NULL, ignored like
+    SQL's NULL. A DECIMAL at granularity 1 is rounded exactly; at another granularity, as
+    other non-integers, it is scaled in DOUBLE (exact below 2^52 units; a DECIMAL product
+    could overflow). With ``max_splits`` the value is top-coded at max_splits · T(r)
+    (paper 000, the cap on |A(r)|)."""
     col = _q(measure.name)
     g = measure.granularity
-    if g == 1 and column_type.upper() in INTEGER_TYPES:
+    ctype = column_type.upper()
+    if g == 1 and ctype in _NARROW_INTS:
         value = col
+    elif g == 1:
+        value = f"TRY_CAST(ROUND({col}) AS BIGINT)" if not ctype.startswith(INTEGER_TYPES) else f"TRY_CAST({col} AS BIGINT)"
     else:
-        scaled = col if g == 1 else f"{col} * {g.denominator} / {g.numerator}"
-        value = f"TRY_CAST(ROUND({scaled}) AS HUGEINT)"
+        scaled = f"CAST({col} AS DOUBLE)" if ctype.startswith(("DECIMAL", "NUMERIC")) else col
+        value = f"TRY_CAST(ROUND({scaled} * {g.denominator} / {g.numerator}) AS BIGINT)"
     if max_splits is not None:
-        cap = f"{max_splits} * {threshold_sql(measure)}"
-        value = f"LEAST(GREATEST({value}, -({cap})), {cap})"
+        cap = threshold_sql(measure, max_splits)
+        value = f"LEAST(GREATEST({value}, -{cap}), {cap})"
     return value
 
 
-STRING_TYPES = ("VARCHAR", "TEXT", "STRING", "CHAR")
-_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
-
-
-def _kind(node: exp.Expression, schema: dict[str, str]) -> str | None:
-    """'text' / 'number' for a column or literal whose type is plain, else None."""
-    if isinstance(node, exp.Column):
-        t = schema.get(node.name, "").upper()
-        if t.startswith(STRING_TYPES):
-            return "text"
-        if t.startswith(INTEGER_TYPES + ("DOUBLE", "FLOAT", "REAL", "DECIMAL")):
-            return "number"
-        return None
-    if isinstance(node, exp.Literal):
-        return "text" if node.is_string else "number"
-    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
-        return "number"
-    return None
-
-
-def cannot_fail(node: exp.Expression, schema: dict[str, str]) -> bool:
-    """True for conditions that no row can make fail: comparisons, IN, BETWEEN, LIKE and
-    IS NULL between columns and literals of the same kind (text with text, number with
-    number), combined with AND / OR / NOT. Everything else may raise on some value (a cast,
-    arithmetic overflow, a text column compared with a number) and runs inside TRY()."""
-    if isinstance(node, exp.Boolean):
-        return True
-    if isinstance(node, (exp.And, exp.Or)):
-        return cannot_fail(node.left, schema) and cannot_fail(node.right, schema)
-    if isinstance(node, (exp.Not, exp.Paren)):
-        return cannot_fail(node.this, schema)
-    if isinstance(node, exp.Is):
-        return isinstance(node.this, exp.Column) and isinstance(node.expression, exp.Null)
-    if isinstance(node, (*_COMPARISONS, exp.Like, exp.ILike)):
-        kinds = {_kind(node.left, schema), _kind(node.right, schema)}
-        if isinstance(node, (exp.Like, exp.ILike)) and kinds != {"text"}:
-            return False
-        return len(kinds) == 1 and None not in kinds
-    if isinstance(node, exp.In):
-        if node.args.get("query") or node.args.get("unnest"):
-            return False
-        kinds = {_kind(node.this, schema)} | {_kind(e, schema) for e in node.expressions}
-        return len(kinds) == 1 and None not in kinds
-    if isinstance(node, exp.Between):
-        kinds = {_kind(node.this, schema), _kind(node.args["low"], schema), _kind(node.args["high"], schema)}
-        return len(kinds) == 1 and None not in kinds
-    return False
+def splits_sql(value: str, threshold: str) -> str:
+    """ceil(|v| / T), never above it: |v| is read as a DOUBLE (ABS of a DOUBLE cannot overflow)
+    and capped at 2^53, below which the division and CEIL cannot round past the true value."""
+    return f"COALESCE(CAST(CEIL(LEAST(ABS(CAST({value} AS DOUBLE)), {_SPLIT_EXACT}) / {threshold}) AS BIGINT), 0)"
 
 
 def _where_sql(plan: Plan, schema: dict[str, str]) -> str:
@@ -120,7 +101,7 @@ def _where_sql(plan: Plan, schema: dict[str, str]) -> str:
         return ""
     parts = list(plan.where.flatten()) if isinstance(plan.where, exp.And) else [plan.where]
     sql = " AND ".join(
-        (f"({p.sql('duckdb')})" if isinstance(p, (exp.Or,)) else p.sql("duckdb")) if cannot_fail(p, schema)
+        (f"({p.sql('duckdb')})" if isinstance(p, (exp.Or,)) else p.sql("duckdb")) if condition_total(p, schema)
         else f"TRY({p.sql('duckdb')})" for p in parts)
     return f"\nWHERE {sql}"
 
@@ -133,8 +114,7 @@ def split_count_sql(measures: list[Measure], schema: dict[str, str], max_splits:
     split rows it becomes (paper 000 Algorithm 1)."""
     if not measures:
         return "1"
-    parts = ", ".join(f"COALESCE(CAST(CEIL(ABS({value_sql(m, schema[m.name], max_splits)}) / {threshold_sql(m)}) AS BIGINT), 0)"
-                      for m in measures)
+    parts = ", ".join(splits_sql(value_sql(m, schema[m.name], max_splits), threshold_sql(m)) for m in measures)
     return f"GREATEST(1, {parts})"
 
 
@@ -150,32 +130,6 @@ def from_sql(plan: Plan) -> str:
     return sql
 
 
-def total(node: exp.Expression, schema: dict[str, str]) -> bool:
-    """True for key expressions no row can make fail: columns and literals under text functions
-    (LOWER, UPPER, TRIM, LENGTH, SUBSTR with literal bounds), ``||``, COALESCE, TRY_CAST, and
-    CASE / IF over conditions that :func:`cannot_fail`. Arithmetic (overflow), casts, LN ... may."""
-    if isinstance(node, (exp.Column, exp.Literal, exp.Null, exp.Boolean)):
-        return True
-    if isinstance(node, (exp.Paren, exp.TryCast, exp.Lower, exp.Upper, exp.Length)):
-        return total(node.this, schema)
-    if isinstance(node, exp.Trim):
-        return total(node.this, schema) and all(isinstance(v, exp.Literal) for k, v in node.args.items() if k != "this" and
-                                                isinstance(v, exp.Expression))
-    if isinstance(node, exp.Substring):
-        bounds = [node.args.get("start"), node.args.get("length")]
-        return total(node.this, schema) and all(b is None or isinstance(b, exp.Literal) and not b.is_string for b in bounds)
-    if isinstance(node, (exp.DPipe, exp.Coalesce)):
-        return all(total(c, schema) for c in node.iter_expressions())
-    if isinstance(node, exp.Case):
-        default = node.args.get("default")
-        return (node.this is None and (default is None or total(default, schema))
-                and all(cannot_fail(i.this, schema) and total(i.args["true"], schema) for i in node.args["ifs"]))
-    if isinstance(node, exp.If):
-        false = node.args.get("false")
-        return cannot_fail(node.this, schema) and total(node.args["true"], schema) and (false is None or total(false, schema))
-    return False
-
-
 def key_sql(key: GroupKey, schema: dict[str, str] | None = None) -> str:
     """What a GROUP BY key computes. An expression that some row could make fail (a logarithm
     of zero, an overflow) runs inside TRY(): that row falls in the NULL group instead of failing
@@ -183,7 +137,7 @@ def key_sql(key: GroupKey, schema: dict[str, str] | None = None) -> str:
     fail (``SUBSTR(naics, 1, 3)``) runs bare: TRY() made that GROUP BY 3x slower
     (docs/performance.md). Without ``schema`` every expression is wrapped."""
     sql = key.expr.sql("duckdb")
-    return sql if key.plain or schema is not None and total(key.expr, schema) else f"TRY({sql})"
+    return sql if key.plain or schema is not None and expression_total(key.expr, schema) else f"TRY({sql})"
 
 
 def exact_sql(plan: Plan, schema: dict[str, str]) -> str:
@@ -226,8 +180,7 @@ def split_relation_sql(table: TablePolicy, measures: list[Measure], schema: dict
     for m in measures:
         base.append(f"{value_sql(m, schema[m.name], table.max_splits)} AS {_q('__v_' + m.name)}")
         base.append(f"{threshold_sql(m)} AS {_q('__t_' + m.name)}")
-    splits = ", ".join(f"COALESCE(CAST(CEIL(ABS({_q('__v_' + m.name)}) / {_q('__t_' + m.name)}) AS BIGINT), 0)"
-                       for m in measures)
+    splits = ", ".join(splits_sql(_q('__v_' + m.name), _q('__t_' + m.name)) for m in measures)
     m_expr = f"GREATEST(1, {splits})" if measures else "1"
     out = [_q(name) for _, name in pairs] + ["__unit", "__i"]
     for m in measures:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import getpass
 import itertools
 import math
+import threading
 import time
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ import numpy as np
 from sqlglot import exp
 
 from . import engine as engine_mod
-from .errors import DatabaseFileError, PolicyFileError, QueryRefused
+from .errors import DatabaseFileError, DpsqlError, PolicyFileError, QueryFailed, QueryRefused
 from . import set_statements  # noqa: F401 - registers SET / RESET / SHOW dpsql.*
 from .intercept import intercept
 from . import probes  # noqa: F401 - registers the zero-cost answers to BI tools' probes
@@ -42,6 +43,24 @@ MAX_CELLS = 2_000_000
 #: the count of units taken from truncated-geometric partition selection (paper 002 Theorem 6)
 TSGD = "truncated_geometric"
 NUMERIC_TYPES = INTEGER_TYPES + ("DOUBLE", "FLOAT", "REAL")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What phase 1 decided about one query, from public information only."""
+
+    sql: str
+    plan: Plan
+    allocs: tuple[Allocation, ...]
+    selection: Selection | None
+    rho: Fraction  # the whole charge: noise and selection
+    delta: Fraction
+    epsilon: Fraction | None
+    mechanism: str
+    terms: tuple[dict[str, Any], ...]
+    query: str  # the exact SQL, checked on the schema's empty twin
+    blocks: list[tuple[list[int], list[tuple[Any, ...]]]]  # the public keys' values
+    max_released: int  # private-key groups shown at most (MAX_CELLS over the public cells)
 
 
 def ledger_path(policy: Policy) -> Path:
@@ -107,7 +126,8 @@ class Session:
         self.session_id = uuid.uuid4().hex[:12]
         budget = self.policy.budget
         try:
-            self.ledger = Ledger(ledger_path(self.policy), self.analyst, budget.total_rho, budget.dataset_rho)
+            self.ledger = Ledger(ledger_path(self.policy), self.analyst, budget.total_rho, budget.dataset_rho,
+                                 total_delta=budget.total_delta, dataset_delta=budget.dataset_delta)
         except Exception:
             self.engine.close()
             raise
@@ -117,6 +137,7 @@ class Session:
         self._images: dict[tuple[str, str], tuple[Any, ...]] = {}
         self.database = database
         self.finisher = engine_mod.Finisher()
+        self._lock = threading.RLock()  # one query at a time: threads sharing a connection cannot interleave
 
     def close(self) -> None:
         self.engine.close()
@@ -210,7 +231,12 @@ class Session:
         """Each primitive's mechanism and budget (``allocate.py``; docs/privacy.md).
 
         With truncated-geometric selection on private keys only, the count of units is the
-        selection's own noisy count (paper 002 Theorem 6): it costs nothing more."""
+        selection's own noisy count (paper 002 Theorem 6): it costs nothing more.
+
+        ``rho`` is the noise's budget. A partition selection (GROUP BY a private key) costs its
+        ε²/2 on top, and the receipt, EXPLAIN and the prompt show the total and the breakdown:
+        making ``rho`` the total would refuse every private-key query at the default ρ = 0.1
+        (below the default selection's 0.125)."""
         settings = self.settings if rho is None else replace(self.settings, rho=parse_rho(rho))
         shared = self._shared_count(plan)
         rest = tuple(p for p in plan.primitives if p != shared)
@@ -304,14 +330,11 @@ class Session:
             blocks.append((idx, list(self._images[cache])))
         return blocks
 
-    def _domain(self, plan: Plan, released: list[tuple[Any, ...]] | None) -> list[tuple[Any, ...]]:
+    def _domain(self, plan: Plan, blocks: list[tuple[list[int], list[tuple[Any, ...]]]],
+                released: list[tuple[Any, ...]] | None) -> list[tuple[Any, ...]]:
         """The cells of the answer: every combination of the public keys' values (empty groups
-        get noise on zero), times the released private-key groups."""
-        blocks = self._public_blocks(plan)
-        size = math.prod(len(rows) for _, rows in blocks) * (len(released) if released is not None else 1)
-        if size > MAX_CELLS:
-            raise QueryRefused(f"the group-by keys {', '.join(k.label for k in plan.keys)} make {size} groups, more than {MAX_CELLS}",
-                               code="DP207", hint="group by fewer keys or filter with WHERE.")
+        get noise on zero), times the released private-key groups. Its size was bounded in the
+        decide phase (:meth:`_decide`), so nothing here can refuse."""
         private = [i for i, k in enumerate(plan.keys) if not k.public]
         where: dict[int, tuple[str, int, int]] = {i: ("priv", 0, j) for j, i in enumerate(private)}
         for b, (idx, _) in enumerate(blocks):
@@ -323,10 +346,14 @@ class Session:
                 out.append(tuple(combo[b][j] if side == "pub" else priv[j] for side, b, j in order))
         return out
 
-    def _selection_info(self, plan: Plan, released: list[tuple[Any, ...]] | None) -> dict[str, Any] | None:
+    def _selection_info(self, d: Decision, released: list[tuple[Any, ...]] | None) -> dict[str, Any] | None:
         if released is None:
             return None
-        return {**self._selection_params(plan), "released_groups": len(released)}
+        info = {**self._selection_params(d.plan), "released_groups": len(released)}
+        if len(released) == d.max_released:
+            info["note"] = (f"at most {d.max_released} groups are shown (dpsql's limit of {MAX_CELLS} cells); "
+                            "more may have been selected")
+        return info
 
     def _selection_params(self, plan: Plan) -> dict[str, Any]:
         """The public parameters of a query's partition selection (receipt and explain)."""
@@ -432,10 +459,53 @@ class Session:
 
     # ------------------------------------------------------------------ execute
     def execute(self, sql: str, parameters: Any = None, rho: Any = None) -> Result:
-        timings: dict[str, float] = {}
-        t0 = time.perf_counter()
-        if parameters is None and (answered := intercept(self, sql)) is not None:
-            return answered
+        """Answer one statement, in the phases of docs/privacy.md ("Phases of a query"):
+
+        1. decide from public information only (every refusal happens here);
+        2. compute the exact per-group values (a total query: no row can make it fail);
+        3. release (selection, noise), charge durably, finish on noisy values.
+
+        After phase 2 begins the only outcomes are a charged noisy answer or — if anything
+        still fails (memory, an interrupt, a bug) — a charge and a fixed message. One query at
+        a time per session: threads sharing a connection are serialised."""
+        with self._lock:
+            if parameters is None and (answered := intercept(self, sql)) is not None:
+                return answered
+            timings: dict[str, float] = {}
+            t0 = time.perf_counter()
+            d = self._decide(sql, parameters, rho)
+            timings["plan"] = time.perf_counter() - t0
+            try:
+                columns, noise_terms, released = self._compute_and_release(d, timings)
+            except BaseException as exc:  # noqa: BLE001 - the backstop: charge, then a fixed message
+                raise self._charged_failure(d, exc) from None
+
+            t0 = time.perf_counter()  # charge BEFORE anything derived from the noisy values is returned
+            charge_id = self.ledger.charge(self._charge(d))
+            timings["charge"] = time.perf_counter() - t0
+
+            t0 = time.perf_counter()
+            plan = d.plan
+            n_visible = len(plan.outputs)
+            hidden = [exp.column(c, quoted=True) for c in hidden_columns(len(plan.primitives))]
+            finish = plan.finish.copy().select(*hidden)
+            names, types, rows = self.finisher.run(columns, finish.sql("duckdb"))
+            col_errors = _column_errors(plan, rows, n_visible)
+            visible = [tuple(r[:n_visible]) for r in rows]
+            timings["finish"] = time.perf_counter() - t0
+
+            receipt = Receipt(rho=d.rho, delta=d.delta, epsilon=d.epsilon, mechanism=d.mechanism, table=plan.table.name,
+                              selection=self._selection_info(d, released),
+                              noise=tuple(noise_terms), columns=col_errors, policy_terms=d.terms,
+                              budget_spent=self.ledger.spent, budget_total=self.ledger.total_rho,
+                              budget_remaining=self.ledger.remaining, charge_id=charge_id)
+            return Result(columns=tuple(names[:n_visible]), types=tuple(types[:n_visible]), rows=visible,
+                          receipt=receipt, timings=timings)
+
+    def _decide(self, sql: str, parameters: Any, rho: Any) -> Decision:
+        """Phase 1: everything that can refuse, from the query, the policy, the schema, public
+        tables and the budget — no private row is read (the unit check reads the data owner's
+        declaration once per table, the same for every query)."""
         plan = self.plan(sql, parameters)
         allocs = self._allocations(plan, rho)
         sel = self.policy.selection if plan.private_keys else None
@@ -444,14 +514,27 @@ class Session:
         rho_q = sum((a.rho for a in allocs), Fraction(0)) + rho_sel
         eps_q = (sum((a.epsilon or Fraction(0) for a in allocs), Fraction(0))
                  if any(a.epsilon is not None for a in allocs) else None)
-        self.ledger.check(rho_q)  # refuse early; the binding check is the charge below
-        schema = self.schema[plan.table.name]
-        query = exact_sql(plan, schema)
+        blocks = self._public_blocks(plan)
+        public_cells = math.prod(len(rows) for _, rows in blocks)
+        if public_cells > MAX_CELLS:
+            raise QueryRefused(f"the public keys {', '.join(k.label for k in plan.keys if k.public)} make {public_cells} "
+                               f"groups, more than {MAX_CELLS}", code="DP207", hint="group by fewer keys or filter with WHERE.")
+        query = exact_sql(plan, self.schema[plan.table.name])
+        self.engine.check(query)  # errors that do not depend on the rows: refused here, free
         self._check_units(plan.table.name)
-        timings["plan"] = time.perf_counter() - t0
+        self.ledger.check(rho_q, delta_q)  # refuse early; the binding check is the charge itself
+        return Decision(sql=sql, plan=plan, allocs=tuple(allocs), selection=sel, rho=rho_q, delta=delta_q, epsilon=eps_q,
+                        mechanism=next((a.mechanism for a in allocs if a.mechanism != TSGD), TSGD),
+                        terms=self._policy_terms(plan, allocs), query=query, blocks=blocks,
+                        max_released=MAX_CELLS // max(public_cells, 1))
 
+    def _compute_and_release(self, d: Decision, timings: dict[str, float]
+                             ) -> tuple[dict[str, Any], list[NoiseTerm], list[tuple[Any, ...]] | None]:
+        """Phases 2-3 up to the charge: the exact query, partition selection, noise. Exact values
+        live only in this frame and are dropped before it returns."""
+        plan, sel = d.plan, d.selection
         t0 = time.perf_counter()
-        exact_rows = self.engine.run(query)
+        exact_rows = self.engine.run(d.query)
         timings["execute"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -462,14 +545,16 @@ class Session:
             counts = _selection_counts(plan, exact_rows)
             released, selected_counts = self._select(counts, sel)
             del counts
+            # Post-processing of the selection's output: never more cells than the limit.
+            released = released[:d.max_released]
         del exact_rows
-        domain = self._domain(plan, released)
+        domain = self._domain(plan, d.blocks, released)
         timings["select"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
         columns: dict[str, Any] = {k.name: [cell[i] for cell in domain] for i, k in enumerate(plan.keys)}
         noise_terms: list[NoiseTerm] = []
-        for i, a in enumerate(allocs):
+        for i, a in enumerate(d.allocs):
             p = a.primitive
             if a.mechanism == TSGD:
                 assert selected_counts is not None and sel is not None
@@ -507,32 +592,32 @@ class Session:
                 moe95=tuple(moe_by_sens[s] * float(g) for s in distinct)))
         del exact_by_cell
         timings["noise"] = time.perf_counter() - t0
+        return columns, noise_terms, released
 
-        # Charge BEFORE anything derived from the noisy values is returned.
-        t0 = time.perf_counter()
-        terms = self._policy_terms(plan, allocs)
-        mechanism = next((a.mechanism for a in allocs if a.mechanism != TSGD), TSGD)
-        charge_id = self.ledger.charge(Charge(query=sql, rho=rho_q, delta=delta_q, epsilon=eps_q, mechanism=mechanism,
-                                              policy_terms=terms,
-                                              analyst=self.analyst, session=self.session_id, dataset=str(self.database)))
-        timings["charge"] = time.perf_counter() - t0
+    def _charge(self, d: Decision) -> Charge:
+        return Charge(query=d.sql, rho=d.rho, delta=d.delta, epsilon=d.epsilon, mechanism=d.mechanism,
+                      policy_terms=d.terms, analyst=self.analyst, session=self.session_id, dataset=str(self.database))
 
-        t0 = time.perf_counter()
-        n_visible = len(plan.outputs)
-        hidden = [exp.column(c, quoted=True) for c in hidden_columns(len(plan.primitives))]
-        finish = plan.finish.copy().select(*hidden)
-        names, types, rows = self.finisher.run(columns, finish.sql("duckdb"))
-        col_errors = _column_errors(plan, rows, n_visible)
-        visible = [tuple(r[:n_visible]) for r in rows]
-        timings["finish"] = time.perf_counter() - t0
-
-        receipt = Receipt(rho=rho_q, delta=delta_q, epsilon=eps_q, mechanism=mechanism, table=plan.table.name,
-                          selection=self._selection_info(plan, released),
-                          noise=tuple(noise_terms), columns=col_errors, policy_terms=terms,
-                          budget_spent=self.ledger.spent, budget_total=self.ledger.total_rho,
-                          budget_remaining=self.ledger.remaining, charge_id=charge_id)
-        return Result(columns=tuple(names[:n_visible]), types=tuple(types[:n_visible]), rows=visible,
-                      receipt=receipt, timings=timings)
+    def _charged_failure(self, d: Decision, exc: BaseException) -> BaseException:
+        """The backstop: something failed after private rows were read. Its full cost is charged
+        before any message leaves, and the message is fixed text that depends on nothing in the
+        data (the original exception is dropped: its text or traceback could carry values).
+        An interrupt that stopped the exact query before it started read nothing: not charged."""
+        if isinstance(exc, engine_mod.InterruptedBeforeStart):
+            return KeyboardInterrupt("cancelled before any private row was read; nothing was charged")
+        try:
+            charge_id: int | None = self.ledger.charge(self._charge(d))
+        except DpsqlError:
+            charge_id = None  # the budget or the ledger refused: nothing was released either way
+        charged = (f"its full cost (rho={fmt(d.rho)}) was charged" if charge_id is not None
+                   else "it could not be charged (the ledger refused)")
+        if isinstance(exc, KeyboardInterrupt):
+            out = KeyboardInterrupt(f"interrupted after private rows were read; {charged} and nothing was released")
+            out.dpsql_charged = charge_id is not None  # type: ignore[attr-defined]
+            return out
+        return QueryFailed(f"the query failed after private rows were read; {charged} and nothing was released",
+                           hint="this should not happen: please report it to the data owner. The failure's details "
+                                "are withheld because they could depend on private values.")
 
 
 def _selection_counts(plan: Plan, exact_rows: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], int]:

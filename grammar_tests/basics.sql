@@ -49,7 +49,8 @@ SELECT "naics2" AS "naics2", SUM("payann") AS "__p0", COUNT(*) AS "__p1" FROM "e
 # title: non-integer measure scaled to its granularity
 # execute: true
 SELECT SUM(latency_ms) FROM devices;
-SELECT SUM(TRY_CAST(ROUND("latency_ms" * 10 / 1) AS HUGEINT)) AS "__p0" FROM "devices";
+SELECT SUM(TRY_CAST(ROUND("latency_ms" * 10 / 1) AS BIGINT)) AS "__p0"
+FROM "devices";
 
 # title: paper table 2 payroll by industry
 # execute: true

@@ -66,4 +66,6 @@ SELECT "naics2" AS "naics2", SUM("payann") AS "__p0" FROM "establishments" GROUP
 # title: having and group by ordinal over a cte
 # execute: true
 WITH d AS (SELECT device_model AS model, latency_ms FROM devices) SELECT model, AVG(latency_ms) AS lat FROM d GROUP BY 1 HAVING COUNT(*) > 50;
-SELECT "device_model" AS "device_model", SUM(TRY_CAST(ROUND("latency_ms" * 10 / 1) AS HUGEINT)) AS "__p0", COUNT(*) AS "__p1", COUNT(*) AS "__n" FROM "devices" GROUP BY "device_model";
+SELECT "device_model" AS "device_model", SUM(TRY_CAST(ROUND("latency_ms" * 10 / 1) AS BIGINT)) AS "__p0", COUNT(*) AS "__p1", COUNT(*) AS "__n"
+FROM "devices"
+GROUP BY "device_model";

@@ -46,7 +46,9 @@ SELECT "device_model" AS "device_model", COUNT(*) AS "__p0", COUNT(*) AS "__n" F
 # title: private key of devices with an avg
 # execute: true
 SELECT device_model, AVG(latency_ms) FROM devices GROUP BY device_model;
-SELECT "device_model" AS "device_model", SUM(TRY_CAST(ROUND("latency_ms" * 10 / 1) AS HUGEINT)) AS "__p0", COUNT(*) AS "__p1", COUNT(*) AS "__n" FROM "devices" GROUP BY "device_model";
+SELECT "device_model" AS "device_model", SUM(TRY_CAST(ROUND("latency_ms" * 10 / 1) AS BIGINT)) AS "__p0", COUNT(*) AS "__p1", COUNT(*) AS "__n"
+FROM "devices"
+GROUP BY "device_model";
 
 # title: private key with several aggregates
 # execute: true

@@ -46,12 +46,15 @@ SELECT COUNT(*) AS "__p0" FROM "devices";
 # title: devices avg latency in tenths
 # execute: true
 SELECT AVG(latency_ms) FROM devices;
-SELECT SUM(TRY_CAST(ROUND("latency_ms" * 10 / 1) AS HUGEINT)) AS "__p0", COUNT(*) AS "__p1" FROM "devices";
+SELECT SUM(TRY_CAST(ROUND("latency_ms" * 10 / 1) AS BIGINT)) AS "__p0", COUNT(*) AS "__p1"
+FROM "devices";
 
 # title: devices sum latency filtered
 # execute: true
 SELECT SUM(latency_ms) FROM devices WHERE device_model LIKE 'Galaxy%';
-SELECT SUM(TRY_CAST(ROUND("latency_ms" * 10 / 1) AS HUGEINT)) AS "__p0" FROM "devices" WHERE "device_model" LIKE 'Galaxy%';
+SELECT SUM(TRY_CAST(ROUND("latency_ms" * 10 / 1) AS BIGINT)) AS "__p0"
+FROM "devices"
+WHERE "device_model" LIKE 'Galaxy%';
 
 # title: devices where on the measure
 # execute: true
@@ -61,7 +64,9 @@ SELECT COUNT(*) AS "__p0" FROM "devices" WHERE "latency_ms" > 100.5;
 # title: devices qualified by alias
 # execute: true
 SELECT d.device_model, SUM(d.latency_ms) FROM devices AS d GROUP BY d.device_model;
-SELECT "device_model" AS "device_model", SUM(TRY_CAST(ROUND("latency_ms" * 10 / 1) AS HUGEINT)) AS "__p0", COUNT(*) AS "__n" FROM "devices" GROUP BY "device_model";
+SELECT "device_model" AS "device_model", SUM(TRY_CAST(ROUND("latency_ms" * 10 / 1) AS BIGINT)) AS "__p0", COUNT(*) AS "__n"
+FROM "devices"
+GROUP BY "device_model";
 
 # title: establishments qualified by main and alias
 # execute: true

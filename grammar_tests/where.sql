@@ -101,7 +101,9 @@ SELECT COUNT(*) AS "__p0" FROM "establishments" WHERE NOT "county" IS NULL;
 # title: case in where
 # execute: true
 SELECT COUNT(*) FROM establishments WHERE CASE WHEN state = 'CA' THEN employees > 10 ELSE employees > 50 END;
-SELECT COUNT(*) AS "__p0" FROM "establishments" WHERE TRY(CASE WHEN "state" = 'CA' THEN "employees" > 10 ELSE "employees" > 50 END);
+SELECT COUNT(*) AS "__p0"
+FROM "establishments"
+WHERE CASE WHEN "state" = 'CA' THEN "employees" > 10 ELSE "employees" > 50 END;
 
 # title: simple case in where
 # execute: true
@@ -136,17 +138,23 @@ SELECT COUNT(*) AS "__p0" FROM "establishments" WHERE TRY(TRY_CAST("naics2" AS I
 # title: lower and upper functions
 # execute: true
 SELECT COUNT(*) FROM establishments WHERE LOWER(state) = 'ca' OR UPPER(county) = '06001';
-SELECT COUNT(*) AS "__p0" FROM "establishments" WHERE TRY(LOWER("state") = 'ca' OR UPPER("county") = '06001');
+SELECT COUNT(*) AS "__p0"
+FROM "establishments"
+WHERE (LOWER("state") = 'ca' OR UPPER("county") = '06001');
 
 # title: substring and length functions
 # execute: true
 SELECT COUNT(*) FROM establishments WHERE SUBSTR(naics, 1, 2) = '72' AND LENGTH(county) = 5;
-SELECT COUNT(*) AS "__p0" FROM "establishments" WHERE TRY(SUBSTRING("naics", 1, 2) = '72') AND TRY(LENGTH("county") = 5);
+SELECT COUNT(*) AS "__p0"
+FROM "establishments"
+WHERE SUBSTRING("naics", 1, 2) = '72' AND LENGTH("county") = 5;
 
 # title: coalesce and nullif
 # execute: true
 SELECT COUNT(*) FROM establishments WHERE COALESCE(naics, '') <> '' AND NULLIF(state, 'XX') IS NOT NULL;
-SELECT COUNT(*) AS "__p0" FROM "establishments" WHERE TRY(COALESCE("naics", '') <> '') AND TRY(NOT NULLIF("state", 'XX') IS NULL);
+SELECT COUNT(*) AS "__p0"
+FROM "establishments"
+WHERE COALESCE("naics", '') <> '' AND TRY(NOT NULLIF("state", 'XX') IS NULL);
 
 # title: abs round floor ceil
 # execute: true
@@ -196,4 +204,41 @@ SELECT COUNT(*) AS "__p0" FROM "establishments" WHERE "firm_id" > 1000;
 # title: date literals compare
 # execute: true
 SELECT COUNT(*) FROM establishments WHERE DATE '2020-01-01' < DATE '2021-01-01';
-SELECT COUNT(*) AS "__p0" FROM "establishments" WHERE TRY(TRY_CAST('2020-01-01' AS DATE) < TRY_CAST('2021-01-01' AS DATE));
+SELECT COUNT(*) AS "__p0"
+FROM "establishments"
+WHERE TRY_CAST('2020-01-01' AS DATE) < TRY_CAST('2021-01-01' AS DATE);
+
+# title: a decimal literal of scale 31 runs inside try (its cast of payann fails from 10^7)
+# execute: true
+SELECT COUNT(*) FROM establishments WHERE payann > 0.0000000000000000000000000000001;
+SELECT COUNT(*) AS "__p0"
+FROM "establishments"
+WHERE TRY("payann" > 0.0000000000000000000000000000001);
+
+# title: a decimal literal that every bigint fits beside runs bare
+# execute: true
+SELECT COUNT(*) FROM establishments WHERE payann > 0.5;
+SELECT COUNT(*) AS "__p0"
+FROM "establishments"
+WHERE "payann" > 0.5;
+
+# title: substring with bounds beyond duckdb's range runs inside try
+# execute: true
+SELECT COUNT(*) FROM establishments WHERE SUBSTR(state, 9223372036854775807, 1) = '';
+SELECT COUNT(*) AS "__p0"
+FROM "establishments"
+WHERE TRY(SUBSTRING("state", 9223372036854775807, 1) = '');
+
+# title: text compared with a number runs inside try
+# execute: true
+SELECT COUNT(*) FROM establishments WHERE county = 6001;
+SELECT COUNT(*) AS "__p0"
+FROM "establishments"
+WHERE TRY("county" = 6001);
+
+# title: searched case over total conditions runs bare
+# execute: true
+SELECT COUNT(*) FROM establishments WHERE CASE WHEN naics2 IN ('72', '44') THEN employees > 5 ELSE FALSE END;
+SELECT COUNT(*) AS "__p0"
+FROM "establishments"
+WHERE CASE WHEN "naics2" IN ('72', '44') THEN "employees" > 5 ELSE FALSE END;

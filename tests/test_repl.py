@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 from prompt_toolkit.completion import CompleteEvent
@@ -122,17 +123,163 @@ def test_ctrl_c_cancels_a_running_query(con, monkeypatch):
     monkeypatch.setattr(engine, "interrupt", stop.set)
     threading.Thread(target=lambda: started.wait(10) and _thread.interrupt_main(), daemon=True).start()
     out, err, rc = drive(con, f"SELECT COUNT(*) FROM establishments;{ENTER}SELECT COUNT(*) AS n FROM establishments;{ENTER}")
-    assert rc == 0 and "query cancelled; nothing was charged." in err
-    assert len(con.session.ledger.charges) == 1 and "(1 row)" in out  # the session went on
+    assert rc == 0 and "query cancelled" in err
+    # A query stopped after private rows were read is charged (DESIGN.md, "Phases of a query").
+    charged = "was charged" in err
+    assert len(con.session.ledger.charges) == 1 + charged and "(1 row)" in out  # the session went on
 
 
-def test_engine_interrupt_stops_duckdb(con):
+#: Hours of DuckDB work: it only ends early when it is interrupted.
+ENDLESS = "SELECT SUM(i) FROM range(10000000000000) t(i)"
+
+
+def run_bounded(engine, sql: str, limit: float = 10.0) -> tuple[BaseException | None, float]:
+    """``engine.run(sql)`` in a worker thread: (what it raised, seconds it took). A run still going
+    after ``limit`` seconds fails the test — after DuckDB is stopped directly, so that no query
+    outlives the test (it hung CI for 90 minutes once)."""
+    box: dict[str, BaseException] = {}
+    done = threading.Event()
+
+    def work():
+        try:
+            engine.run(sql)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            box["error"] = exc
+        finally:
+            done.set()
+
+    t0 = time.monotonic()
+    threading.Thread(target=work, name="test-query", daemon=True).start()
+    if not done.wait(limit):
+        for _ in range(200):  # 10 s at most
+            engine._con.interrupt()
+            if done.wait(0.05):
+                break
+        pytest.fail(f"the query was still running after {limit} s")
+    return box.get("error"), time.monotonic() - t0
+
+
+def wait_until_running(engine, limit: float = 10.0) -> None:
+    deadline = time.monotonic() + limit
+    while not engine.running:
+        assert time.monotonic() < deadline, "the query never started"
+        time.sleep(0.001)
+
+
+def test_engine_interrupt_before_the_query_starts_is_not_lost(con):
+    """A Ctrl-C that comes before the worker has started the query (once it was lost, and the
+    query ran on): the next run raises at once without starting, and only that one."""
     engine = con.session.engine
-    timer = threading.Timer(0.3, _thread.interrupt_main)
-    timer.start()
+    engine.interrupt()
+    error, seconds = run_bounded(engine, ENDLESS)
+    assert isinstance(error, KeyboardInterrupt) and seconds < 1
+    assert engine.run("SELECT 42") == [(42,)]  # one interrupt cancels one query
+    assert not engine.clear_interrupt()
+
+
+def test_engine_interrupt_stops_a_running_query(con):
+    engine = con.session.engine
+    stopper = threading.Thread(target=lambda: (wait_until_running(engine), time.sleep(0.3), engine.interrupt()),
+                               daemon=True)
+    stopper.start()
+    error, seconds = run_bounded(engine, ENDLESS)
+    stopper.join(10)
+    assert isinstance(error, KeyboardInterrupt) and seconds < 5
+    assert engine.run("SELECT 42") == [(42,)] and not engine.clear_interrupt()
+
+
+def test_engine_interrupt_as_the_query_starts(con, monkeypatch):
+    """The race: the interrupt comes after the engine's pending check but before DuckDB has
+    started the query, when DuckDB forgets it; the engine repeats it until the run is over."""
+    engine = con.session.engine
+    in_window, requested = threading.Event(), threading.Event()
+
+    class StartsLate:
+        """The engine's DuckDB connection, held at the start of a query until the interrupt came."""
+
+        def __init__(self, real):
+            self.real = real
+
+        def execute(self, sql, *args):
+            in_window.set()
+            assert requested.wait(10), "no interrupt came"
+            return self.real.execute(sql, *args)
+
+        def interrupt(self):
+            self.real.interrupt()
+
+    monkeypatch.setattr(engine, "_con", StartsLate(engine._con))
+    stopper = threading.Thread(target=lambda: (in_window.wait(10), engine.interrupt(), requested.set()), daemon=True)
+    stopper.start()
+    error, seconds = run_bounded(engine, ENDLESS)
+    stopper.join(10)
+    assert isinstance(error, KeyboardInterrupt) and seconds < 5
+    assert not engine.clear_interrupt()  # consumed by the run it stopped
+
+
+def test_ctrl_c_before_the_engine_starts_cancels_the_query(con, monkeypatch):
+    """Ctrl-C while the statement is still being planned: the REPL asks the engine to stop, and
+    the engine's first query of the statement raises instead of running."""
+    session = con.session
+    planning, asked = threading.Event(), threading.Event()
+    real_plan, real_interrupt = session.plan, session.engine.interrupt
+
+    def slow_plan(*args, **kwargs):
+        if not planning.is_set():
+            planning.set()
+            assert asked.wait(10), "Ctrl-C never reached the engine"
+        return real_plan(*args, **kwargs)
+
+    def interrupt():
+        real_interrupt()
+        asked.set()
+
+    monkeypatch.setattr(session, "plan", slow_plan)
+    monkeypatch.setattr(session.engine, "interrupt", interrupt)
+    threading.Thread(target=lambda: planning.wait(10) and _thread.interrupt_main(), daemon=True).start()
+    out, err, rc = drive(con, f"SELECT COUNT(*) AS first FROM establishments;{ENTER}"
+                              f"SELECT COUNT(*) AS second FROM establishments;{ENTER}")
+    assert rc == 0 and "query cancelled" in err
+    assert "first" not in out and "second" in out and "(1 row)" in out  # the next statement ran
+
+
+def test_a_late_ctrl_c_does_not_cancel_the_next_statement(con, monkeypatch):
+    """A Ctrl-C after the engine's last query of a statement (during noise, charge, finish)
+    stops nothing, and its sticky request must not cancel the statement after."""
+    session = con.session
+    real_execute = session.execute
+
+    def execute_then_ctrl_c(sql, *args, **kwargs):
+        result = real_execute(sql, *args, **kwargs)
+        if "first" in sql:
+            session.engine.interrupt()
+        return result
+
+    monkeypatch.setattr(session, "execute", execute_then_ctrl_c)
+    out, err, rc = drive(con, f"SELECT COUNT(*) AS first FROM establishments;{ENTER}"
+                              f"SELECT COUNT(*) AS second FROM establishments;{ENTER}")
+    assert rc == 0 and err == ""
+    assert "first" in out and "second" in out and out.count("(1 row)") == 2
+
+
+def test_ctrl_c_while_the_worker_starts_runs_nothing(monkeypatch):
+    """Thread.start() waits for the new thread, which may run a while first: a Ctrl-C there
+    used to escape while the query went on in the background. Now the work never begins."""
+    ran, started = threading.Event(), []
+    real_start = threading.Thread.start
+
+    def start_then_ctrl_c(self):
+        real_start(self)
+        started.append(self)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(threading.Thread, "start", start_then_ctrl_c)
     with pytest.raises(KeyboardInterrupt):
-        run_interruptible(lambda: engine.run("SELECT SUM(i) FROM range(10000000000000) t(i)"), engine.interrupt)
-    timer.cancel()
+        run_interruptible(ran.set, lambda: pytest.fail("nothing to interrupt"))
+    monkeypatch.undo()
+    [worker] = started
+    worker.join(10)
+    assert not worker.is_alive() and not ran.is_set()
 
 
 def test_progress_line_after_delay():

@@ -70,9 +70,17 @@ class Repl:
         try:
             result = run_interruptible(lambda: self.session.execute(sql), self.session.engine.interrupt,
                                        stream=self.err if self.progress else None)
-        except KeyboardInterrupt:
-            self._error("query cancelled; nothing was charged.")
+        except KeyboardInterrupt as exc:
+            if getattr(exc, "dpsql_charged", None) is None:  # stopped before any private row was read
+                self._error("query cancelled; nothing was charged.")
+            else:  # stopped after: charged anyway (docs/privacy.md, "Phases of a query")
+                self._error(f"query cancelled: {exc}.")
             raise _Cancelled from None
+        finally:
+            # Engine.interrupt is sticky (it also stops a query the worker has not started yet):
+            # a Ctrl-C that came when the engine had nothing left to run must not cancel the
+            # next statement.
+            self.session.engine.clear_interrupt()
         elapsed = time.perf_counter() - t0
         self._print(fmt_mod.table(result, show=self.display))
         self._print(fmt_mod.status(result, self.display))

@@ -1,0 +1,229 @@
+"""The guarantee on hostile data (docs/privacy.md, "Phases of a query"): whether a query is
+answered, and which refusal it gets, never depends on the rows.
+
+Tables hold each type's extremes (BIGINT and HUGEINT bounds, DOUBLE ±inf, NaN, ±1e308,
+DECIMAL(38,0) bounds, empty and megabyte strings, NULLs, extreme dates and timestamps). Each
+is paired with neighbours that lack one hostile unit. Every accepted corpus query and a few
+thousand generated ones run on both sides of a pair: the outcome kind (an answer, or the
+refusal's code) must be the same, and nothing but a deliberate refusal may be raised — never
+a foreign exception, and never DP900/DP901 (a failure after private rows were read).
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import dpsql
+from dpsql.errors import DpsqlError
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "grammar_tests"))
+from corpus import load_cases  # noqa: E402
+
+ACCEPTED = [c for c in load_cases() if c.expected is not None]
+
+MEGA = "x" * 1_000_000
+BIG = 9223372036854775807
+HUGE = 170141183460469231731687303715884105727
+DEC = "99999999999999999999999999999999999999"
+
+# (id, employees, payann, payqtr1, hug, dbl, decm, dt, ts, state, county, naics, naics2)
+HOSTILE = [
+    (10_000_001, BIG, -BIG - 1, 0, HUGE, "inf", DEC, "5881580-07-10", "294247-01-10 04:00:54", "CA", "", MEGA, "72"),
+    (10_000_002, -BIG - 1, BIG, BIG, -HUGE, "-inf", "-" + DEC, "-5877641-06-25", "-290308-12-22 00:00:00", None, None, None, None),
+    (10_000_003, 0, 0, -BIG - 1, 0, "nan", "0", None, None, "", MEGA, "", ""),
+    (10_000_004, 1, 1, 1, 1, "1e308", "1", "2020-02-29", "2020-02-29 12:00:00", MEGA, "06001", "721110", "72"),
+    (10_000_005, None, None, None, None, "-1e308", None, "1970-01-01", "1970-01-01 00:00:00", "NY", "Zürich ✓", "54", "54"),
+    (10_000_006, 5, 6e18, 7, 6 * 10**37, "6e37", "6" + "0" * 37, "2000-01-01", "2000-01-01 00:00:00", "TX", "48201", "5411", "54"),
+    (10_000_007, 5, 6e18, 7, 6 * 10**37, "6e37", "6" + "0" * 37, "2000-01-01", "2000-01-01 00:00:00", "TX", "48201", "5411", "54"),
+]
+DEVICES = [(20_000_001, "Pixel", "inf"), (20_000_002, "", "nan"), (20_000_003, MEGA, "1e308"), (20_000_004, None, "-1e308")]
+
+POLICY_EXTRA = """
+[tables.establishments.measures.hug]
+threshold = 100
+[tables.establishments.measures.dbl]
+threshold = 100
+[tables.establishments.measures.decm]
+threshold = 100
+"""
+
+
+def _build(path: Path, demo_db: Path, drop: int | None) -> None:
+    con = duckdb.connect(str(path))
+    con.execute(f"ATTACH '{demo_db}' AS demo (READ_ONLY)")
+    con.execute("""CREATE TABLE establishments (id BIGINT PRIMARY KEY, firm_id BIGINT, state VARCHAR, county VARCHAR,
+                   naics VARCHAR, naics2 VARCHAR, employees BIGINT, payann BIGINT, payqtr1 BIGINT, hug HUGEINT, dbl DOUBLE,
+                   decm DECIMAL(38,0), dt DATE, ts TIMESTAMP)""")
+    con.execute("""INSERT INTO establishments SELECT id, firm_id, state, county, naics, naics2, employees, payann, payqtr1,
+                   payann, payann * 1.5, payann, DATE '2015-01-01' + CAST(id % 3000 AS INTEGER),
+                   TIMESTAMP '2015-01-01' + INTERVAL (id % 3000) HOUR FROM demo.establishments WHERE id <= 400""")
+    for (i, emp, pay, q1, h, d, dec, dt, ts, state, county, naics, n2) in HOSTILE:
+        if i == drop:
+            continue
+        con.execute("INSERT INTO establishments VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS DOUBLE), CAST(? AS DECIMAL(38,0)), "
+                    "CAST(? AS DATE), CAST(? AS TIMESTAMP))",
+                    [i, state, county, naics, n2, emp, int(pay) if pay is not None else None, q1, h, d, dec, dt, ts])
+    for table in ("paper_table1", "paper_table2", "states", "naics_sectors"):
+        con.execute(f"CREATE TABLE {table} AS SELECT * FROM demo.{table}")
+    con.execute("CREATE TABLE devices AS SELECT * FROM demo.devices WHERE user_id <= 300")
+    for (i, model, lat) in DEVICES:
+        if i != drop:
+            con.execute("INSERT INTO devices (user_id, device_model, latency_ms) VALUES (?, ?, CAST(? AS DOUBLE))", [i, model, lat])
+    con.close()
+
+
+@pytest.fixture(scope="module")
+def pairs(demo_files, tmp_path_factory):
+    """The full hostile database and its neighbours, one hostile unit less each, opened with
+    one policy and a budget large enough for the whole test (ledgers on tmpfs when there is one)."""
+    demo_db, demo_policy = demo_files
+    base = tmp_path_factory.mktemp("hostile")
+    fast = Path("/dev/shm") if Path("/dev/shm").is_dir() else base
+    ledger_dir = Path(tempfile.mkdtemp(dir=fast))
+    text = demo_policy.read_text().replace("total_rho = 10.0", "total_rho = 1e9")
+    text = text.replace("[budget]", f"[budget]\nledger = '{ledger_dir / 'hostile.ledger.sqlite'}'", 1)
+    text = text.replace("total_delta = 1e-4", "total_delta = 0.5") if "total_delta" in text else \
+        text.replace("[budget]", "[budget]\ntotal_delta = 0.5", 1)
+    policy = base / "hostile.policy.toml"
+    policy.write_text(text + POLICY_EXTRA)
+    drops = [None, HOSTILE[0][0], HOSTILE[1][0], HOSTILE[2][0], HOSTILE[5][0], DEVICES[0][0], DEVICES[2][0]]
+    cons = {}
+    for drop in drops:
+        path = base / f"hostile_{drop or 'all'}.duckdb"
+        _build(path, demo_db, drop)
+        cons[drop] = dpsql.connect(path, policy, rho=1)
+    yield cons
+    for c in cons.values():
+        c.close()
+    shutil.rmtree(ledger_dir, ignore_errors=True)
+
+
+def outcome(con, sql: str) -> str:
+    """'answer' or the refusal's code; anything else fails the test."""
+    try:
+        con.cursor().execute(sql)
+        return "answer"
+    except DpsqlError as exc:
+        assert exc.code not in ("DP900", "DP901"), f"{sql!r}: a failure after reading private rows: {exc}"
+        assert MEGA[:1000] not in str(exc) and "Zürich" not in str(exc), f"{sql!r}: the refusal quotes data"
+        return exc.code
+    # any other exception propagates and fails the test
+
+
+def test_corpus_outcomes_do_not_depend_on_hostile_rows(pairs):
+    full = pairs[None]
+    answered = 0
+    refused: list[tuple[str, str]] = []
+    for case in ACCEPTED:
+        kinds = {drop: outcome(con, case.sql) for drop, con in pairs.items()}
+        assert len(set(kinds.values())) == 1, f"{case.id}: {kinds}"
+        answered += kinds[None] == "answer"
+        if kinds[None] != "answer":
+            refused.append((case.id, kinds[None]))
+    # the corpus is made of accepted queries: on hostile data every one must still be answered
+    assert answered == len(ACCEPTED), f"refused on hostile data: {refused}"
+    assert full.session.ledger.spent > 0
+
+
+# ------------------------------------------------------------------------------ generated
+LITERALS = ["0", "1", "-1", "0.5", "1.5", "-2.25", str(BIG), str(-BIG - 1), str(HUGE), "1" + "0" * 40, DEC,
+            "0.0000000000000000000000000000001", "0.00000000000000001", "1e308", "1e-300", "-1e308",
+            "'CA'", "''", "'72'", "'abc'", "'2020-01-01'", "DATE '2020-01-01'", "TIMESTAMP '2020-01-01 00:00:00'",
+            "NULL", "TRUE"]
+COLUMNS = ["id", "firm_id", "employees", "payann", "payqtr1", "hug", "dbl", "decm", "dt", "ts", "state", "county",
+           "naics", "naics2"]
+TEXT = ["state", "county", "naics", "naics2"]
+BOUNDS = ["1", "3", "-2", "2147483648", "4294967295", "4294967296", str(BIG), str(-BIG - 1)]
+MEASURES = ["employees", "payann", "payqtr1", "hug", "dbl", "decm"]
+KEYS = ["state", "naics2", "county", "SUBSTR(naics, 1, 3)", "LOWER(state)", "state || naics2",
+        "SUBSTR(naics2, {b}, 1)", "CASE WHEN state IN ('CA', 'NY') THEN 'coast' ELSE 'inland' END",
+        "COALESCE(county, 'none')", "LENGTH(naics)"]
+
+
+def _atom(r: random.Random) -> str:
+    col, lit = r.choice(COLUMNS), r.choice(LITERALS)
+    op = r.choice(["=", "<>", "<", ">", "<=", ">="])
+    t = r.choice(TEXT)
+    forms = [
+        f"{col} {op} {lit}",
+        f"{lit} {op} {col}",
+        f"{col} {op} {r.choice(COLUMNS)}",
+        f"SUBSTR({t}, {r.choice(BOUNDS)}, {r.choice(BOUNDS)}) = 'x'",
+        f"{col} + {lit} {op} {lit}",
+        f"{col} * {r.choice(['2', '1000000', str(BIG)])} {op} 0",
+        f"ABS({col}) {op} {lit}",
+        f"-{col} {op} 0",
+        f"CAST({t} AS INTEGER) {op} {lit}",
+        f"CAST({col} AS DECIMAL(38,10)) {op} 1",
+        f"LN({r.choice(MEASURES)}) > 0",
+        f"{r.choice(MEASURES)} / 0 > 1",
+        f"{r.choice(MEASURES)} % {r.choice(['0', '7'])} = 1",
+        f"{t} LIKE '{r.choice(['a%', '%', '_7%'])}'",
+        f"{t} ILIKE 'c%'",
+        f"COALESCE({col}, {lit}) {op} {lit}",
+        f"CASE WHEN {col} {op} {lit} THEN 1 ELSE 0 END = 1",
+        f"{col} IN ({lit}, {r.choice(LITERALS)})",
+        f"{col} BETWEEN {lit} AND {r.choice(LITERALS)}",
+        f"{col} IS NULL", f"{col} IS NOT NULL",
+        f"LENGTH({t}) {op} {r.choice(['0', '5', str(BIG)])}",
+        f"UPPER({t}) = 'CA'",
+        f"TRIM({t}) = ''",
+        f"{t} || {t} = 'x'",
+        f"dt {op} ts", f"dt {op} DATE '2020-01-01'", f"ts {op} {lit}",
+        f"ROUND(dbl, 2) {op} {lit}", f"POW(dbl, 2) > 1", f"SQRT(dbl) > 1",
+    ]
+    return r.choice(forms)
+
+
+def _cond(r: random.Random, depth: int = 0) -> str:
+    roll = r.random()
+    if depth < 2 and roll < 0.25:
+        return f"({_cond(r, depth + 1)} {r.choice(['AND', 'OR'])} {_cond(r, depth + 1)})"
+    if depth < 2 and roll < 0.3:
+        return f"NOT ({_cond(r, depth + 1)})"
+    return _atom(r)
+
+
+def generated(n: int, seed: int) -> list[str]:
+    r = random.Random(seed)
+    out = []
+    for _ in range(n):
+        keys = [r.choice(KEYS).format(b=r.choice(BOUNDS)) for _ in range(r.choice([0, 1, 1, 2]))]
+        aggs = [r.choice(["COUNT(*)", "COUNT(naics)", f"SUM({r.choice(MEASURES)})", f"AVG({r.choice(MEASURES)})"])
+                for _ in range(r.randint(1, 3))]
+        select = ", ".join([f"{k} AS k{i}" for i, k in enumerate(keys)] + aggs)
+        where = f" WHERE {_cond(r)}" if r.random() < 0.8 else ""
+        group = f" GROUP BY {', '.join(f'k{i}' for i in range(len(keys)))}" if keys else ""
+        out.append(f"SELECT {select} FROM establishments{where}{group}")
+    for _ in range(n // 10):  # the devices table: a DOUBLE measure with a granularity, a private key
+        where = f" WHERE latency_ms {r.choice(['>', '<', '='])} {r.choice(LITERALS)}" if r.random() < 0.5 else ""
+        key = r.choice(["", "device_model"])
+        out.append(f"SELECT {key + ', ' if key else ''}SUM(latency_ms), AVG(latency_ms), COUNT(*) FROM devices{where}"
+                   + (f" GROUP BY {key}" if key else ""))
+    return out
+
+
+GENERATED = 1500
+
+
+def test_generated_outcomes_do_not_depend_on_hostile_rows(pairs):
+    """Each generated query runs on the full table and on one neighbour (they rotate)."""
+    neighbours = [d for d in pairs if d is not None]
+    answered = 0
+    queries = generated(GENERATED, seed=20261123)
+    for i, sql in enumerate(queries):
+        drop = neighbours[i % len(neighbours)]
+        a, b = outcome(pairs[None], sql), outcome(pairs[drop], sql)
+        assert a == b, f"{sql!r}: {a} with every row, {b} without unit {drop}"
+        answered += a == "answer"
+    # The generator aims at the edges of the grammar; a healthy share must still be answered,
+    # or the test would only be exercising refusals.
+    assert answered >= 0.4 * len(queries), f"only {answered} of {len(queries)} generated queries answered"
