@@ -22,7 +22,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .errors import BudgetValueError
+from .errors import BudgetValueError, DpsqlInternalError
 from .mechanisms import (
     discrete_laplace_variance,
     gaussian_sigma2,
@@ -39,6 +39,12 @@ GAUSSIAN = "discrete_gaussian"
 GEOMETRIC = "geometric"
 #: 1.96² / 2, exactly: ρ = (2401/1250)·Δ²/⌊MOE⌋² makes ⌈1.96σ⌉ ≤ ⌊MOE⌋.
 _Z2_HALF = Fraction(2401, 1250)
+#: Most nudges an accuracy-first allocation may take before it is declared a bug. Measured need
+#: (every MOE target 1..3000 and 10^4..7·10^8, Δ from 1 to 10^6): at most 2 for the Gaussian
+#: (float rounding), 165 for the geometric (MOE 1, Δ = 1); 1000 nudges raise ε by 2.7× and ρ by
+#: 0.1%, far beyond either. A formula that stops converging must fail, not hang: the Gaussian's
+#: exact ρ gains six digits per nudge, so an unbounded loop would also slow down as it went.
+MAX_NUDGES = 1000
 
 
 @dataclass(frozen=True)
@@ -122,13 +128,27 @@ def _for_moe(p: Primitive, settings: Settings, delta: int, g: Fraction) -> Alloc
         # paper 004 eq. 37 (scaled by Δ²), with 1.96²/2 exactly; the reported margin is computed
         # in floats, so nudge ρ up in the rare case rounding puts it one above the target.
         a = Allocation(p, GAUSSIAN, _Z2_HALF * delta * delta / (m * m))
+        steps = 0
         while a.moe(delta) > m:
+            steps = _nudged(steps, p, target)
             a = replace(a, rho=a.rho * Fraction(1_000_001, 1_000_000))
         return a
     # paper 004 eq. 38, ε = ln 20 / (⌊MOE⌋ + 1), scaled by Δ; then made exact and checked
     # against the margin dpsql reports, nudging ε up until it fits.
     # (Whatever ε is chosen is charged exactly, so simplifying it is safe.)
     eps = Fraction(math.log(20) * delta / (m + 1)).limit_denominator(10**9)
+    steps = 0
     while moe95_geometric(float(delta / eps)) > m:
+        steps = _nudged(steps, p, target)
         eps = (eps * Fraction(1001, 1000)).limit_denominator(10**9)
     return Allocation(p, GEOMETRIC, eps * eps / 2, eps)
+
+
+def _nudged(steps: int, p: Primitive, target: Fraction) -> int:
+    """Count one nudge of an accuracy-first budget; past :data:`MAX_NUDGES` it is a bug (the
+    margin formula and the budget formula disagree), reported as such rather than looping."""
+    if steps >= MAX_NUDGES:
+        raise DpsqlInternalError(
+            f"the budget for {p.label} did not reach the target margin of error {target} after {MAX_NUDGES} "
+            "adjustments; this is a bug in dpsql (its margin and budget formulas disagree), please report it")
+    return steps + 1

@@ -1,0 +1,313 @@
+"""Privacy-critical mutations of dpsql, and the tests that must kill them.
+
+    python tests/mutations.py --list              # the mutations and their killing tests
+    python tests/mutations.py                     # run them all (a few minutes)
+    python tests/mutations.py NAME [NAME ...]     # run some
+    python tests/mutations.py -j 4 --timeout 300  # in parallel; per-run time limit in seconds
+
+Each mutation is a small patch that weakens the privacy guarantee while the code still runs (σ
+halved in the release path, the charge-time budget check removed, ...), with the test node ids
+that must fail once it is applied. For each one the repository is copied to a temporary
+directory — the working tree is never touched — the patch is applied there (a patch whose old
+text does not occur exactly once fails loudly: the list must follow the code as it moves), and
+the killing tests run there:
+
+    python -m pytest -q -x -p no:cacheprovider <ids>      (cwd and PYTHONPATH: the copy)
+
+A mutation is *killed* when pytest reports failing tests (exit code 1), *survived* when they
+pass, and an *error* otherwise (the ids do not exist, collection broke, the run timed out): the
+list then needs fixing. Before the mutations, the killing tests run once on an unmutated copy
+and must pass (else "killed" would mean nothing). Exit code: 0 when every mutation selected was
+killed, 1 when one survived, 2 on an error.
+
+Each patch's old text is one line, so that it is easy to update when the code is reworked;
+``tests/test_mutations_list.py`` checks on every test run that each still occurs exactly once.
+This file is not collected by pytest (its name does not start with ``test_``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SPREAD = "tests/test_release_spread.py"
+REFUSALS = "tests/test_refusals.py"
+
+
+@dataclass(frozen=True)
+class Patch:
+    file: str  # relative to the repository root
+    old: str  # must occur exactly once in the file
+    new: str
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    why: str  # the guarantee it breaks
+    patches: tuple[Patch, ...]
+    killers: tuple[str, ...]  # pytest node ids, relative to the repository root
+
+
+MUTATIONS: tuple[Mutation, ...] = (
+    # ------------------------------------------------------------------ the noise actually added
+    Mutation("release_noise_halved",
+             "each released cell gets half the noise its receipt (and its charge) states",
+             (Patch("dpsql/session.py", "noisy = [e + int(n) for e, n in zip(exact, noise.tolist())]",
+                    "noisy = [e + int(n) // 2 for e, n in zip(exact, noise.tolist())]"),),
+             (f"{SPREAD}::test_count_spread_including_empty_groups",)),
+    Mutation("release_noise_0_8",
+             "each released cell gets 0.8 of the noise its receipt states",
+             (Patch("dpsql/session.py", "noisy = [e + int(n) for e, n in zip(exact, noise.tolist())]",
+                    "noisy = [e + round(n * 0.8) for e, n in zip(exact, noise.tolist())]"),),
+             (f"{SPREAD}::test_count_spread_including_empty_groups", f"{SPREAD}::test_granular_sum_spread")),
+    Mutation("release_noise_1_25",
+             "1.25 of the stated noise: the receipt's error bars are wrong the other way",
+             (Patch("dpsql/session.py", "noisy = [e + int(n) for e, n in zip(exact, noise.tolist())]",
+                    "noisy = [e + round(n * 1.25) for e, n in zip(exact, noise.tolist())]"),),
+             (f"{SPREAD}::test_count_spread_including_empty_groups",)),
+    Mutation("release_scale_quartered",
+             "the sampler gets a quarter of the σ² (Gaussian; a quarter of b, geometric) the receipt uses",
+             (Patch("dpsql/session.py", "by_sens = {s: a.scale(s) for s in set(sens)}",
+                    "by_sens = {s: a.scale(s) / 4 for s in set(sens)}"),),
+             (f"{SPREAD}::test_granular_sum_spread", f"{SPREAD}::test_geometric_spread")),
+    Mutation("receipt_sigma_doubled",
+             "the receipt states twice the σ that is drawn (a MOE claim the release does not meet)",
+             (Patch("dpsql/allocate.py",
+                    "return math.sqrt(s) if self.mechanism == GAUSSIAN else math.sqrt(discrete_laplace_variance(s))",
+                    "return 2 * math.sqrt(s) if self.mechanism == GAUSSIAN else math.sqrt(discrete_laplace_variance(s))"),),
+             (f"{SPREAD}::test_avg_parts_spread",)),
+    Mutation("per_group_noise_uses_smallest_threshold",
+             "per-group thresholds: every cell is noised for the smallest T while its receipt states its own",
+             (Patch("dpsql/session.py", "noise = a.sample([by_sens[s] for s in sens], self.rng)",
+                    "noise = a.sample([by_sens[min(sens)] for s in sens], self.rng)"),),
+             (f"{SPREAD}::test_per_group_threshold_sum_spread",)),
+    Mutation("ungrouped_cell_uses_default_threshold",
+             "a cell not grouped by the override key is noised for the default T, not the largest",
+             (Patch("dpsql/session.py", "return [m.max_threshold] * len(domain)",
+                    "return [m.threshold] * len(domain)"),),
+             ("tests/test_release.py::test_per_group_sensitivity",)),
+    Mutation("sigma2_formula_quartered",
+             "σ² = Δ²/(8ρ) instead of Δ²/(2ρ): receipts and noise agree, but the charge is 4× too small",
+             (Patch("dpsql/mechanisms.py", "return Fraction(delta * delta) / (2 * _exact_positive(rho, \"rho\"))",
+                    "return Fraction(delta * delta) / (8 * _exact_positive(rho, \"rho\"))"),),
+             ("tests/test_release.py::test_receipt_sigma_for_sum_and_count",
+              "tests/test_mechanisms.py::test_gaussian_sigma2_and_geometric_scale_exact")),
+    Mutation("tsgd_noise_halved",
+             "the truncated-geometric count (released as the COUNT) gets about half its noise",
+             (Patch("dpsql/selection.py", "noisy = flat + sample_truncated_geometric(eps, k, rng, size=flat.size)",
+                    "noisy = flat + sample_truncated_geometric(eps * 2, k, rng, size=flat.size)"),),
+             (f"{SPREAD}::test_thresholded_count_spread",)),
+    Mutation("empty_groups_not_noised",
+             "cells of a public keyset with no unit are released as an exact 0",
+             (Patch("dpsql/session.py", "noisy = [e + int(n) for e, n in zip(exact, noise.tolist())]",
+                    "noisy = [e + int(n) if e else 0 for e, n in zip(exact, noise.tolist())]"),),
+             (f"{SPREAD}::test_count_spread_including_empty_groups",)),
+    Mutation("finish_on_exact_values",
+             "the finish stage (HAVING / ORDER BY / LIMIT and the output) runs on the exact values",
+             (Patch("dpsql/session.py", "columns[primitive_column(i)] = _as_array(noisy, g)",
+                    "columns[primitive_column(i)] = _as_array(exact, g)"),
+              Patch("dpsql/session.py", "            del exact\n", "            pass\n")),
+             (f"{SPREAD}::test_count_spread_including_empty_groups",
+              "tests/test_fuzz.py::test_released_values_are_never_the_exact_answer")),
+    # ------------------------------------------------------------------ partition selection
+    Mutation("tsgd_threshold_weakened",
+             "truncated-geometric selection releases groups whose noisy count is up to 3 below k",
+             (Patch("dpsql/selection.py", "released = noisy > k", "released = noisy > k - 3"),),
+             ("tests/test_selection.py::test_thresholded_release_frequency_matches_eq8",
+              f"{SPREAD}::test_thresholded_count_spread")),
+    Mutation("optimal_selection_weakened",
+             "the optimal selection keeps a group of n units with probability π(2n)",
+             (Patch("dpsql/selection.py", "idx = np.minimum(flat, tab.ones)", "idx = np.minimum(2 * flat, tab.ones)"),),
+             ("tests/test_selection.py::test_select_frequency_matches_pi",)),
+    Mutation("session_selection_delta_raised",
+             "the session runs the selection with 10× the δ the policy states and the ledger charges",
+             (Patch("dpsql/session.py", "keep = select(n, sel.epsilon, sel.delta, self.rng)",
+                    "keep = select(n, sel.epsilon, sel.delta * 10, self.rng)"),),
+             (f"{SPREAD}::test_optimal_selection_release_rate",)),
+    # ------------------------------------------------------------------ the budget
+    Mutation("charge_check_removed",
+             "Ledger.charge records a charge the remaining budget cannot cover (the binding check)",
+             (Patch("dpsql/ledger.py", "refusal = self._refusal(charge.rho, charge.delta, s)", "refusal = None"),),
+             (f"{REFUSALS}::test_ledger_charge_refuses_over_budget_and_records_nothing",
+              f"{REFUSALS}::test_charge_is_binding_when_two_sessions_pass_the_early_check",
+              f"{REFUSALS}::test_charge_is_binding_when_the_early_check_is_bypassed")),
+    Mutation("charge_check_removed_two_sessions",
+             "as charge_check_removed, caught end to end: two sessions that both passed the early check",
+             (Patch("dpsql/ledger.py", "refusal = self._refusal(charge.rho, charge.delta, s)", "refusal = None"),),
+             (f"{REFUSALS}::test_charge_is_binding_when_two_sessions_pass_the_early_check",)),
+    # ------------------------------------------------------------------ the privacy unit
+    Mutation("unit_check_skipped",
+             "a private table whose unit repeats is answered (every sensitivity is then wrong)",
+             (Patch("dpsql/session.py", "if not self.engine.units_unique(table, tp.privacy_unit):", "if False:"),),
+             (f"{REFUSALS}::test_repeated_units_refuse_every_query_and_charge_nothing",)),
+    Mutation("unit_scan_always_passes",
+             "the engine's one-row-per-unit scan is assumed to pass",
+             (Patch("dpsql/engine.py", "_UNIQUE_UNITS[key] = bool(self._run(q)[0][0])", "_UNIQUE_UNITS[key] = True"),),
+             (f"{REFUSALS}::test_repeated_units_refuse_every_query_and_charge_nothing",)),
+    # ------------------------------------------------------------------ messages
+    Mutation("refusal_scrubbing_removed",
+             "DuckDB's message (which quotes the value a cast failed on) reaches the analyst",
+             (Patch("dpsql/engine.py",
+                    'f"the database could not run the rewritten query ({type(exc).__name__}); its message is withheld "',
+                    'f"the database could not run the rewritten query ({exc}); its message is withheld "'),),
+             (f"{REFUSALS}::test_engine_withholds_duckdb_messages",)),
+    # ------------------------------------------------------------------ accuracy-first budgets
+    Mutation("moe_nudge_unbounded",
+             "the accuracy-first nudge loop has no bound: a σ formula that never fits hangs the query",
+             (Patch("dpsql/allocate.py", "    if steps >= MAX_NUDGES:", "    if False:"),),
+             ("tests/test_mechanisms.py::test_moe_nudge_loop_is_bounded",)),
+)
+
+
+class MutationListError(Exception):
+    """A patch of the list no longer applies: its old text is missing or not unique."""
+
+
+def patch_problems(root: Path = ROOT) -> list[str]:
+    """Every patch whose old text does not occur exactly once in its file (empty: all apply)."""
+    problems = []
+    for m in MUTATIONS:
+        for p in m.patches:
+            path = root / p.file
+            if not path.is_file():
+                problems.append(f"{m.name}: {p.file} does not exist")
+                continue
+            n = path.read_text().count(p.old)
+            if n != 1:
+                problems.append(f"{m.name}: {p.file} holds the old text {n} times, not once: {p.old.strip()!r}")
+    return problems
+
+
+def apply_mutation(mutation: Mutation, root: Path) -> None:
+    """Apply ``mutation`` to the copy at ``root``; fail loudly if a patch does not apply or the
+    patched file no longer compiles (a mutation must be a running program, not a syntax error)."""
+    for p in mutation.patches:
+        path = root / p.file
+        text = path.read_text()
+        n = text.count(p.old)
+        if n != 1:
+            raise MutationListError(f"{mutation.name}: {p.file} holds the old text {n} times, not once: {p.old.strip()!r}")
+        path.write_text(text.replace(p.old, p.new))
+    for file in {p.file for p in mutation.patches}:
+        try:
+            compile((root / file).read_text(), str(root / file), "exec")
+        except SyntaxError as exc:
+            raise MutationListError(f"{mutation.name}: the patched {file} does not compile: {exc}") from None
+
+
+def copy_repository(dest: Path) -> Path:
+    """A copy of the working tree without VCS data, caches or local databases."""
+    repo = dest / "repo"
+    shutil.copytree(ROOT, repo, ignore=shutil.ignore_patterns(
+        ".git", "__pycache__", ".pytest_cache", ".hypothesis", ".benchmarks", "*.egg-info",
+        "*.sqlite", "*.sqlite-wal", "*.sqlite-shm", "*.duckdb", "*.duckdb.wal"))
+    return repo
+
+
+def run_tests(repo: Path, node_ids: tuple[str, ...], timeout: float) -> tuple[int | None, str]:
+    """pytest on ``node_ids`` in the copy at ``repo``; (exit code or None on time-out, output)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(repo) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *node_ids]
+    try:
+        proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        return None, out
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def run_mutation(mutation: Mutation, timeout: float) -> tuple[str, str, float]:
+    """(status, detail, seconds): status is "killed", "survived" or "error"."""
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix=f"dpsql-mutant-{mutation.name}-") as tmp:
+        repo = copy_repository(Path(tmp))
+        try:
+            apply_mutation(mutation, repo)
+        except MutationListError as exc:
+            return "error", str(exc), time.monotonic() - start
+        code, out = run_tests(repo, mutation.killers, timeout)
+    elapsed = time.monotonic() - start
+    if code is None:
+        return "error", f"timed out after {timeout:.0f} s", elapsed
+    last = out.strip().splitlines()[-1] if out.strip() else ""
+    if code == 1:
+        return "killed", last, elapsed
+    if code == 0:
+        return "survived", last, elapsed
+    return "error", f"pytest exit code {code}: " + "\n".join(out.strip().splitlines()[-15:]), elapsed
+
+
+def baseline(mutations: list[Mutation], timeout: float) -> tuple[bool, str]:
+    """The killing tests on an unmutated copy: they must pass."""
+    ids = tuple(dict.fromkeys(i for m in mutations for i in m.killers))
+    with tempfile.TemporaryDirectory(prefix="dpsql-mutant-baseline-") as tmp:
+        code, out = run_tests(copy_repository(Path(tmp)), ids, timeout)
+    return code == 0, "\n".join(out.strip().splitlines()[-15:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("names", nargs="*", metavar="NAME", help="mutations to run (default: all)")
+    parser.add_argument("--list", action="store_true", help="list the mutations and their killing tests")
+    parser.add_argument("-j", "--jobs", type=int, default=1, help="mutations run in parallel (default 1)")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds allowed per pytest run (default 600)")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the unmutated run of the killing tests")
+    args = parser.parse_args(argv)
+
+    by_name = {m.name: m for m in MUTATIONS}
+    unknown = [n for n in args.names if n not in by_name]
+    if unknown:
+        parser.error(f"unknown mutation(s): {', '.join(unknown)} (see --list)")
+    selected = [by_name[n] for n in args.names] if args.names else list(MUTATIONS)
+
+    if args.list:
+        for m in selected:
+            print(f"{m.name}: {m.why}")
+            for p in m.patches:
+                print(f"    {p.file}: {p.old.strip()!r}\n    {' ' * len(p.file)}  -> {p.new.strip()!r}")
+            for k in m.killers:
+                print(f"    killed by {k}")
+        return 0
+
+    problems = [p for p in patch_problems() if p.split(":")[0] in {m.name for m in selected}]
+    if problems:
+        print("the mutation list no longer matches the code:\n  " + "\n  ".join(problems), file=sys.stderr)
+        return 2
+    if not args.no_baseline:
+        ok, out = baseline(selected, args.timeout)
+        if not ok:
+            print("the killing tests fail on the unmutated code, so no mutation can be judged:\n" + out, file=sys.stderr)
+            return 2
+        print("baseline: the killing tests pass on the unmutated code")
+
+    results: dict[str, tuple[str, str, float]] = {}
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = {m.name: pool.submit(run_mutation, m, args.timeout) for m in selected}
+        for m in selected:
+            status, detail, seconds = futures[m.name].result()
+            results[m.name] = (status, detail, seconds)
+            print(f"{status.upper():9} {m.name} ({seconds:.0f} s): {detail}", flush=True)
+
+    counts = {s: sum(r[0] == s for r in results.values()) for s in ("killed", "survived", "error")}
+    print(f"\n{counts['killed']} killed, {counts['survived']} survived, {counts['error']} errors "
+          f"of {len(results)} mutations")
+    if counts["error"]:
+        return 2
+    return 1 if counts["survived"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""The mutation list of ``tests/mutations.py`` stays true as the code moves: every patch's old
+text still occurs exactly once in its file, and every killing test still exists. (Running the
+mutations takes minutes: ``python tests/mutations.py``; this check takes milliseconds.)"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("dpsql_mutations", Path(__file__).with_name("mutations.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+mutations = _load()
+
+
+def test_every_patch_applies_exactly_once():
+    assert mutations.patch_problems(ROOT) == []
+
+
+@pytest.mark.parametrize("mutation", mutations.MUTATIONS, ids=lambda m: m.name)
+def test_mutation_is_well_formed(mutation):
+    assert re.fullmatch(r"[a-z0-9_]+", mutation.name)
+    assert mutation.patches and mutation.killers and mutation.why
+    for p in mutation.patches:
+        assert p.old != p.new
+        assert "\n" not in p.old.rstrip("\n"), "keep each old text to one line"
+    for node in mutation.killers:
+        file, _, func = node.partition("::")
+        path = ROOT / file
+        assert path.is_file(), node
+        assert re.search(rf"^def {re.escape(func.split('[')[0])}\(", path.read_text(), flags=re.M), \
+            f"{node}: no such test"
+
+
+def test_names_are_unique():
+    names = [m.name for m in mutations.MUTATIONS]
+    assert len(names) == len(set(names))
+
+
+def test_the_script_lists_without_running(capsys):
+    assert mutations.main(["--list"]) == 0
+    out = capsys.readouterr().out
+    assert all(m.name in out for m in mutations.MUTATIONS)
