@@ -137,6 +137,9 @@ def _for_moe(p: Primitive, settings: Settings, delta: int, g: Fraction) -> Alloc
     # against the margin dpsql reports, nudging ε up until it fits.
     # (Whatever ε is chosen is charged exactly, so simplifying it is safe.)
     eps = Fraction(math.log(20) * delta / (m + 1)).limit_denominator(10**9)
+    if eps < Fraction(1, 10**9):  # a margin so wide the ε would round to zero: nothing worth releasing
+        raise BudgetValueError(f"the target margin of error {target} for {p.label} is too wide: it needs "
+                               "epsilon below 1e-9", hint="ask for a margin below a billion times the sensitivity.")
     steps = 0
     while moe95_geometric(float(delta / eps)) > m:
         steps = _nudged(steps, p, target)

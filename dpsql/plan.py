@@ -581,9 +581,11 @@ class _Planner:
         return try_casts(tree.transform(columns))
 
     def check_ordering_types(self, tree: exp.Expression) -> None:
-        """Refuse ``<``, ``>``, ``BETWEEN`` between a text column and a number: DuckDB cannot bind
-        them (whatever the data), so the query would only fail later with a vaguer DP120.
-        (``=`` / ``IN`` bind, and run inside TRY() because a row may fail the cast.)"""
+        """Refuse ``<``, ``>``, ``BETWEEN``, ``=``, ``<>`` and ``IN`` between a text column and a
+        number. The orderings do not bind; the equalities do, but cast the text of every row to a
+        number, so inside TRY() each row that is not a number costs DuckDB an exception: seconds
+        on a large table, in proportion to how many rows fail — a timing signal of the data, and
+        an easy way to slow a server. Decided from the query and the schema alone."""
 
         def kind(node: exp.Expression) -> str | None:
             if isinstance(node, exp.Column):
@@ -593,18 +595,22 @@ class _Planner:
             return "number" if isinstance(node, exp.Literal) and not node.is_string else None
 
         for node in tree.walk():
-            if isinstance(node, (exp.GT, exp.GTE, exp.LT, exp.LTE)):
+            if isinstance(node, (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ)):
                 sides = [node.this, node.expression]
             elif isinstance(node, exp.Between):
                 sides = [node.this, node.args["low"], node.args["high"]]
+            elif isinstance(node, exp.In) and not node.args.get("query"):
+                sides = [node.this, *node.expressions]
             else:
                 continue
             kinds = [kind(side) for side in sides]
             if "text" in kinds and "number" in kinds:
                 column = self.shown(next(side.name for side, k in zip(sides, kinds) if k == "text"))
-                raise self.refuse(node, "DP110", f"{node.sql('duckdb')} orders the text column {column!r} against a number, "
-                                  "which DuckDB does not define",
-                                  f"compare with text ({column} > '50') or cast the column (CAST({column} AS INTEGER) > 50).")
+                what = "orders" if isinstance(node, (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between)) else "compares"
+                raise self.refuse(node, "DP110", f"{node.sql('duckdb')} {what} the text column {column!r} with a number; "
+                                  "dpsql compares text with text and numbers with numbers",
+                                  f"compare with text ({column} {'>' if what == 'orders' else '='} '50') or cast the column "
+                                  f"(CAST({column} AS INTEGER) {'>' if what == 'orders' else '='} 50).")
 
     # ------------------------------------------------------------------ GROUP BY
     def group_keys(self, items: list[exp.Expression], aliases: dict[str, exp.Expression]) -> list[GroupKey]:

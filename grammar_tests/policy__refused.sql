@@ -257,3 +257,19 @@ SELECT state, COUNT(*) FROM establishments GROUP BY LOWER(state);
 # title: group by an expression of the privacy unit
 # error: DP206
 SELECT COUNT(*) FROM establishments GROUP BY id % 10;
+
+# title: a text column equal to a number (each row's text would be cast, slowly, in TRY)
+# error: DP110
+SELECT COUNT(*) FROM establishments WHERE state = 5 OR employees > 3;
+
+# title: a text column compared with a number in a list
+# error: DP110
+SELECT COUNT(*) FROM establishments WHERE county IN (6001, 6003);
+
+# title: a text column not equal to a number
+# error: DP110
+SELECT COUNT(*) FROM establishments WHERE county <> 6001;
+
+# title: text column equal to a number, or in a list of numbers
+# error: DP110
+SELECT COUNT(*) FROM establishments WHERE naics2 = 72 OR naics2 IN (11, 21);

@@ -171,11 +171,6 @@ SELECT COUNT(*) AS "__p0" FROM "establishments" WHERE TRY(LEAST("employees", 50)
 SELECT COUNT(*) FROM establishments WHERE state || naics2 = 'CA72';
 SELECT COUNT(*) AS "__p0" FROM "establishments" WHERE TRY("state" || "naics2" = 'CA72');
 
-# title: text column equal to a number runs inside try
-# execute: true
-SELECT COUNT(*) FROM establishments WHERE naics2 = 72 OR naics2 IN (11, 21);
-SELECT COUNT(*) AS "__p0" FROM "establishments" WHERE TRY("naics2" = 72 OR "naics2" IN (11, 21));
-
 # title: negative number literal
 # execute: true
 SELECT COUNT(*) FROM establishments WHERE payann > -1;
@@ -228,13 +223,6 @@ SELECT COUNT(*) FROM establishments WHERE SUBSTR(state, 9223372036854775807, 1) 
 SELECT COUNT(*) AS "__p0"
 FROM "establishments"
 WHERE TRY(SUBSTRING("state", 9223372036854775807, 1) = '');
-
-# title: text compared with a number runs inside try
-# execute: true
-SELECT COUNT(*) FROM establishments WHERE county = 6001;
-SELECT COUNT(*) AS "__p0"
-FROM "establishments"
-WHERE TRY("county" = 6001);
 
 # title: searched case over total conditions runs bare
 # execute: true

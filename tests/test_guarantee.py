@@ -190,3 +190,14 @@ def test_threads_sharing_a_connection_never_overspend(demo_files, tmp_path):
     assert not any(t.is_alive() for t in threads)
     assert other == [] and len(answers) == 10 and len(refusals) == 2
     assert con.session.ledger.spent == 1
+
+
+def test_a_huge_geometric_margin_is_refused_not_a_zero_division(demo_files, tmp_path):
+    """ε = ln 20·Δ/(MOE+1) rounded to a billionth was 0 for MOE ≈ 1e13: a raw ZeroDivisionError."""
+    from dpsql.allocate import Settings, allocate
+    from dpsql.plan import Primitive
+    count = Primitive("count")
+    settings = Settings(mechanism="geometric", moe={"*": 10**13})
+    with pytest.raises(DpsqlError) as err:
+        allocate((count,), settings, {count: 1}, {count: 1})
+    assert err.value.code == "DP302"
