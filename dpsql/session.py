@@ -14,12 +14,11 @@ import math
 import threading
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from sqlglot import exp
 
 from . import engine as engine_mod
@@ -30,37 +29,18 @@ from . import probes  # noqa: F401 - registers the zero-cost answers to BI tools
 from .ledger import Charge, Ledger, fmt, parse_rho
 from .allocate import Allocation, Settings, allocate
 from .parse import parameter_position, parse
-from .plan import GroupKey, Plan, Primitive, build_plan, inline_derived_tables, hidden_columns, moe_column, primitive_column, sigma_column
-from .policy import Policy, Selection, load_policy
+from .plan import GroupKey, Plan, Primitive, build_plan, inline_derived_tables, hidden_columns
+from .policy import Policy, load_policy
 from .randomness import RandomSource, default_random
 from .result import ColumnError, Explanation, NoiseTerm, Receipt, Result
 from .rewrite import INTEGER_TYPES, exact_sql, key_sql, reference_sql
 from .mechanisms import discrete_laplace_variance
-from .selection import midpoint, select, thresholded_release, tsgd_threshold
+from .selection import midpoint, tsgd_threshold
 from .validate import check_statement
+from . import release as release_mod
+from .release import MAX_CELLS, TSGD, Decision, sort_key
 
-MAX_CELLS = 2_000_000
-#: the count of units taken from truncated-geometric partition selection (paper 002 Theorem 6)
-TSGD = "truncated_geometric"
 NUMERIC_TYPES = INTEGER_TYPES + ("DOUBLE", "FLOAT", "REAL")
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What phase 1 decided about one query, from public information only."""
-
-    sql: str
-    plan: Plan
-    allocs: tuple[Allocation, ...]
-    selection: Selection | None
-    rho: Fraction  # the whole charge: noise and selection
-    delta: Fraction
-    epsilon: Fraction | None
-    mechanism: str
-    terms: tuple[dict[str, Any], ...]
-    query: str  # the exact SQL, checked on the schema's empty twin
-    blocks: list[tuple[list[int], list[tuple[Any, ...]]]]  # the public keys' values
-    max_released: int  # private-key groups shown at most (MAX_CELLS over the public cells)
 
 
 def ledger_path(policy: Policy) -> Path:
@@ -253,20 +233,6 @@ class Session:
             return count
         return None
 
-    def _select(self, counts: dict[tuple[Any, ...], int], sel: Selection
-                ) -> tuple[list[tuple[Any, ...]], dict[tuple[Any, ...], int] | None]:
-        """The private-key groups released by DP partition selection, in a stable order, and —
-        for the truncated geometric (paper 002 Theorems 5-6) — their noisy counts. ``counts``
-        are exact and stay here."""
-        groups = list(counts)
-        n = np.array([counts[g] for g in groups], dtype=np.int64)
-        if sel.method == "truncated_geometric":
-            keep, noisy = thresholded_release(n, sel.epsilon, sel.delta, self.rng)
-            kept = [g for g, k in zip(groups, keep) if k]
-            return sorted(kept, key=_sort_key), dict(zip(kept, noisy.tolist()))
-        keep = select(n, sel.epsilon, sel.delta, self.rng)  # the optimal primitive, Theorem 1
-        return sorted((g for g, k in zip(groups, keep) if k), key=_sort_key), None
-
     def _source_keyset(self, plan: Plan, column: str) -> tuple[Any, ...]:
         """The public keyset of one column: the policy's list for a key of the private table;
         the distinct values of a column of a joined public table (public data, read directly)."""
@@ -326,25 +292,9 @@ class Session:
                 where = f" WHERE {' AND '.join(f'{c} IS NOT NULL' for c in plain)}" if plain else ""
                 rows = self.engine.run(f'SELECT DISTINCT {", ".join(key_sql(k) for k in keys)} '
                                        f'FROM (SELECT {cols} FROM "{table}"){where}')  # public rows only
-                self._images[cache] = tuple(sorted(rows, key=_sort_key))
+                self._images[cache] = tuple(sorted(rows, key=sort_key))
             blocks.append((idx, list(self._images[cache])))
         return blocks
-
-    def _domain(self, plan: Plan, blocks: list[tuple[list[int], list[tuple[Any, ...]]]],
-                released: list[tuple[Any, ...]] | None) -> list[tuple[Any, ...]]:
-        """The cells of the answer: every combination of the public keys' values (empty groups
-        get noise on zero), times the released private-key groups. Its size was bounded in the
-        decide phase (:meth:`_decide`), so nothing here can refuse."""
-        private = [i for i, k in enumerate(plan.keys) if not k.public]
-        where: dict[int, tuple[str, int, int]] = {i: ("priv", 0, j) for j, i in enumerate(private)}
-        for b, (idx, _) in enumerate(blocks):
-            where.update({i: ("pub", b, j) for j, i in enumerate(idx)})
-        order = [where[i] for i in range(len(plan.keys))]
-        out = []
-        for combo in itertools.product(*(rows for _, rows in blocks)):
-            for priv in (released if released is not None else [()]):
-                out.append(tuple(combo[b][j] if side == "pub" else priv[j] for side, b, j in order))
-        return out
 
     def _selection_info(self, d: Decision, released: list[tuple[Any, ...]] | None) -> dict[str, Any] | None:
         if released is None:
@@ -360,18 +310,6 @@ class Session:
         sel = self.policy.selection
         return {"keys": [k.label for k in plan.private_keys], "method": sel.method, "count": sel.count,
                 "epsilon": fmt(sel.epsilon), "delta": f"{float(sel.delta):.3g}", "rho": fmt(sel.epsilon**2 / 2)}
-
-    def _sensitivities(self, plan: Plan, domain: list[tuple[Any, ...]], p: Primitive) -> list[int]:
-        """Per-cell L2 sensitivity in granularity units: 1 for counts; T for sums, per group when
-        the query groups by the key that sets per-group thresholds (paper 000 Example 5.7),
-        else the largest threshold any record of the cell can have."""
-        if p.kind == "count":
-            return [1] * len(domain)
-        m = plan.table.measures[p.column]
-        by_key = [i for i, k in enumerate(plan.keys) if m.override is not None and k.column == m.override.key]
-        if by_key:
-            return [m.threshold_for(cell[by_key[0]]) for cell in domain]
-        return [m.max_threshold] * len(domain)
 
     def _policy_terms(self, plan: Plan, allocs: list[Allocation]) -> tuple[dict[str, Any], ...]:
         """The terms this query adds to the public policy function P(r) (paper 000 Lemma 5.1,
@@ -531,68 +469,11 @@ class Session:
     def _compute_and_release(self, d: Decision, timings: dict[str, float]
                              ) -> tuple[dict[str, Any], list[NoiseTerm], list[tuple[Any, ...]] | None]:
         """Phases 2-3 up to the charge: the exact query, partition selection, noise. Exact values
-        live only in this frame and are dropped before it returns."""
-        plan, sel = d.plan, d.selection
+        live only in this frame and in ``release.release``, and are dropped before it returns."""
         t0 = time.perf_counter()
         exact_rows = self.engine.run(d.query)
         timings["execute"] = time.perf_counter() - t0
-
-        t0 = time.perf_counter()
-        nk, n_prim = len(plan.keys), len(plan.primitives)
-        exact_by_cell = {tuple(row[:nk]): row[nk:nk + n_prim] for row in exact_rows}
-        released, selected_counts = None, None
-        if sel is not None:
-            counts = _selection_counts(plan, exact_rows)
-            released, selected_counts = self._select(counts, sel)
-            del counts
-            # Post-processing of the selection's output: never more cells than the limit.
-            released = released[:d.max_released]
-        del exact_rows
-        domain = self._domain(plan, d.blocks, released)
-        timings["select"] = time.perf_counter() - t0
-
-        t0 = time.perf_counter()
-        columns: dict[str, Any] = {k.name: [cell[i] for cell in domain] for i, k in enumerate(plan.keys)}
-        noise_terms: list[NoiseTerm] = []
-        for i, a in enumerate(d.allocs):
-            p = a.primitive
-            if a.mechanism == TSGD:
-                assert selected_counts is not None and sel is not None
-                noisy_counts = [selected_counts[cell] for cell in domain]  # keys are all private here
-                k = tsgd_threshold(sel.epsilon, sel.delta)
-                sd = math.sqrt(discrete_laplace_variance(1 / sel.epsilon))
-                columns[primitive_column(i)] = np.array(noisy_counts, dtype=np.int64)
-                columns[sigma_column(i)] = np.full(len(domain), sd)
-                columns[moe_column(i)] = np.full(len(domain), float(k))  # |noise| <= k always
-                noise_terms.append(NoiseTerm(aggregate=p.label, rho=Fraction(0), mechanism=TSGD, sensitivity=(1.0,),
-                                             sigma=(sd,), moe95=(float(k),)))
-                continue
-            m = plan.table.measures.get(p.column) if p.kind == "sum" else None
-            g = m.granularity if m else Fraction(1)
-            sens = self._sensitivities(plan, domain, p)
-            by_sens = {s: a.scale(s) for s in set(sens)}  # a handful of distinct values
-            if len(by_sens) == 1:
-                noise = a.sample(next(iter(by_sens.values())), self.rng, size=len(domain))
-            else:
-                noise = a.sample([by_sens[s] for s in sens], self.rng)
-            exact = [int(exact_by_cell[cell][i] or 0) if cell in exact_by_cell else 0 for cell in domain]
-            noisy = [e + int(n) for e, n in zip(exact, noise.tolist())]
-            del exact
-            sigma_by_sens = {s: a.sigma(s) for s in by_sens}
-            sig_units = np.array([sigma_by_sens[s] for s in sens], dtype=float)
-            columns[primitive_column(i)] = _as_array(noisy, g)
-            columns[sigma_column(i)] = sig_units * float(g)
-            moe_by_sens = {s: a.moe(s) for s in by_sens}
-            columns[moe_column(i)] = np.array([moe_by_sens[s] for s in sens], dtype=float) * float(g)
-            distinct = sorted(by_sens)
-            noise_terms.append(NoiseTerm(
-                aggregate=p.label, rho=a.rho, mechanism=a.mechanism, epsilon=a.epsilon,
-                sensitivity=tuple(float(s * g) for s in distinct),
-                sigma=tuple(sigma_by_sens[s] * float(g) for s in distinct),
-                moe95=tuple(moe_by_sens[s] * float(g) for s in distinct)))
-        del exact_by_cell
-        timings["noise"] = time.perf_counter() - t0
-        return columns, noise_terms, released
+        return release_mod.release(d, exact_rows, self.rng, timings)
 
     def _charge(self, d: Decision) -> Charge:
         return Charge(query=d.sql, rho=d.rho, delta=d.delta, epsilon=d.epsilon, mechanism=d.mechanism,
@@ -618,28 +499,6 @@ class Session:
         return QueryFailed(f"the query failed after private rows were read; {charged} and nothing was released",
                            hint="this should not happen: please report it to the data owner. The failure's details "
                                 "are withheld because they could depend on private values.")
-
-
-def _selection_counts(plan: Plan, exact_rows: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], int]:
-    """n per private-key group: the last column of the exact rows, summed over public keys."""
-    idx = [i for i, k in enumerate(plan.keys) if not k.public]
-    counts: dict[tuple[Any, ...], int] = {}
-    for row in exact_rows:
-        g = tuple(row[i] for i in idx)
-        counts[g] = counts.get(g, 0) + int(row[-1])
-    return counts
-
-
-def _sort_key(group: tuple[Any, ...]) -> tuple[Any, ...]:
-    return tuple((v is None, type(v).__name__, v if v is not None else 0) for v in group)
-
-
-def _as_array(noisy: list[int], g: Fraction) -> np.ndarray:
-    if g == 1:
-        if noisy and max(abs(v) for v in noisy) >= 2**62:
-            return np.array([float(v) for v in noisy])
-        return np.array(noisy, dtype=np.int64)
-    return np.array([float(v * g) for v in noisy])
 
 
 def _column_errors(plan: Plan, rows: list[tuple[Any, ...]], n_visible: int) -> dict[str, Any]:

@@ -1,0 +1,188 @@
+"""The release stage (DESIGN.md "protect"): partition selection, the answer's cells, noise.
+
+Takes what phase 1 decided (:class:`Decision`, public information only) and the exact per-group
+rows of the exact query, and returns noisy cells with their σ and margins, and the noise terms
+of the receipt. Exact values live only in :func:`release`'s frame. No I/O: the engine runs the
+exact query before, the ledger charges after (``Session.execute``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .allocate import Allocation
+from .mechanisms import discrete_laplace_variance
+from .plan import Plan, Primitive, moe_column, primitive_column, sigma_column
+from .policy import Selection
+from .randomness import RandomSource
+from .result import NoiseTerm
+from .selection import select, thresholded_release, tsgd_threshold
+
+#: the most cells an answer holds; the public part is refused above it in phase 1, the private
+#: groups selection releases are cut to it (post-processing)
+MAX_CELLS = 2_000_000
+#: the count of units taken from truncated-geometric partition selection (paper 002 Theorem 6)
+TSGD = "truncated_geometric"
+#: exact selection counts are capped here before numpy (see :func:`select_groups`)
+COUNT_CAP = 2**62
+
+Blocks = list[tuple[list[int], list[tuple[Any, ...]]]]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What phase 1 decided about one query, from public information only."""
+
+    sql: str
+    plan: Plan
+    allocs: tuple[Allocation, ...]
+    selection: Selection | None
+    rho: Fraction  # the whole charge: noise and selection
+    delta: Fraction
+    epsilon: Fraction | None
+    mechanism: str
+    terms: tuple[dict[str, Any], ...]
+    query: str  # the exact SQL, checked on the schema's empty twin
+    blocks: Blocks  # the public keys' values
+    max_released: int  # private-key groups shown at most (MAX_CELLS over the public cells)
+
+
+def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource, timings: dict[str, float]
+            ) -> tuple[dict[str, Any], list[NoiseTerm], list[tuple[Any, ...]] | None]:
+    """Selection and noise over the exact rows: (noisy columns for the finish stage, the noise
+    terms of the receipt, the released private-key groups or None)."""
+    plan, sel = d.plan, d.selection
+    t0 = time.perf_counter()
+    nk, n_prim = len(plan.keys), len(plan.primitives)
+    exact_by_cell = {tuple(row[:nk]): row[nk:nk + n_prim] for row in exact_rows}
+    released, selected_counts = None, None
+    if sel is not None:
+        counts = selection_counts(plan, exact_rows)
+        released, selected_counts = select_groups(counts, sel, rng)
+        del counts
+        # Post-processing of the selection's output: never more cells than the limit.
+        released = released[:d.max_released]
+    del exact_rows
+    cells = domain(plan, d.blocks, released)
+    timings["select"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    columns: dict[str, Any] = {k.name: [cell[i] for cell in cells] for i, k in enumerate(plan.keys)}
+    noise_terms: list[NoiseTerm] = []
+    for i, a in enumerate(d.allocs):
+        p = a.primitive
+        if a.mechanism == TSGD:
+            assert selected_counts is not None and sel is not None
+            noisy_counts = [selected_counts[cell] for cell in cells]  # keys are all private here
+            k = tsgd_threshold(sel.epsilon, sel.delta)
+            sd = math.sqrt(discrete_laplace_variance(1 / sel.epsilon))
+            columns[primitive_column(i)] = np.array(noisy_counts, dtype=np.int64)
+            columns[sigma_column(i)] = np.full(len(cells), sd)
+            columns[moe_column(i)] = np.full(len(cells), float(k))  # |noise| <= k always
+            noise_terms.append(NoiseTerm(aggregate=p.label, rho=Fraction(0), mechanism=TSGD, sensitivity=(1.0,),
+                                         sigma=(sd,), moe95=(float(k),)))
+            continue
+        m = plan.table.measures.get(p.column) if p.kind == "sum" else None
+        g = m.granularity if m else Fraction(1)
+        sens = sensitivities(plan, cells, p)
+        by_sens = {s: a.scale(s) for s in set(sens)}  # a handful of distinct values
+        if len(by_sens) == 1:
+            noise = a.sample(next(iter(by_sens.values())), rng, size=len(cells))
+        else:
+            noise = a.sample([by_sens[s] for s in sens], rng)
+        exact = [int(exact_by_cell[cell][i] or 0) if cell in exact_by_cell else 0 for cell in cells]
+        noisy = [e + int(n) for e, n in zip(exact, noise.tolist())]
+        del exact
+        sigma_by_sens = {s: a.sigma(s) for s in by_sens}
+        sig_units = np.array([sigma_by_sens[s] for s in sens], dtype=float)
+        columns[primitive_column(i)] = as_array(noisy, g)
+        columns[sigma_column(i)] = sig_units * float(g)
+        moe_by_sens = {s: a.moe(s) for s in by_sens}
+        columns[moe_column(i)] = np.array([moe_by_sens[s] for s in sens], dtype=float) * float(g)
+        distinct = sorted(by_sens)
+        noise_terms.append(NoiseTerm(
+            aggregate=p.label, rho=a.rho, mechanism=a.mechanism, epsilon=a.epsilon,
+            sensitivity=tuple(float(s * g) for s in distinct),
+            sigma=tuple(sigma_by_sens[s] * float(g) for s in distinct),
+            moe95=tuple(moe_by_sens[s] * float(g) for s in distinct)))
+    del exact_by_cell
+    timings["noise"] = time.perf_counter() - t0
+    return columns, noise_terms, released
+
+
+def select_groups(counts: dict[tuple[Any, ...], int], sel: Selection, rng: RandomSource
+                  ) -> tuple[list[tuple[Any, ...]], dict[tuple[Any, ...], int] | None]:
+    """The private-key groups released by DP partition selection, in a stable order, and —
+    for the truncated geometric (paper 002 Theorems 5-6) — their noisy counts. ``counts``
+    are exact and stay here."""
+    groups = list(counts)
+    # A split-row count can pass int64 (many records of 2^53 units); pi(n) is 1 long before
+    # 2^62, so the cap changes no decision and no row can make numpy overflow.
+    n = np.array([min(counts[g], COUNT_CAP) for g in groups], dtype=np.int64)
+    if sel.method == "truncated_geometric":
+        keep, noisy = thresholded_release(n, sel.epsilon, sel.delta, rng)
+        kept = [g for g, k in zip(groups, keep) if k]
+        return sorted(kept, key=sort_key), dict(zip(kept, noisy.tolist()))
+    keep = select(n, sel.epsilon, sel.delta, rng)  # the optimal primitive, Theorem 1
+    return sorted((g for g, k in zip(groups, keep) if k), key=sort_key), None
+
+
+def domain(plan: Plan, blocks: list[tuple[list[int], list[tuple[Any, ...]]]],
+            released: list[tuple[Any, ...]] | None) -> list[tuple[Any, ...]]:
+    """The cells of the answer: every combination of the public keys' values (empty groups
+    get noise on zero), times the released private-key groups. Its size was bounded in the
+    decide phase (``Session._decide``), so nothing here can refuse."""
+    private = [i for i, k in enumerate(plan.keys) if not k.public]
+    where: dict[int, tuple[str, int, int]] = {i: ("priv", 0, j) for j, i in enumerate(private)}
+    for b, (idx, _) in enumerate(blocks):
+        where.update({i: ("pub", b, j) for j, i in enumerate(idx)})
+    order = [where[i] for i in range(len(plan.keys))]
+    out = []
+    for combo in itertools.product(*(rows for _, rows in blocks)):
+        for priv in (released if released is not None else [()]):
+            out.append(tuple(combo[b][j] if side == "pub" else priv[j] for side, b, j in order))
+    return out
+
+
+def sensitivities(plan: Plan, domain: list[tuple[Any, ...]], p: Primitive) -> list[int]:
+    """Per-cell L2 sensitivity in granularity units: 1 for counts; T for sums, per group when
+    the query groups by the key that sets per-group thresholds (paper 000 Example 5.7),
+    else the largest threshold any record of the cell can have."""
+    if p.kind == "count":
+        return [1] * len(domain)
+    m = plan.table.measures[p.column]
+    by_key = [i for i, k in enumerate(plan.keys) if m.override is not None and k.column == m.override.key]
+    if by_key:
+        return [m.threshold_for(cell[by_key[0]]) for cell in domain]
+    return [m.max_threshold] * len(domain)
+
+
+def selection_counts(plan: Plan, exact_rows: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], int]:
+    """n per private-key group: the last column of the exact rows, summed over public keys."""
+    idx = [i for i, k in enumerate(plan.keys) if not k.public]
+    counts: dict[tuple[Any, ...], int] = {}
+    for row in exact_rows:
+        g = tuple(row[i] for i in idx)
+        counts[g] = counts.get(g, 0) + int(row[-1])
+    return counts
+
+
+def sort_key(group: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple((v is None, type(v).__name__, v if v is not None else 0) for v in group)
+
+
+def as_array(noisy: list[int], g: Fraction) -> np.ndarray:
+    if g == 1:
+        if noisy and max(abs(v) for v in noisy) >= 2**62:
+            return np.array([float(v) for v in noisy])
+        return np.array(noisy, dtype=np.int64)
+    return np.array([float(v * g) for v in noisy])
+
+
