@@ -31,7 +31,7 @@ MAX_CELLS = 2_000_000
 #: the count of units taken from truncated-geometric partition selection (paper 002 Theorem 6)
 TSGD = "truncated_geometric"
 #: exact selection counts are capped here before numpy (see :func:`select_groups`)
-COUNT_CAP = 2**62
+COUNT_CAP = 2**62 - 1  # selection.select takes counts below 2^62
 
 Blocks = list[tuple[list[int], list[tuple[Any, ...]]]]
 

@@ -201,3 +201,15 @@ def test_a_huge_geometric_margin_is_refused_not_a_zero_division(demo_files, tmp_
     with pytest.raises(DpsqlError) as err:
         allocate((count,), settings, {count: 1}, {count: 1})
     assert err.value.code == "DP302"
+
+
+def test_a_split_row_count_past_int64_selects_without_overflow():
+    """Split-row counts sum |A(r)| over records and can pass 2^63 (a thousand records of 2^53
+    units at T = 1); numpy's int64 would overflow after the data was read."""
+    from dpsql.policy import Selection
+    from dpsql.release import select_groups
+    from dpsql.testing import seeded_random  # the test-only random source
+    counts = {("a",): 2**70, ("b",): 0, ("c",): 1}
+    for method in ("optimal", "truncated_geometric"):
+        released, _ = select_groups(counts, Selection(method=method, count="split_rows"), seeded_random(1))
+        assert ("a",) in released and ("b",) not in released
