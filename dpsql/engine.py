@@ -30,6 +30,13 @@ LOCKDOWN = {
 }
 
 
+def _lock_down(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """Apply :data:`LOCKDOWN` to an in-memory connection (the finisher, the schema twin)."""
+    for setting, value in LOCKDOWN.items():
+        con.execute(f"SET {setting} = {str(value).lower()}")
+    return con
+
+
 class InterruptedBeforeStart(KeyboardInterrupt):
     """An interrupt that stopped a query before DuckDB started it: no row was read, so the
     session charges nothing for it."""
@@ -146,9 +153,7 @@ class Engine:
                                         f"({type(exc).__name__}: {exc})",
                                         hint="dpsql supports tables whose column types DuckDB can create without "
                                              "user-defined types.") from None
-            for setting, value in LOCKDOWN.items():
-                twin.execute(f"SET {setting} = {str(value).lower()}")
-            self._twin = twin
+            self._twin = _lock_down(twin)
         return self._twin
 
     def _run(self, sql: str) -> list[tuple[Any, ...]]:
@@ -268,9 +273,7 @@ class Finisher:
     """
 
     def __init__(self) -> None:
-        self._con = duckdb.connect(":memory:")
-        for setting, value in LOCKDOWN.items():
-            self._con.execute(f"SET {setting} = {str(value).lower()}")
+        self._con = _lock_down(duckdb.connect(":memory:"))
 
     def run(self, columns: dict[str, np.ndarray | list[Any]], sql: str) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
         """Returns (column names, DuckDB type names, rows) of ``sql`` over ``__noisy``."""
