@@ -34,7 +34,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from dpsql.engine import LOCKDOWN
+from dpsql.backends.duckdb import LOCKDOWN
 from dpsql.testing import seeded_random
 
 from .common import ensure_data, log

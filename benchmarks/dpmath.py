@@ -11,7 +11,7 @@ Sources (paper 000 = Seeman et al., ``../shared/papers/000_*.txt``):
 * Top-coding (the standard zCDP approach of §6.4, Table 7): each value is clamped at the
   top-code C, so the SUM has sensitivity C and is biased by -sum(max(0, r(a) - C)).
 * The discrete Gaussian with sigma^2 = Delta^2 / (2 rho) is rho-zCDP for sensitivity Delta
-  (``dpsql.mechanisms.gaussian_sigma2``).
+  (``dpsql.privacy.mechanisms.gaussian_sigma2``).
 * Composition: sequential composition adds rho's and policy functions (Lemma 4.2); disjoint
   groups of one GROUP BY compose in parallel (Lemma 4.3); COUNT needs no splitting, P(r) = rho
   (Lemma 5.6).
@@ -25,8 +25,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpsql.mechanisms import gaussian_sigma2, sample_discrete_gaussian
-from dpsql.randomness import RandomSource
+from dpsql.privacy.mechanisms import gaussian_sigma2, sample_discrete_gaussian
+from dpsql.privacy.randomness import RandomSource
 
 
 @dataclass(frozen=True)

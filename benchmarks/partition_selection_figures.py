@@ -1,4 +1,4 @@
-"""Paper 002 Figures 1-4 from dpsql.selection: optimal vs Laplace partition selection.
+"""Paper 002 Figures 1-4 from dpsql.privacy.selection: optimal vs Laplace partition selection.
 
 Run:  cd /work/main && PYTHONPATH=. python benchmarks/partition_selection_figures.py
           [--png docs/partition_selection.png] [--no-plot]
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dpsql.selection import (
+from dpsql.privacy.selection import (
     laplace_threshold,
     laplace_threshold_probability,
     midpoint,
@@ -120,7 +120,7 @@ def plot(png: Path) -> None:
         deltas = np.geomspace(1e-12, 1e-4, 25)
         percentile_lines(ax, deltas, [(eps3, d) for d in deltas])
         ax.set(title=f"Fig. 3: ε = {eps3:g}", xlabel="δ")
-    fig.suptitle("Partition selection, paper 002 figures from dpsql.selection "
+    fig.suptitle("Partition selection, paper 002 figures from dpsql.privacy.selection "
                  "(solid: mid-point, dashed: 5% and 95%)")
     fig.tight_layout(rect=(0, 0, 1, 0.985))
     fig.savefig(png, dpi=90)

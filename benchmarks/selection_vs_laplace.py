@@ -24,7 +24,7 @@ import numpy as np
 
 import dpsql
 from dpsql.demo_db import ensure_demo
-from dpsql.selection import laplace_threshold, laplace_threshold_probability, release_probability, select
+from dpsql.privacy.selection import laplace_threshold, laplace_threshold_probability, release_probability, select
 from dpsql.testing import seeded_random
 
 

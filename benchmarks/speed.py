@@ -103,7 +103,7 @@ def expansion_sql(sql: str, measures: dict[str, Any]) -> str:
 def bench_size(rows: int, data_dir: Path, repeat: int, ref_repeat: int, diagnose: bool) -> dict[str, Any]:
     """Benchmark one table size in this process. Call it in a fresh process (see :func:`run`)."""
     import dpsql
-    from dpsql.engine import LOCKDOWN
+    from dpsql.backends.duckdb import LOCKDOWN
     from dpsql.session import Session
 
     db, demo_policy = ensure_data(rows, data_dir)
@@ -235,9 +235,9 @@ def run_diagnose(raw: duckdb.DuckDBPyConnection, res: dict[str, Any], repeat: in
 
     import numpy as np
 
-    from dpsql.engine import Finisher
-    from dpsql.mechanisms import gaussian_sigma2, sample_discrete_gaussian
-    from dpsql.randomness import default_random
+    from dpsql.backends.duckdb import Finisher
+    from dpsql.privacy.mechanisms import gaussian_sigma2, sample_discrete_gaussian
+    from dpsql.privacy.randomness import default_random
 
     rows: list[tuple[str, float]] = []
 

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from .dbapi import (
+from dpsql.faces.dbapi import (
     BINARY,
     DATETIME,
     NUMBER,
@@ -21,7 +21,7 @@ from .dbapi import (
     paramstyle,
     threadsafety,
 )
-from .errors import (
+from dpsql.errors import (
     BudgetExceededError,
     DatabaseError,
     DataError,

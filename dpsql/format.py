@@ -7,8 +7,8 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from .ledger import fmt
-from .result import Explanation, Result
+from dpsql.ledger import fmt
+from dpsql.result import Explanation, Result
 
 
 def _cell(value: Any) -> str:

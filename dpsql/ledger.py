@@ -5,7 +5,7 @@ pure ε-DP releases add ε²/2 (Bun & Steinke 2016, Prop. 1.4); an (ε, δ)-DP p
 adds ε²/2 and δ ((ε, δ)-DP is δ-approximate ε²/2-zCDP, Bun & Steinke 2016, Prop. 1.13);
 sequential composition adds ρ's and δ's (Bun & Steinke 2016, Lemma 2.3 for ρ, Lemma 8.2 for
 approximate zCDP). Everything spent, (ρ, δ), is then (ρ + 2√(ρ ln(1/δ')), δ + δ')-DP for any
-δ' (:func:`dpsql.accounting.guarantee`). The statements, the argument, and how far those
+δ' (:func:`dpsql.privacy.accounting.guarantee`). The statements, the argument, and how far those
 numbers could be checked: docs/privacy.md, "Approximate zCDP: the statements relied on".
 
 Budgets — walls in both currencies: ``budget.total_rho`` and ``budget.total_delta`` per
@@ -48,8 +48,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from . import accounting
-from .errors import BudgetExceededError, BudgetValueError, LedgerError
+from dpsql.privacy import accounting
+from dpsql.errors import BudgetExceededError, BudgetValueError, LedgerError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS charges (

@@ -46,7 +46,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from .errors import PolicyFileError
+from dpsql.errors import PolicyFileError
 
 MECHANISMS = ("discrete_gaussian", "geometric")
 

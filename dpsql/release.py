@@ -17,13 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from .allocate import Allocation
-from .mechanisms import discrete_laplace_variance
-from .plan import Plan, Primitive, moe_column, primitive_column, sigma_column
-from .policy import Selection
-from .randomness import RandomSource
-from .result import NoiseTerm
-from .selection import select, thresholded_release, tsgd_threshold
+from dpsql.privacy.allocate import Allocation
+from dpsql.privacy.mechanisms import discrete_laplace_variance
+from dpsql.sql.plan import Plan, Primitive, moe_column, primitive_column, sigma_column
+from dpsql.policy import Selection
+from dpsql.privacy.randomness import RandomSource
+from dpsql.result import NoiseTerm
+from dpsql.privacy.selection import select, thresholded_release, tsgd_threshold
 
 #: the most cells an answer holds; the public part is refused above it in phase 1, the private
 #: groups selection releases are cut to it (post-processing)

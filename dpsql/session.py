@@ -21,24 +21,24 @@ from typing import Any
 
 from sqlglot import exp
 
-from . import engine as engine_mod
-from .errors import DatabaseFileError, DpsqlError, PolicyFileError, QueryFailed, QueryRefused
-from . import set_statements  # noqa: F401 - registers SET / RESET / SHOW dpsql.*
-from .intercept import intercept
-from . import probes  # noqa: F401 - registers the zero-cost answers to BI tools' probes
-from .ledger import Charge, Ledger, fmt, parse_rho
-from .allocate import Allocation, Settings, allocate
-from .parse import parameter_position, parse
-from .plan import GroupKey, Plan, Primitive, build_plan, inline_derived_tables, hidden_columns
-from .policy import Policy, load_policy
-from .randomness import RandomSource, default_random
-from .result import ColumnError, Explanation, NoiseTerm, Receipt, Result
-from .rewrite import INTEGER_TYPES, exact_sql, key_sql, reference_sql
-from .mechanisms import discrete_laplace_variance
-from .selection import midpoint, tsgd_threshold
-from .validate import check_statement
-from . import release as release_mod
-from .release import MAX_CELLS, TSGD, Decision, sort_key
+from dpsql.backends import duckdb as engine_mod
+from dpsql.errors import DatabaseFileError, DpsqlError, PolicyFileError, QueryFailed, QueryRefused
+from dpsql.intercept import settings as set_statements  # noqa: F401 - registers SET / RESET / SHOW dpsql.*
+from dpsql.intercept import intercept
+from dpsql.intercept import probes  # noqa: F401 - registers the zero-cost answers to BI tools' probes
+from dpsql.ledger import Charge, Ledger, fmt, parse_rho
+from dpsql.privacy.allocate import Allocation, Settings, allocate
+from dpsql.sql.parse import parameter_position, parse
+from dpsql.sql.plan import GroupKey, Plan, Primitive, build_plan, inline_derived_tables, hidden_columns
+from dpsql.policy import Policy, load_policy
+from dpsql.privacy.randomness import RandomSource, default_random
+from dpsql.result import ColumnError, Explanation, NoiseTerm, Receipt, Result
+from dpsql.sql.rewrite import INTEGER_TYPES, exact_sql, key_sql, reference_sql
+from dpsql.privacy.mechanisms import discrete_laplace_variance
+from dpsql.privacy.selection import midpoint, tsgd_threshold
+from dpsql.sql.validate import check_statement
+from dpsql import release as release_mod
+from dpsql.release import MAX_CELLS, TSGD, Decision, sort_key
 
 NUMERIC_TYPES = INTEGER_TYPES + ("DOUBLE", "FLOAT", "REAL")
 
@@ -79,7 +79,7 @@ class Session:
         analyst: str = "",
     ) -> None:
         if database is None:
-            from .demo_db import ensure_demo
+            from dpsql.demo_db import ensure_demo
 
             demo_db, demo_policy = ensure_demo()
             database = demo_db

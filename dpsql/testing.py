@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpsql.randomness import RandomSource, SeededRandom
+from dpsql.privacy.randomness import RandomSource, SeededRandom
 
 __all__ = ["seeded_random", "ScriptedWords"]
 
 
 def seeded_random(seed: int) -> RandomSource:
-    """Return a deterministic :class:`~dpsql.randomness.SeededRandom` (PCG64). TESTS ONLY."""
+    """Return a deterministic :class:`~dpsql.privacy.randomness.SeededRandom` (PCG64). TESTS ONLY."""
     return SeededRandom(seed)
 
 

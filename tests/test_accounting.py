@@ -1,4 +1,4 @@
-"""Tests of dpsql.accounting: conversions to (epsilon, delta)-DP, and paper 004's Table 2.
+"""Tests of dpsql.privacy.accounting: conversions to (epsilon, delta)-DP, and paper 004's Table 2.
 
 Reference values are computed independently in 50-digit decimal arithmetic (``decimal``), so
 "conservative" can be checked as "never below the exact value", not against another float.
@@ -14,7 +14,7 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from dpsql.accounting import (
+from dpsql.privacy.accounting import (
     DEFAULT_CONVERSION_DELTA,
     compose_pure,
     epsilon_analytic,

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the benchmarks p
 
 from benchmarks import dpmath
 from benchmarks.dpmath import SPLIT_SCHEMES, TOPCODE_SCHEMES
-from dpsql.mechanisms import gaussian_sigma2
+from dpsql.privacy.mechanisms import gaussian_sigma2
 from dpsql.testing import seeded_random
 
 # Paper 000 Table 2(a), payroll in dollars; thresholds employees 50, payroll 5,000,000.

@@ -10,7 +10,7 @@ import sys
 
 def run(*args: str, env_home: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     env = dict(os.environ, DPSQL_HOME=env_home)
-    return subprocess.run([sys.executable, "-m", "dpsql.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "dpsql", *args], capture_output=True, text=True,
                           env=env, input=stdin, timeout=120)
 
 

@@ -11,7 +11,7 @@ import pytest
 import sqlglot
 
 from dpsql.errors import DpsqlError
-from dpsql.rewrite import exact_sql, reference_sql
+from dpsql.sql.rewrite import exact_sql, reference_sql
 from dpsql.session import Session
 
 ROOT = Path(__file__).resolve().parent.parent

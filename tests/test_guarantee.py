@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 import dpsql
-import dpsql.engine
+import dpsql.backends.duckdb
 import dpsql.session
 from dpsql.errors import BudgetExceededError, DpsqlError, QueryFailed
 
@@ -52,7 +52,7 @@ def test_substr_bounds_no_longer_tell_whether_a_row_matched(demo_files, tmp_path
     """The binary search of issue 12: SUBSTR with a huge literal bound failed only when a row
     reached it, so DP120-or-answer said whether establishment 17 had payann > X, for free."""
     db, policy = demo_files
-    raw = duckdb.connect(str(db), read_only=True, config=dict(dpsql.engine.LOCKDOWN))
+    raw = duckdb.connect(str(db), read_only=True, config=dict(dpsql.backends.duckdb.LOCKDOWN))
     exact = raw.execute("SELECT payann FROM establishments WHERE id = 17").fetchone()[0]
     raw.close()
     con = dpsql.connect(db, _policy(tmp_path, policy))
@@ -132,7 +132,7 @@ def test_a_failure_after_the_data_was_read_is_charged_with_a_fixed_message(demo_
 def test_a_failure_in_the_noise_stage_is_charged_too(demo_files, tmp_path, monkeypatch):
     db, policy = demo_files
     con = dpsql.connect(db, _policy(tmp_path, policy))
-    from dpsql import allocate
+    from dpsql.privacy import allocate
 
     def fail(self, *a, **k):
         raise RuntimeError("exact value 987654321")
@@ -194,8 +194,8 @@ def test_threads_sharing_a_connection_never_overspend(demo_files, tmp_path):
 
 def test_a_huge_geometric_margin_is_refused_not_a_zero_division(demo_files, tmp_path):
     """ε = ln 20·Δ/(MOE+1) rounded to a billionth was 0 for MOE ≈ 1e13: a raw ZeroDivisionError."""
-    from dpsql.allocate import Settings, allocate
-    from dpsql.plan import Primitive
+    from dpsql.privacy.allocate import Settings, allocate
+    from dpsql.sql.plan import Primitive
     count = Primitive("count")
     settings = Settings(mechanism="geometric", moe={"*": 10**13})
     with pytest.raises(DpsqlError) as err:

@@ -21,11 +21,12 @@ from pathlib import Path
 import pytest
 
 import dpsql
-from dpsql.accounting import guarantee
+from dpsql.privacy.accounting import guarantee
 from dpsql.errors import BudgetExceededError, BudgetValueError, LedgerError
 from dpsql.ledger import Charge, Ledger, fmt_up, parse_rho
 from dpsql.policy import load_policy
-from dpsql.repl import Repl, commands
+from dpsql.faces.repl import Repl
+from dpsql.faces.repl import commands
 from dpsql.session import ledger_path
 
 
@@ -293,7 +294,7 @@ def test_private_key_queries_stop_when_delta_runs_out(demo):
 
 def run_cli(*args: str, home: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, DPSQL_HOME=str(home))
-    return subprocess.run([sys.executable, "-m", "dpsql.cli", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "dpsql", *args], capture_output=True, text=True, env=env,
                           timeout=120)
 
 

@@ -15,7 +15,7 @@ import pytest
 
 import dpsql
 from dpsql.errors import ProgrammingError, QueryRefused
-from dpsql.parse import MAX_CHAIN, MAX_NESTING, MAX_SQL_LENGTH, MAX_TREE_DEPTH, complexity, parse
+from dpsql.sql.parse import MAX_CHAIN, MAX_NESTING, MAX_SQL_LENGTH, MAX_TREE_DEPTH, complexity, parse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "grammar_tests"))

@@ -1,4 +1,4 @@
-"""Fast unit tests of dpsql.randomness, dpsql.mechanisms and dpsql.testing.
+"""Fast unit tests of dpsql.privacy.randomness, dpsql.privacy.mechanisms and dpsql.testing.
 
 The distribution tests (many samples) are in test_noise_distribution.py.
 """
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpsql import mechanisms
-from dpsql import randomness
-from dpsql.mechanisms import (
+from dpsql.privacy import mechanisms
+from dpsql.privacy import randomness
+from dpsql.privacy.mechanisms import (
     discrete_gaussian_variance,
     discrete_laplace_variance,
     epsilon_for_moe,
@@ -30,7 +30,7 @@ from dpsql.mechanisms import (
     sample_discrete_gaussian,
     sample_discrete_laplace,
 )
-from dpsql.randomness import RandomSource, SecureRandom, SeededRandom, default_random
+from dpsql.privacy.randomness import RandomSource, SecureRandom, SeededRandom, default_random
 from dpsql.testing import ScriptedWords, seeded_random
 
 
@@ -407,7 +407,7 @@ def test_paper_margins_can_undercover_reported():
         assert _dlap_tail(s, moe95_geometric(s)) <= 0.05 + 1e-12
 
 
-# --- accuracy-first allocation (dpsql.allocate) --------------------------------------------
+# --- accuracy-first allocation (dpsql.privacy.allocate) --------------------------------------------
 
 
 @pytest.mark.parametrize("mechanism, formula", [("discrete_gaussian", "moe95_discrete_gaussian"),
@@ -417,9 +417,9 @@ def test_moe_nudge_loop_is_bounded(monkeypatch, mechanism, formula):
     reaches the target), the nudge loop must end in a DpsqlInternalError that says it is a bug,
     not spin forever. The patched formula counts its calls and gives up just past the bound, so
     a loop without a bound fails this test instead of hanging it."""
-    from dpsql import allocate as alloc
+    from dpsql.privacy import allocate as alloc
     from dpsql.errors import DpsqlInternalError
-    from dpsql.plan import Primitive
+    from dpsql.sql.plan import Primitive
 
     calls = 0
 
@@ -443,8 +443,8 @@ def test_moe_nudge_loop_is_bounded(monkeypatch, mechanism, formula):
 def test_moe_nudges_converge_well_inside_the_bound(mechanism):
     """The real formulas need few nudges (at most 165, at MOE 1 in geometric mode): the bound
     never refuses a real target."""
-    from dpsql import allocate as alloc
-    from dpsql.plan import Primitive
+    from dpsql.privacy import allocate as alloc
+    from dpsql.sql.plan import Primitive
 
     count = Primitive("count")
     for m in (1, 2, 3, 6, 50, 1000, 123457):

@@ -14,14 +14,14 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpsql.mechanisms import (
+from dpsql.privacy.mechanisms import (
     discrete_gaussian_variance,
     discrete_laplace_variance,
     sample_bernoulli_exp,
     sample_discrete_gaussian,
     sample_discrete_laplace,
 )
-from dpsql.randomness import SecureRandom
+from dpsql.privacy.randomness import SecureRandom
 from dpsql.testing import seeded_random
 
 pytestmark = pytest.mark.statistical

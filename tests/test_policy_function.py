@@ -9,7 +9,7 @@ import sys
 from fractions import Fraction
 
 import dpsql
-from dpsql import policy_function as pf
+from dpsql.privacy import policy_function as pf
 
 # Paper 000 Table 2(a): (employees, payroll) of establishments 1..5
 TABLE_2A = [(150, 10_000_000), (50, 15_000_000), (100, 10_000_000), (50, 10_000_000), (20, 1_000_000)]
@@ -61,7 +61,7 @@ def test_per_group_thresholds_need_the_key(demo, tmp_path):
 
 def run_cli(*args: str, home) -> subprocess.CompletedProcess:
     env = dict(os.environ, DPSQL_HOME=str(home))
-    return subprocess.run([sys.executable, "-m", "dpsql.cli", *args], capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run([sys.executable, "-m", "dpsql", *args], capture_output=True, text=True, env=env, timeout=120)
 
 
 def test_ledger_policy_and_convert_commands(demo, tmp_path):

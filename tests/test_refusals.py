@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 import dpsql
-from dpsql.engine import Engine
+from dpsql.backends.duckdb import Engine
 from dpsql.errors import DpsqlError, PolicyFileError
 from dpsql.ledger import Charge, Ledger
 from dpsql.policy import Budget

@@ -69,7 +69,7 @@ def test_seeded_source_is_deterministic(demo):
 
 
 def test_default_source_is_secure(demo):
-    from dpsql.randomness import SecureRandom
+    from dpsql.privacy.randomness import SecureRandom
 
     with dpsql.connect(*demo) as c:
         assert isinstance(c.session.rng, SecureRandom)

@@ -45,7 +45,7 @@ import pytest
 
 import dpsql
 from dpsql.policy import Budget
-from dpsql.selection import release_probability, tsgd_release_probability, tsgd_threshold
+from dpsql.privacy.selection import release_probability, tsgd_release_probability, tsgd_threshold
 from dpsql.testing import seeded_random
 
 pytestmark = pytest.mark.statistical
@@ -83,7 +83,7 @@ def assert_spread(z: list[float] | np.ndarray, kurtosis: float, what: str) -> No
 def raw(db: Path, sql: str) -> list[tuple]:
     """Exact answers straight from DuckDB, read-only (same configuration as dpsql's engine, so it
     can share the file with an open dpsql connection in this process)."""
-    from dpsql.engine import LOCKDOWN
+    from dpsql.backends.duckdb import LOCKDOWN
 
     con = duckdb.connect(str(db), read_only=True, config=dict(LOCKDOWN))
     try:

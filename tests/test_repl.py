@@ -18,11 +18,12 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
 from dpsql import format as fmt_mod
-from dpsql.cli import _names_command
+from dpsql.faces.cli import _names_command
 from dpsql.errors import QueryRefused
-from dpsql.repl import Repl, statements
-from dpsql.repl.completion import SqlCompleter
-from dpsql.repl.progress import run_interruptible
+from dpsql.faces.repl import Repl
+from dpsql.faces.repl import statements
+from dpsql.faces.repl.completion import SqlCompleter
+from dpsql.faces.repl.progress import run_interruptible
 
 CTRL_C, CTRL_D, TAB, ENTER = "\x03", "\x04", "\t", "\r"
 
@@ -378,7 +379,7 @@ def test_script_stops_at_the_first_error(con):
 
 def test_piped_into_the_dpsql_command(demo):
     env = dict(os.environ, DPSQL_HOME=str(demo[0].parent))
-    cmd = [sys.executable, "-m", "dpsql.cli", str(demo[0]), "--policy", str(demo[1])]
+    cmd = [sys.executable, "-m", "dpsql", str(demo[0]), "--policy", str(demo[1])]
     p = subprocess.run(cmd, input="SELECT state, COUNT(*) AS n FROM establishments GROUP BY state LIMIT 2;\n\\q\n",
                        capture_output=True, text=True, env=env, timeout=60, check=False)
     assert p.returncode == 0, p.stderr

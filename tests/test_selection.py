@@ -1,4 +1,4 @@
-"""Tests of dpsql.selection (paper 002, DP partition selection).
+"""Tests of dpsql.privacy.selection (paper 002, DP partition selection).
 
 References: "exact" values come from Lemma 1's recurrence run in 80-digit decimal arithmetic
 (independent of the closed form and of the module's integer table); its error is below 1e-60
@@ -19,9 +19,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpsql import selection
-from dpsql.randomness import SecureRandom
-from dpsql.selection import (
+from dpsql.privacy import selection
+from dpsql.privacy.randomness import SecureRandom
+from dpsql.privacy.selection import (
     group_privacy,
     laplace_threshold,
     laplace_threshold_probability,

@@ -121,8 +121,8 @@ def test_table1_rho_from_moe_targets(level):
     the stability s = 9 for Step 2, over Step 2's 90% share: Total = 10·ρ_base; the printed
     Step 2 is 90% of the printed Total. Rounding: the paper's 3 decimals.
     """
-    from dpsql.allocate import Settings, allocate
-    from dpsql.plan import Primitive
+    from dpsql.privacy.allocate import Settings, allocate
+    from dpsql.sql.plan import Primitive
 
     moe, step2, total = TABLE1_RHO[level]
     count = Primitive("count")

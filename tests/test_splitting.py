@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import dpsql
-from dpsql.rewrite import exact_sql, reference_sql, split_relation_sql
+from dpsql.sql.rewrite import exact_sql, reference_sql, split_relation_sql
 
 # Paper 000 Table 2(b): (id, industry, employees, payroll) per split, in order.
 TABLE_2B = [

@@ -21,7 +21,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import types as sqltypes
 
 import dpsql
-from dpsql.sqlalchemy import DpsqlDialect, budget, last_receipt, sqlalchemy_type
+from dpsql.faces.sqlalchemy import DpsqlDialect, budget, last_receipt, sqlalchemy_type
 from dpsql.testing import seeded_random
 
 POLICY_TABLES = ["devices", "establishments", "naics_sectors", "paper_table1", "paper_table2", "states"]  # private and public
@@ -54,7 +54,7 @@ def spent(bind) -> str:
 
 def test_the_entry_point_registers_the_dialect():
     names = {ep.name: ep.value for ep in entry_points(group="sqlalchemy.dialects")}
-    assert names.get("dpsql") == "dpsql.sqlalchemy:DpsqlDialect"
+    assert names.get("dpsql") == "dpsql.faces.sqlalchemy:DpsqlDialect"
     assert sa.dialects.registry.load("dpsql") is DpsqlDialect
     assert DpsqlDialect.import_dbapi() is dpsql
 

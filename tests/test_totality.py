@@ -12,7 +12,7 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from dpsql.totality import ALLOW_LIST, condition_total, expression_total, value_type
+from dpsql.sql.totality import ALLOW_LIST, condition_total, expression_total, value_type
 
 TYPES = {
     "ti": "TINYINT", "si": "SMALLINT", "i": "INTEGER", "bi": "BIGINT", "hi": "HUGEINT", "ubi": "UBIGINT",

@@ -12,14 +12,14 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.styles import Style
 
-from . import statements
-from .completion import SqlCompleter
-from .lexer import DpsqlLexer
+from dpsql.faces.repl import statements
+from dpsql.faces.repl.completion import SqlCompleter
+from dpsql.faces.repl.lexer import DpsqlLexer
 
 PROMPT = "dpsql> "
 
 if TYPE_CHECKING:
-    from .app import Repl
+    from dpsql.faces.repl.app import Repl
 
 STYLE = Style.from_dict({
     "meta-command": "ansicyan bold",
@@ -30,7 +30,7 @@ STYLE = Style.from_dict({
 
 def history_file() -> History:
     """The history file in dpsql's home; in memory when that directory cannot be written."""
-    from .app import home
+    from dpsql.faces.repl.app import home
 
     try:
         home().mkdir(parents=True, exist_ok=True)

@@ -22,8 +22,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from .errors import BudgetValueError, DpsqlInternalError
-from .mechanisms import (
+from dpsql.errors import BudgetValueError, DpsqlInternalError
+from dpsql.privacy.mechanisms import (
     discrete_laplace_variance,
     gaussian_sigma2,
     geometric_scale,
@@ -32,8 +32,8 @@ from .mechanisms import (
     sample_discrete_gaussian,
     sample_discrete_laplace,
 )
-from .plan import Primitive
-from .randomness import RandomSource
+from dpsql.sql.plan import Primitive
+from dpsql.privacy.randomness import RandomSource
 
 GAUSSIAN = "discrete_gaussian"
 GEOMETRIC = "geometric"

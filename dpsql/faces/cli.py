@@ -22,8 +22,8 @@ import os
 import sys
 from typing import Any
 
-from . import format as fmt_mod
-from .errors import DpsqlError
+from dpsql import format as fmt_mod
+from dpsql.errors import DpsqlError
 
 SAMPLE_QUERY = "SELECT naics2, COUNT(*) AS establishments, SUM(payann) AS payroll, AVG(employees) AS avg_employees\n" \
                "FROM establishments GROUP BY naics2 ORDER BY naics2"
@@ -170,7 +170,7 @@ def _sql(args: argparse.Namespace) -> str:
 
 
 def _connect(args: argparse.Namespace):
-    from .dbapi import connect
+    from dpsql.faces.dbapi import connect
 
     return connect(args.db, args.policy, rho=args.rho)
 
@@ -202,10 +202,10 @@ def _check_repl_args(parser: argparse.ArgumentParser, args: argparse.Namespace) 
 
 
 def _repl(args: argparse.Namespace) -> int:
-    from .repl import main as repl_main
+    from dpsql.faces.repl import main as repl_main
 
     if args.database is None:  # building the demo takes a second on first use: say so
-        from .demo_db import ensure_demo
+        from dpsql.demo_db import ensure_demo
 
         ensure_demo(progress=lambda msg: print(f"  {msg}", file=sys.stderr, flush=True))
     return repl_main(args.database, args.policy, args.rho, display="sigma" if args.sigma else "moe")
@@ -215,16 +215,16 @@ def _open_ledger(args: argparse.Namespace, everyone: bool = False):
     """The ledger of the policy (no database needed), for one analyst or all."""
     from pathlib import Path
 
-    from .ledger import Ledger
-    from .policy import load_policy
-    from .session import _os_user, default_policy_path, ledger_path
+    from dpsql.ledger import Ledger
+    from dpsql.policy import load_policy
+    from dpsql.session import _os_user, default_policy_path, ledger_path
 
     if args.policy:
         policy_file = Path(args.policy)
     elif args.db:
         policy_file = default_policy_path(Path(args.db))
     else:
-        from .demo_db import ensure_demo
+        from dpsql.demo_db import ensure_demo
 
         policy_file = ensure_demo()[1]
     policy = load_policy(policy_file)
@@ -237,8 +237,8 @@ def _open_ledger(args: argparse.Namespace, everyone: bool = False):
 
 def _conversion_delta(text: str | None):
     """δ' of `dpsql ledger --delta` (default: accounting.DEFAULT_CONVERSION_DELTA)."""
-    from .accounting import DEFAULT_CONVERSION_DELTA
-    from .ledger import parse_rho
+    from dpsql.privacy.accounting import DEFAULT_CONVERSION_DELTA
+    from dpsql.ledger import parse_rho
 
     if text is None:
         return DEFAULT_CONVERSION_DELTA
@@ -249,8 +249,8 @@ def _conversion_delta(text: str | None):
 
 
 def _ledger(args: argparse.Namespace) -> int:
-    from .accounting import guarantee
-    from .ledger import fmt, fmt_up
+    from dpsql.privacy.accounting import guarantee
+    from dpsql.ledger import fmt, fmt_up
 
     conversion = _conversion_delta(args.delta)
     _, ledger, analyst = _open_ledger(args)
@@ -288,8 +288,8 @@ def _guarantee_line(what: str, s: dict[str, str]) -> str:
 
 
 def _policy(args: argparse.Namespace) -> int:
-    from . import policy_function as pf
-    from .ledger import fmt
+    from dpsql.privacy import policy_function as pf
+    from dpsql.ledger import fmt
 
     _, ledger, analyst = _open_ledger(args)
     try:
@@ -325,8 +325,8 @@ def _policy(args: argparse.Namespace) -> int:
 def _convert(args: argparse.Namespace) -> int:
     from fractions import Fraction
 
-    from .accounting import guarantee
-    from .ledger import fmt_up, parse_rho
+    from dpsql.privacy.accounting import guarantee
+    from dpsql.ledger import fmt_up, parse_rho
 
     rho = parse_rho(args.rho, "--rho")
     delta = parse_rho(args.delta, "--delta")
@@ -350,8 +350,8 @@ def _convert(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from .dbapi import connect
-    from .demo_db import ensure_demo
+    from dpsql.faces.dbapi import connect
+    from dpsql.demo_db import ensure_demo
 
     def progress(msg: str) -> None:
         if not args.json:

@@ -44,7 +44,7 @@ remaining bits, so it is exact too.
 
 Numbers: epsilon and delta of the mechanisms (:func:`select`, :func:`thresholded_release`,
 :func:`group_privacy`, :func:`per_partition_budget`) are ``int`` or ``fractions.Fraction``;
-floats are refused, as in :mod:`dpsql.mechanisms` (0.1 is not 1/10). The analysis functions
+floats are refused, as in :mod:`dpsql.privacy.mechanisms` (0.1 is not 1/10). The analysis functions
 (probabilities, mid-points) also take floats and use their exact binary values.
 """
 
@@ -60,8 +60,8 @@ from numbers import Rational
 
 import numpy as np
 
-from dpsql.mechanisms import sample_discrete_laplace
-from dpsql.randomness import RandomSource, default_random
+from dpsql.privacy.mechanisms import sample_discrete_laplace
+from dpsql.privacy.randomness import RandomSource, default_random
 
 __all__ = [
     "release_probability",
@@ -468,7 +468,7 @@ def select(n: Counts, epsilon: int | Fraction, delta: int | Fraction,
             2 ln(1/delta)/epsilon); e.g. epsilon < 3e-4 at delta = 1e-15).
         delta: in [0, 1], ``int`` or ``Fraction``.
         rng: the random source; ``None`` means the OS CSPRNG
-            (:func:`~dpsql.randomness.default_random`).
+            (:func:`~dpsql.privacy.randomness.default_random`).
 
     Returns:
         A bool array of n's shape: True = release the partition.
@@ -568,7 +568,7 @@ def sample_truncated_geometric(epsilon: int | Fraction, k: int, rng: RandomSourc
     P[X = x] = c e^(-eps |x|) for |x| <= k, 0 otherwise,
     c = (1 - e^-eps)/(1 + e^-eps - 2 e^(-(k+1) eps)).
     Drawn by rejection from the exact two-sided geometric L_Z(1/eps)
-    (:func:`dpsql.mechanisms.sample_discrete_laplace`, P ~ e^(-|x|/b) with b = 1/eps): draws with
+    (:func:`dpsql.privacy.mechanisms.sample_discrete_laplace`, P ~ e^(-|x|/b) with b = 1/eps): draws with
     |x| > k are redrawn, which conditions on |X| <= k exactly -- the construction the paper gives
     after Definition 6. Rejection rate 2 e^(-(k+1) eps)/(1 + e^-eps) per round.
 

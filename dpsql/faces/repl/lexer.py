@@ -16,7 +16,7 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.lexers import Lexer
 
-from . import statements
+from dpsql.faces.repl import statements
 
 try:
     from prompt_toolkit.lexers import PygmentsLexer

@@ -9,7 +9,7 @@ Sources:
         D.3 eq. 36 and E.2 (95% margins of error), eq. 37-38 (budget for a target MOE).
 
 Exactness: every sampling decision is an integer comparison against an exact uniform integer
-from a :class:`~dpsql.randomness.RandomSource`; parameters are ``Fraction``s and no float is
+from a :class:`~dpsql.privacy.randomness.RandomSource`; parameters are ``Fraction``s and no float is
 ever formed on the sampling path. Big parameters (the discrete Gaussian's acceptance exponent
 outgrows int64 from sigma ~ 10^4) use numpy object arrays of Python ints. See docs/noise.md.
 
@@ -27,7 +27,7 @@ from typing import Union
 
 import numpy as np
 
-from dpsql.randomness import RandomSource, default_random
+from dpsql.privacy.randomness import RandomSource, default_random
 
 __all__ = [
     "sample_discrete_gaussian",
@@ -356,7 +356,7 @@ def sample_discrete_gaussian(
         sigma2: the variance parameter per cell: a 1-D sequence of positive ``int`` /
             ``Fraction`` (cells may differ; all cells are sampled in one vectorised pass), or
             one value broadcast to ``size`` cells.
-        rng: the random source; ``None`` means :func:`~dpsql.randomness.default_random`
+        rng: the random source; ``None`` means :func:`~dpsql.privacy.randomness.default_random`
             (the OS CSPRNG). Pass a seeded source only in tests.
         size: the number of cells when ``sigma2`` is a single value (default 1).
 

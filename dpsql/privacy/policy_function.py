@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .errors import QueryRefused
-from .ledger import Charge, fmt
+from dpsql.errors import QueryRefused
+from dpsql.ledger import Charge, fmt
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .plan import GroupKey, Plan, primitive_column
-from .policy import Measure, TablePolicy
-from .totality import condition_total, expression_total
+from dpsql.sql.plan import GroupKey, Plan, primitive_column
+from dpsql.policy import Measure, TablePolicy
+from dpsql.sql.totality import condition_total, expression_total
 
 INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
 

@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from .errors import QueryRefused
-from .intercept import public_result, register
-from .parse import parse
+from dpsql.errors import QueryRefused
+from dpsql.intercept import public_result, register
+from dpsql.sql.parse import parse
 
 if TYPE_CHECKING:
-    from .result import Result
-    from .session import Session
+    from dpsql.result import Result
+    from dpsql.session import Session
 
 #: DuckDB's name of the one schema dpsql exposes.
 SCHEMA = "main"

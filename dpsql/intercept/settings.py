@@ -18,14 +18,14 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from .allocate import GAUSSIAN, GEOMETRIC, Settings
-from .errors import BudgetValueError, QueryRefused
-from .intercept import public_result, register
-from .ledger import fmt, parse_rho
-from .result import Result
+from dpsql.privacy.allocate import GAUSSIAN, GEOMETRIC, Settings
+from dpsql.errors import BudgetValueError, QueryRefused
+from dpsql.intercept import public_result, register
+from dpsql.ledger import fmt, parse_rho
+from dpsql.result import Result
 
 if TYPE_CHECKING:
-    from .session import Session
+    from dpsql.session import Session
 
 _SET = re.compile(r"^\s*SET\s+(?:SESSION\s+)?dpsql\.(\w+)\s*(?:=|\bTO\b)\s*(.+?)\s*;?\s*$", re.I | re.S)
 _RESET = re.compile(r"^\s*RESET\s+dpsql\.(\w+)\s*;?\s*$", re.I)

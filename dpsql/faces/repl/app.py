@@ -14,11 +14,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
-from .. import format as fmt_mod
-from ..errors import DpsqlError
-from ..ledger import fmt
-from . import commands, statements
-from .progress import run_interruptible
+from dpsql import format as fmt_mod
+from dpsql.errors import DpsqlError
+from dpsql.ledger import fmt
+from dpsql.faces.repl import commands
+from dpsql.faces.repl import statements
+from dpsql.faces.repl.progress import run_interruptible
 
 
 def home() -> Path:
@@ -133,7 +134,7 @@ class Repl:
     # ------------------------------------------------------------------ loops
     def interactive(self, *, input: Any = None, output: Any = None, history: Any = None) -> int:
         """Prompt until Ctrl-D or \\q. ``input``/``output`` are for tests (a pipe input, DummyOutput)."""
-        from .prompt import make_session
+        from dpsql.faces.repl.prompt import make_session
 
         prompt = make_session(self, input=input, output=output, history=history)
         self._print(self.banner().rstrip())
@@ -180,6 +181,6 @@ class _Cancelled(Exception):
 
 
 def _version() -> str:
-    from .. import __version__
+    from dpsql import __version__
 
     return __version__

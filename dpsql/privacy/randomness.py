@@ -1,6 +1,6 @@
 """Random sources for the noise samplers.
 
-Every random decision in :mod:`dpsql.mechanisms` is made from exact uniform integers, drawn
+Every random decision in :mod:`dpsql.privacy.mechanisms` is made from exact uniform integers, drawn
 through the two methods of :class:`RandomSource`. Both concrete sources derive them from a
 stream of random *bytes* in :class:`_ByteSource`, so the bit-twiddling and the rejection
 sampling are the same code whether the bytes come from the OS CSPRNG or from a seeded PRNG:

@@ -10,9 +10,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import ConnectionClosedError, NotSupportedError
-from .result import Explanation, Receipt, Result
-from .session import Session
+from dpsql.errors import ConnectionClosedError, NotSupportedError
+from dpsql.result import Explanation, Receipt, Result
+from dpsql.session import Session
 
 apilevel = "2.0"
 threadsafety = 1  # threads may share the module, not connections
@@ -102,7 +102,7 @@ class Connection:
         ``delta_remaining`` / ``delta_total`` (partition selection), ``rho_per_query``, and the
         (``epsilon``, ``delta``)-DP guarantee of everything spent (ρ converted at
         ``conversion_delta`` = 1e-6, tight; ``epsilon_analytic`` the analytic bound)."""
-        from .ledger import fmt
+        from dpsql.ledger import fmt
 
         return {**self.session.ledger.summary(), "rho_per_query": fmt(self.session.rho)}
 
@@ -193,7 +193,7 @@ class Cursor:
     def _rows(self) -> list[tuple[Any, ...]]:
         self._check_open()
         if self._result is None:
-            from .errors import ProgrammingError
+            from dpsql.errors import ProgrammingError
 
             raise ProgrammingError("no query has been executed on this cursor")
         return self._result.rows

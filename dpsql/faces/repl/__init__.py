@@ -14,14 +14,14 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .app import Repl
+from dpsql.faces.repl.app import Repl
 
 __all__ = ["Repl", "main"]
 
 
 def main(database: Any = None, policy: Any = None, rho: Any = None, *, display: str = "moe") -> int:
     """Open a connection and run the prompt on a terminal, or read statements from a pipe."""
-    from ..dbapi import connect
+    from dpsql.faces.dbapi import connect
 
     with connect(database, policy, rho=rho) as con:
         repl = Repl(con, display=display, progress=sys.stderr.isatty())

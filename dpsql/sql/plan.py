@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from .errors import NotSupportedYet, QueryRefused
-from .parse import position
-from .policy import Policy, PublicTable, TablePolicy
+from dpsql.errors import NotSupportedYet, QueryRefused
+from dpsql.sql.parse import position
+from dpsql.policy import Policy, PublicTable, TablePolicy
 
 NOISY_RELATION = "__noisy"
 

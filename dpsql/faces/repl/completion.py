@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
-from . import commands, statements
+from dpsql.faces.repl import commands
+from dpsql.faces.repl import statements
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from dpsql.session import Session
 
 KEYWORDS = (
     "SELECT", "FROM", "WHERE", "GROUP BY", "HAVING", "ORDER BY", "LIMIT", "OFFSET", "AS", "AND", "OR", "NOT",

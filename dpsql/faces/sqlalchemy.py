@@ -39,9 +39,9 @@ from sqlalchemy.engine.url import URL
 from sqlalchemy.sql import compiler
 
 import dpsql
-from dpsql.dbapi import Connection as DpsqlConnection
+from dpsql.faces.dbapi import Connection as DpsqlConnection
 from dpsql.errors import ConnectionClosedError
-from dpsql.probes import SCHEMA, catalog_tables, column_role, table_comment
+from dpsql.intercept.probes import SCHEMA, catalog_tables, column_role, table_comment
 from dpsql.result import Receipt
 from dpsql.session import Session
 

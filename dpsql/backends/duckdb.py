@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from .errors import DatabaseFileError, DpsqlInternalError, QueryRefused
+from dpsql.errors import DatabaseFileError, DpsqlInternalError, QueryRefused
 
 #: (file, size, mtime, table, unit) -> whether the unit column is unique, for this process.
 _UNIQUE_UNITS: dict[tuple[Any, ...], bool] = {}

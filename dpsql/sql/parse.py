@@ -7,7 +7,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
-from .errors import QueryRefused
+from dpsql.errors import QueryRefused
 
 # --------------------------------------------------------------------------- limits
 # sqlglot's parser and the tree walks after it (validate, plan, the totality allow-list, SQL
@@ -228,7 +228,7 @@ def parse(sql: str) -> exp.Expression:
     except ParseError as exc:
         kind = statement_keyword(sql)
         if kind is not None and kind.split()[-1] in STATEMENT_KEYWORDS:
-            from .validate import refuse_statement  # validate imports this module
+            from dpsql.sql.validate import refuse_statement  # validate imports this module
 
             raise refuse_statement(kind, sql) from None
         first = exc.errors[0] if exc.errors else {}

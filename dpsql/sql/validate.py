@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .errors import NotSupportedYet, QueryRefused
-from .parse import first_token_position, keyword_position, position, statement_keyword
+from dpsql.errors import NotSupportedYet, QueryRefused
+from dpsql.sql.parse import first_token_position, keyword_position, position, statement_keyword
 
 #: Aggregates dpsql protects; every other aggregate is "not supported yet".
 SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg)

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, TypeVar
 
-from .. import format as fmt_mod
-from .. import policy_function as pf
-from ..ledger import fmt
+from dpsql import format as fmt_mod
+from dpsql.privacy import policy_function as pf
+from dpsql.ledger import fmt
 
 if TYPE_CHECKING:
-    from .app import Repl
+    from dpsql.faces.repl.app import Repl
 
 Handler = Callable[["Repl", str], "str | None"]
 H = TypeVar("H", bound=Handler)
@@ -112,7 +112,7 @@ def _describe(repl: Repl, arg: str) -> str:
     name = arg.strip().strip('"')
     public = policy.public_table(name)
     if public is not None:
-        from ..probes import column_role
+        from dpsql.intercept.probes import column_role
 
         rows = [[col, dtype, column_role(repl.session, public.name, col)]
                 for col, dtype in repl.session.schema[public.name].items()]
@@ -141,8 +141,8 @@ def _explain(repl: Repl, arg: str) -> str:
 @command("\\budget", args="[DELTA']",
          help="budget spent and left in rho and delta, the (epsilon, delta)-DP of it all, and the charges")
 def _budget(repl: Repl, arg: str) -> str:
-    from ..accounting import DEFAULT_CONVERSION_DELTA
-    from ..ledger import parse_rho
+    from dpsql.privacy.accounting import DEFAULT_CONVERSION_DELTA
+    from dpsql.ledger import parse_rho
 
     s = repl.session
     led = s.ledger

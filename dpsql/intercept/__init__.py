@@ -15,10 +15,10 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from .result import Receipt, Result
+from dpsql.result import Receipt, Result
 
 if TYPE_CHECKING:
-    from .session import Session
+    from dpsql.session import Session
 
 Handler = Callable[["Session", str], "Result | None"]
 
