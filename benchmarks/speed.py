@@ -235,7 +235,7 @@ def run_diagnose(raw: duckdb.DuckDBPyConnection, res: dict[str, Any], repeat: in
 
     import numpy as np
 
-    from dpsql.backends.duckdb import Finisher
+    from dpsql.backends.duckdb import DuckDBFinisher
     from dpsql.privacy.mechanisms import gaussian_sigma2, sample_discrete_gaussian
     from dpsql.privacy.randomness import default_random
 
@@ -262,10 +262,10 @@ def run_diagnose(raw: duckdb.DuckDBPyConnection, res: dict[str, Any], repeat: in
         ("WHERE TRY(employees > 10) (how a conjunct that could fail runs)", base.format('TRY("employees" > 10)'))])
     data = {"k": np.array([f"{i:04d}" for i in range(1224)], dtype=object),
             "__p0": np.arange(1224, dtype=np.int64), "__s0": np.ones(1224)}
-    finisher = Finisher()
-    t("finish: Finisher.run over 1224 cells", lambda: finisher.run(data, 'SELECT "k", "__p0", "__s0" FROM __noisy'))
+    finisher = DuckDBFinisher()
+    t("finish: DuckDBFinisher.run over 1224 cells", lambda: finisher.run(data, 'SELECT "k", "__p0", "__s0" FROM __noisy'))
     finisher.close()
-    t("duckdb.connect(':memory:') + close (what a Finisher saves per query)",
+    t("duckdb.connect(':memory:') + close (what a DuckDBFinisher saves per query)",
       lambda: duckdb.connect(":memory:").close())
     rng, rho = default_random(), Fraction(1, 10)
     s2 = gaussian_sigma2(10000, rho)

@@ -3,7 +3,8 @@
 Takes what phase 1 decided (:class:`Decision`, public information only) and the exact per-group
 rows of the exact query, and returns noisy cells with their σ and margins, and the noise terms
 of the receipt. Exact values live only in :func:`release`'s frame. No I/O: the engine runs the
-exact query before, the ledger charges after (``Session.execute``).
+exact query before, the ledger charges after (``Session.execute``); phase 1's
+:class:`dpsql.decide.Decision` says what to release.
 """
 
 from __future__ import annotations
@@ -11,47 +12,22 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from dpsql.privacy.allocate import Allocation
-from dpsql.privacy.mechanisms import discrete_laplace_variance
-from dpsql.sql.plan import Plan, Primitive, moe_column, primitive_column, sigma_column
+from dpsql.decide import TSGD, Decision
+from dpsql.domain import Blocks, sort_key
 from dpsql.policy import Selection
+from dpsql.privacy.mechanisms import discrete_laplace_variance
 from dpsql.privacy.randomness import RandomSource
-from dpsql.result import NoiseTerm
 from dpsql.privacy.selection import select, thresholded_release, tsgd_threshold
+from dpsql.result import NoiseTerm
+from dpsql.sql.plan import Plan, Primitive, moe_column, primitive_column, sigma_column
 
-#: the most cells an answer holds; the public part is refused above it in phase 1, the private
-#: groups selection releases are cut to it (post-processing)
-MAX_CELLS = 2_000_000
-#: the count of units taken from truncated-geometric partition selection (paper 002 Theorem 6)
-TSGD = "truncated_geometric"
 #: exact selection counts are capped here before numpy (see :func:`select_groups`)
 COUNT_CAP = 2**62 - 1  # selection.select takes counts below 2^62
-
-Blocks = list[tuple[list[int], list[tuple[Any, ...]]]]
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What phase 1 decided about one query, from public information only."""
-
-    sql: str
-    plan: Plan
-    allocs: tuple[Allocation, ...]
-    selection: Selection | None
-    rho: Fraction  # the whole charge: noise and selection
-    delta: Fraction
-    epsilon: Fraction | None
-    mechanism: str
-    terms: tuple[dict[str, Any], ...]
-    query: str  # the exact SQL, checked on the schema's empty twin
-    blocks: Blocks  # the public keys' values
-    max_released: int  # private-key groups shown at most (MAX_CELLS over the public cells)
 
 
 def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource, timings: dict[str, float]
@@ -134,11 +110,11 @@ def select_groups(counts: dict[tuple[Any, ...], int], sel: Selection, rng: Rando
     return sorted((g for g, k in zip(groups, keep) if k), key=sort_key), None
 
 
-def domain(plan: Plan, blocks: list[tuple[list[int], list[tuple[Any, ...]]]],
+def domain(plan: Plan, blocks: Blocks,
             released: list[tuple[Any, ...]] | None) -> list[tuple[Any, ...]]:
     """The cells of the answer: every combination of the public keys' values (empty groups
     get noise on zero), times the released private-key groups. Its size was bounded in the
-    decide phase (``Session._decide``), so nothing here can refuse."""
+    decide phase (``decide.decision``), so nothing here can refuse."""
     private = [i for i, k in enumerate(plan.keys) if not k.public]
     where: dict[int, tuple[str, int, int]] = {i: ("priv", 0, j) for j, i in enumerate(private)}
     for b, (idx, _) in enumerate(blocks):
@@ -172,10 +148,6 @@ def selection_counts(plan: Plan, exact_rows: list[tuple[Any, ...]]) -> dict[tupl
         g = tuple(row[i] for i in idx)
         counts[g] = counts.get(g, 0) + int(row[-1])
     return counts
-
-
-def sort_key(group: tuple[Any, ...]) -> tuple[Any, ...]:
-    return tuple((v is None, type(v).__name__, v if v is not None else 0) for v in group)
 
 
 def as_array(noisy: list[int], g: Fraction) -> np.ndarray:

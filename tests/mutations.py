@@ -148,7 +148,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # ------------------------------------------------------------------ the privacy unit
     Mutation("unit_check_skipped",
              "a private table whose unit repeats is answered (every sensitivity is then wrong)",
-             (Patch("dpsql/session.py", "if not self.engine.units_unique(table, tp.privacy_unit):", "if False:"),),
+             (Patch("dpsql/policy_check.py", "if not engine.units_unique(table, tp.privacy_unit):", "if False:"),),
              (f"{REFUSALS}::test_repeated_units_refuse_every_query_and_charge_nothing",)),
     Mutation("unit_scan_always_passes",
              "the engine's one-row-per-unit scan is assumed to pass",

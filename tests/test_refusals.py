@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 import dpsql
-from dpsql.backends.duckdb import Engine
+from dpsql.backends.duckdb import DuckDBEngine
 from dpsql.errors import DpsqlError, PolicyFileError
 from dpsql.ledger import Charge, Ledger
 from dpsql.policy import Budget
@@ -182,7 +182,7 @@ def test_engine_withholds_duckdb_messages(tmp_path):
     with pytest.raises(duckdb.Error, match=SECRETS[0]):  # what would leak
         raw.execute(sql).fetchall()
     raw.close()
-    engine = Engine(db)
+    engine = DuckDBEngine(db)
     try:
         with pytest.raises(DpsqlError) as err:
             engine.run(sql)
@@ -194,7 +194,7 @@ def test_engine_withholds_duckdb_messages(tmp_path):
 
 def test_engine_lockdown_holds_even_if_validation_were_bypassed(demo):
     """Defence in depth: the engine's connection cannot read files or reconfigure itself."""
-    engine = Engine(demo[0])
+    engine = DuckDBEngine(demo[0])
     try:
         for sql in ["SELECT * FROM read_csv('/etc/passwd')", "COPY establishments TO '/tmp/dpsql_leak.csv'",
                     "ATTACH '/tmp/dpsql_leak.db'", "SET enable_external_access = true", "INSTALL httpfs",
@@ -209,9 +209,9 @@ def test_engine_lockdown_holds_even_if_validation_were_bypassed(demo):
 def test_too_many_groups_is_refused_before_any_charge(con, monkeypatch):
     """DP207 depends only on the policy's keysets (and the released private groups), never on
     which public keys occur in the data."""
-    import dpsql.session
+    import dpsql.domain
 
-    monkeypatch.setattr(dpsql.session, "MAX_CELLS", 10)
+    monkeypatch.setattr(dpsql.domain, "MAX_CELLS", 10)
     with pytest.raises(DpsqlError) as err:
         con.execute("SELECT state, COUNT(*) FROM establishments GROUP BY state")
     assert err.value.code == "DP207"

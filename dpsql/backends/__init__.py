@@ -1,1 +1,38 @@
-"""backends"""
+"""The one seam to execution engines.
+
+Everything dpsql asks of the engine that holds the private rows goes through the small
+interface of :class:`dpsql.backends.base.Engine`: the catalog (``schema``, ``not_null_columns``),
+the data owner's unit check (``units_unique``), values of public tables (``public_values``), the
+check of a query on an empty twin of the schema (``check``), the run of the total exact query
+(``run``) and cancellation (``interrupt``). :mod:`dpsql.backends.duckdb` implements it on a
+locked-down DuckDB file (the embedded default) and is the only module of dpsql that imports
+``duckdb`` (besides the demo builder); a second engine implements the same interface.
+
+The finish stage (HAVING / ORDER BY / LIMIT on noisy values) always runs locally on DuckDB,
+whatever engine held the rows: :func:`open_finisher`.
+
+May import: :mod:`dpsql.errors`, and the engine's own library inside its module. Nothing here
+knows about plans, policies, noise or the ledger: SQL text in, rows out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dpsql.backends.base import Engine, Finisher, InterruptedBeforeStart
+
+__all__ = ["Engine", "Finisher", "InterruptedBeforeStart", "open_engine", "open_finisher"]
+
+
+def open_engine(database: str | Path, *, threads: int | None = None) -> Engine:
+    """The engine over a data file: today a DuckDB file, opened read-only and locked down."""
+    from dpsql.backends import duckdb  # imported on use: the seam itself does not need duckdb
+
+    return duckdb.DuckDBEngine(database, threads=threads)
+
+
+def open_finisher() -> Finisher:
+    """A fresh in-memory DuckDB for the finish stage, locked down before it holds anything."""
+    from dpsql.backends import duckdb
+
+    return duckdb.DuckDBFinisher()

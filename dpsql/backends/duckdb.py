@@ -1,4 +1,4 @@
-"""The only module that imports duckdb.
+"""The DuckDB engine (:class:`dpsql.backends.base.Engine`): the only module that imports duckdb.
 
 Runs the rewritten SQL on a locked-down, read-only connection (DESIGN.md "Must never
 happen": no file access, no extension loading, configuration locked), and runs the finish
@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from dpsql.backends.base import InterruptedBeforeStart
 from dpsql.errors import DatabaseFileError, DpsqlInternalError, QueryRefused
 
 #: (file, size, mtime, table, unit) -> whether the unit column is unique, for this process.
@@ -37,12 +38,7 @@ def _lock_down(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     return con
 
 
-class InterruptedBeforeStart(KeyboardInterrupt):
-    """An interrupt that stopped a query before DuckDB started it: no row was read, so the
-    session charges nothing for it."""
-
-
-class Engine:
+class DuckDBEngine:
     """A read-only DuckDB database file, opened so that only the plan's SQL can run."""
 
     def __init__(self, path: str | Path, threads: int | None = None) -> None:
@@ -263,7 +259,7 @@ class _StickyInterrupt:
             running.wait(self.REPEAT)
 
 
-class Finisher:
+class DuckDBFinisher:
     """Runs the finish SELECT (HAVING, ORDER BY, LIMIT, arithmetic) over noisy cells.
 
     One in-memory DuckDB per session, locked down like the engine's connection before it sees

@@ -1,0 +1,86 @@
+"""The interface an execution engine implements (:mod:`dpsql.backends`).
+
+Phase 1 of a query (decide, from public information) uses the catalog, the unit check, public
+values and :meth:`Engine.check`; phase 2 runs the exact query with :meth:`Engine.run`, which
+must be total (docs/privacy.md, "Phases of a query") and must never let the engine's own
+error text through (it can quote private rows).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+
+class InterruptedBeforeStart(KeyboardInterrupt):
+    """An interrupt that stopped a query before the engine started it: no row was read, so the
+    session charges nothing for it."""
+
+
+class Engine(Protocol):
+    """A read-only source of private rows that runs dpsql's SQL and nothing else."""
+
+    #: the data file (shown in messages and recorded with each charge)
+    path: Path
+
+    def schema(self, tables: list[str]) -> dict[str, dict[str, str]]:
+        """Column names and types of ``tables`` (lower-cased names), from the catalog only."""
+        ...
+
+    def not_null_columns(self, tables: list[str]) -> dict[str, set[str]]:
+        """Columns the schema declares NOT NULL, per table (a schema fact, not a look at rows)."""
+        ...
+
+    def units_unique(self, table: str, unit: str) -> bool:
+        """Whether ``unit`` identifies one row of ``table``: the data owner's declaration,
+        checked (pass/fail only; the same for every query)."""
+        ...
+
+    def public_values(self, table: str, column: str) -> list[Any]:
+        """The distinct non-NULL values of a column of a table the policy declares public."""
+        ...
+
+    def check(self, sql: str) -> None:
+        """Refuse (DP120) what cannot run whatever the rows are, by running ``sql`` on an empty
+        twin of the schema; the message may be shown, as no row was read."""
+        ...
+
+    def run(self, sql: str) -> list[tuple[Any, ...]]:
+        """Run dpsql's SQL (the exact query, or a read of public tables). Interruptible:
+        raises :class:`InterruptedBeforeStart` when stopped before it started, KeyboardInterrupt
+        when stopped while it ran. Never passes the engine's own error message on."""
+        ...
+
+    def interrupt(self) -> None:
+        """Stop the running query, or the next one if none runs yet (thread-safe, sticky)."""
+        ...
+
+    def clear_interrupt(self) -> bool:
+        """Drop a pending :meth:`interrupt`; returns whether one was pending."""
+        ...
+
+    @property
+    def running(self) -> bool:
+        """Whether a query is running."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Finisher(Protocol):
+    """Runs SQL over noisy, already charged cells only (the finish stage), and the images of
+    GROUP BY expressions over public keysets."""
+
+    def run(self, columns: dict[str, np.ndarray | list[Any]], sql: str
+            ) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
+        """(column names, type names, rows) of ``sql`` over the relation ``__noisy`` made of
+        ``columns``."""
+        ...
+
+    def image(self, columns: dict[str, list[Any]], sql: str) -> tuple[Any, ...]:
+        """The sorted values (NULL last) of a one-column ``sql`` over public values."""
+        ...
+
+    def close(self) -> None: ...

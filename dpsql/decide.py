@@ -1,0 +1,148 @@
+"""Phase 1 of a query: what it will cost and release, decided from public information only.
+
+The session (:meth:`dpsql.session.Session.decide`) plans the query, asks the public domain for
+the keys' values and the engine to check the exact SQL on an empty schema; this module holds
+the pure parts: each primitive's share of the budget (:func:`allocations`), the query's whole
+charge and its policy terms (:func:`decision`), and refuses (DP207) an answer too large to
+release. Its output, :class:`Decision`, is everything phases 2-3 need: they read no setting,
+policy field or table that phase 1 did not already fix.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Any
+
+from dpsql import domain
+from dpsql.domain import Blocks
+from dpsql.errors import QueryRefused
+from dpsql.ledger import fmt, parse_rho
+from dpsql.policy import Policy, Selection
+from dpsql.privacy.allocate import Allocation, Settings, allocate
+from dpsql.sql.plan import Plan, Primitive
+
+#: the count of units taken from truncated-geometric partition selection (paper 002 Theorem 6)
+TSGD = "truncated_geometric"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What phase 1 decided about one query, from public information only."""
+
+    sql: str
+    plan: Plan
+    allocs: tuple[Allocation, ...]
+    selection: Selection | None
+    rho: Fraction  # the whole charge: noise and selection
+    delta: Fraction
+    epsilon: Fraction | None
+    mechanism: str
+    terms: tuple[dict[str, Any], ...]
+    query: str  # the exact SQL, checked on the schema's empty twin
+    blocks: Blocks  # the public keys' values
+    max_released: int  # private-key groups shown at most (MAX_CELLS over the public cells)
+
+
+def decision(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, blocks: Blocks, query: str) -> Decision:
+    """The charge of a planned query and the size of its answer.
+
+    Raises:
+        QueryRefused: DP207 when the public keys alone make more than :data:`dpsql.domain.MAX_CELLS` groups.
+    """
+    sel = policy.selection if plan.private_keys else None
+    rho_sel = sel.epsilon**2 / 2 if sel else Fraction(0)  # (ε, δ)-DP is δ-approx. ε²/2-zCDP
+    delta_q = sel.delta if sel else Fraction(0)
+    rho_q = sum((a.rho for a in allocs), Fraction(0)) + rho_sel
+    eps_q = (sum((a.epsilon or Fraction(0) for a in allocs), Fraction(0))
+             if any(a.epsilon is not None for a in allocs) else None)
+    public_cells = math.prod(len(rows) for _, rows in blocks)
+    if public_cells > domain.MAX_CELLS:
+        raise QueryRefused(f"the public keys {', '.join(k.label for k in plan.keys if k.public)} make {public_cells} "
+                           f"groups, more than {domain.MAX_CELLS}", code="DP207", hint="group by fewer keys or filter with WHERE.")
+    return Decision(sql=sql, plan=plan, allocs=tuple(allocs), selection=sel, rho=rho_q, delta=delta_q, epsilon=eps_q,
+                    mechanism=next((a.mechanism for a in allocs if a.mechanism != TSGD), TSGD),
+                    terms=policy_terms(plan, allocs, policy), query=query, blocks=blocks,
+                    max_released=domain.MAX_CELLS // max(public_cells, 1))
+
+
+def settings_for(settings: Settings, rho: Any) -> Settings:
+    """The connection's settings, with a per-call ρ when one is given."""
+    return settings if rho is None else replace(settings, rho=parse_rho(rho))
+
+
+def allocations(plan: Plan, settings: Settings, policy: Policy) -> list[Allocation]:
+    """Each primitive's mechanism and budget (``privacy/allocate.py``; docs/privacy.md).
+
+    With truncated-geometric selection on private keys only, the count of units is the
+    selection's own noisy count (paper 002 Theorem 6): it costs nothing more.
+
+    ``settings.rho`` is the noise's budget. A partition selection (GROUP BY a private key)
+    costs its ε²/2 on top, and the receipt, EXPLAIN and the prompt show the total and the
+    breakdown: making ``rho`` the total would refuse every private-key query at the default
+    ρ = 0.1 (below the default selection's 0.125)."""
+    shared = shared_count(plan, policy)
+    rest = tuple(p for p in plan.primitives if p != shared)
+    sens = {p: (1 if p.kind == "count" else plan.table.measures[p.column].max_threshold) for p in rest}
+    gran = {p: (Fraction(1) if p.kind == "count" else plan.table.measures[p.column].granularity) for p in rest}
+    allocs = iter(allocate(rest, settings, sens, gran)) if rest else iter(())
+    return [Allocation(p, TSGD, Fraction(0)) if p == shared else next(allocs) for p in plan.primitives]
+
+
+def shared_count(plan: Plan, policy: Policy) -> Primitive | None:
+    """The count of units that truncated-geometric selection releases itself, if it can stand
+    for the query's COUNT (private keys only, counting units)."""
+    sel = policy.selection
+    count = Primitive("count")
+    if (plan.private_keys and len(plan.private_keys) == len(plan.keys) and sel.method == "truncated_geometric"
+            and sel.count == "units" and count in plan.primitives):
+        return count
+    return None
+
+
+def selection_params(plan: Plan, policy: Policy) -> dict[str, Any]:
+    """The public parameters of a query's partition selection (receipt and explain)."""
+    sel = policy.selection
+    return {"keys": [k.label for k in plan.private_keys], "method": sel.method, "count": sel.count,
+            "epsilon": fmt(sel.epsilon), "delta": f"{float(sel.delta):.3g}", "rho": fmt(sel.epsilon**2 / 2)}
+
+
+def policy_terms(plan: Plan, allocs: list[Allocation], policy: Policy) -> tuple[dict[str, Any], ...]:
+    """The terms this query adds to the public policy function P(r) (paper 000 Lemma 5.1,
+    Lemma 5.6, Table 3): Σ ρ_sum · |A(r)|² + Σ ρ_count. A pure ε-DP release enters as its
+    zCDP equivalent ε²/2; a record with k splits then pays (kε)²/2 (group privacy).
+
+    Partition selection (ε, δ) enters as ρ = ε²/2 and δ. Counting units it is the same
+    for every record; counting split rows, a record with k = |A(r)| splits moves a count by
+    k and pays (kε, k·e^((k−1)ε)·δ) by group privacy, i.e. ε²/2·|A(r)|² and that δ."""
+    sum_rho = sum((a.rho for a in allocs if a.primitive.kind == "sum"), Fraction(0))
+    count_rho = sum((a.rho for a in allocs if a.primitive.kind == "count"), Fraction(0))
+    sel = policy.selection if plan.private_keys else None
+    split_selection = sel is not None and sel.count == "split_rows" and bool(plan.split_measures)
+    terms: list[dict[str, Any]] = []
+    split_rho = sum_rho + (sel.epsilon**2 / 2 if split_selection else 0)
+    if split_rho:
+        thresholds: dict[str, Any] = {}
+        for name in plan.split_measures:
+            m = plan.table.measures[name]
+            thresholds[name] = m.display(m.threshold)
+            if m.override:
+                thresholds[f"{name} by {m.override.key}"] = {str(k): m.display(v) for k, v in m.override.thresholds.items()}
+        term: dict[str, Any] = {"rho": fmt(split_rho), "rho_exact": str(split_rho), "scale": "|A(r)|^2",
+                                "table": plan.table.name, "measures": list(plan.split_measures),
+                                "thresholds": thresholds,
+                                "splits": "|A(r)| = max(1, " + ", ".join(f"ceil(|{n}|/T({n}))" for n in plan.split_measures) + ")"}
+        if split_selection:
+            term.update({"delta_exact": str(sel.delta), "delta_epsilon": str(sel.epsilon),
+                         "delta_scale": "|A(r)|*exp((|A(r)|-1)*epsilon)"})
+        if plan.table.max_splits:
+            term["max_splits"] = plan.table.max_splits
+        terms.append(term)
+    const_rho = count_rho + (sel.epsilon**2 / 2 if sel is not None and not split_selection else 0)
+    if const_rho:
+        term = {"rho": fmt(const_rho), "rho_exact": str(const_rho), "scale": "1", "table": plan.table.name}
+        if sel is not None and not split_selection:
+            term["delta_exact"] = str(sel.delta)
+        terms.append(term)
+    return tuple(terms)

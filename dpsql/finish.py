@@ -1,0 +1,57 @@
+"""The finish stage: the analyst's SELECT list, HAVING, ORDER BY and LIMIT on noisy values.
+
+Runs after the charge, on the noisy cells only (a separate in-memory DuckDB that never holds an
+exact value), and reads each row's σ and 95% MOE from hidden columns the finish query carries
+along, so error bars follow the rows through filtering and sorting.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from sqlglot import exp
+
+from dpsql.backends import Finisher
+from dpsql.result import ColumnError
+from dpsql.sql.plan import Plan, hidden_columns
+
+
+def finish(plan: Plan, columns: dict[str, Any], finisher: Finisher
+           ) -> tuple[list[str], list[str], list[tuple[Any, ...]], dict[str, ColumnError]]:
+    """(names, types, rows, per-column errors) of the analyst's answer over the noisy cells."""
+    n_visible = len(plan.outputs)
+    hidden = [exp.column(c, quoted=True) for c in hidden_columns(len(plan.primitives))]
+    query = plan.finish.copy().select(*hidden)
+    names, types, rows = finisher.run(columns, query.sql("duckdb"))
+    errors = column_errors(plan, rows, n_visible)
+    return names[:n_visible], types[:n_visible], [tuple(r[:n_visible]) for r in rows], errors
+
+
+def column_errors(plan: Plan, rows: list[tuple[Any, ...]], n_visible: int) -> dict[str, ColumnError]:
+    """Per-row σ and 95% MOE of each visible column, read from the hidden columns the finish
+    query carried along (so they follow HAVING / ORDER BY / LIMIT)."""
+
+    def hidden(r: tuple[Any, ...], i: int, k: int) -> Any:  # k: 0 noisy value, 1 σ, 2 MOE
+        return r[n_visible + 3 * i + k]
+
+    out = {}
+    for oc in plan.outputs:
+        if oc.primitive is not None:
+            i = oc.primitive
+            out[oc.name] = ColumnError(oc.name, tuple(float(hidden(r, i, 1)) for r in rows),
+                                       tuple(float(hidden(r, i, 2)) for r in rows))
+        elif oc.ratio is not None:
+            s_i, c_i = oc.ratio
+            sig_list: list[float | None] = []
+            for r in rows:
+                s, s_sig = hidden(r, s_i, 0), hidden(r, s_i, 1)
+                c, c_sig = hidden(r, c_i, 0), hidden(r, c_i, 1)
+                if c is None or c < 1:
+                    sig_list.append(None)
+                else:
+                    # Delta method for S/C with independent noise: computed from noisy values only.
+                    sig_list.append(math.sqrt(s_sig**2 + (float(s) / c) ** 2 * c_sig**2) / c)
+            out[oc.name] = ColumnError(oc.name, tuple(sig_list), tuple(None if s is None else 1.96 * s for s in sig_list),
+                                       note="approximate (delta method on noisy SUM / noisy COUNT)")
+    return out

@@ -1,0 +1,70 @@
+"""The data owner's policy checked against the data file it governs, when a session opens.
+
+Every table, column, measure type and keyset type the policy names must exist in the file's
+catalog, and a public table's key must identify its rows (a join to it is then a lookup). The
+privacy unit of a private table must identify one row per unit (:func:`check_units`): dpsql's
+sensitivity analysis assumes it, so a file that breaks it is refused for every query alike.
+These are configuration errors for the data owner, decided the same way for every query.
+"""
+
+from __future__ import annotations
+
+from dpsql.backends import Engine
+from dpsql.errors import DatabaseFileError, PolicyFileError
+from dpsql.policy import Policy
+from dpsql.sql.rewrite import INTEGER_TYPES
+
+NUMERIC_TYPES = INTEGER_TYPES + ("DOUBLE", "FLOAT", "REAL")
+
+
+def check_catalog(policy: Policy, engine: Engine, schema: dict[str, dict[str, str]]) -> None:
+    """Refuse a policy that does not fit the file (:class:`PolicyFileError` naming the field,
+    :class:`DatabaseFileError` for a missing table)."""
+    where = str(policy.path or "<policy>")
+    for name, tp in policy.tables.items():
+        cols = schema.get(name) or {}
+        if not cols:
+            raise DatabaseFileError(f"{where}: table {name!r} of the policy does not exist in {engine.path}")
+        for col, role in [(tp.privacy_unit, "privacy_unit"), *((m, "measures") for m in tp.measures),
+                          *((k, "keys") for k in tp.keys)]:
+            if col not in cols:
+                raise PolicyFileError(f"{where}: field 'tables.{name}.{role}' names column {col!r}, "
+                                      f"which table {name!r} does not have (columns: {', '.join(cols)})")
+        for m in tp.measures.values():
+            if not cols[m.name].upper().startswith(NUMERIC_TYPES) and not cols[m.name].upper().startswith("DECIMAL"):
+                raise PolicyFileError(f"{where}: field 'tables.{name}.measures.{m.name}': column type "
+                                      f"{cols[m.name]} is not numeric")
+            if m.override and m.override.key not in cols:
+                raise PolicyFileError(f"{where}: field 'tables.{name}.measures.{m.name}.overrides.key' is not a column")
+        for k in tp.keys.values():
+            if not k.public:
+                continue
+            is_int = cols[k.name].upper() in INTEGER_TYPES
+            if not all(isinstance(v, int) == is_int for v in k.keyset or ()):
+                want = "integers" if is_int else "strings"
+                raise PolicyFileError(f"{where}: field 'tables.{name}.keys.{k.name}.keyset' must hold {want} "
+                                      f"(column type {cols[k.name]})")
+
+    for name, pt in policy.public_tables.items():
+        cols = schema.get(name) or {}
+        if not cols:
+            raise DatabaseFileError(f"{where}: public table {name!r} of the policy does not exist in {engine.path}")
+        if pt.key not in cols:
+            raise PolicyFileError(f"{where}: field 'public_tables.{name}.key' names column {pt.key!r}, "
+                                  f"which table {name!r} does not have (columns: {', '.join(cols)})")
+        # A join is a lookup only if the key is unique: else one private row would meet
+        # several public rows and be counted several times. The table is public: say so plainly.
+        if not engine.units_unique(name, pt.key):
+            raise PolicyFileError(f"{where}: field 'public_tables.{name}.key': column {pt.key!r} has repeated or "
+                                  "NULL values, so a private row could join several of its rows",
+                                  hint="declare a column that identifies one row of the public table.")
+
+
+def check_units(policy: Policy, engine: Engine, table: str) -> None:
+    """Refuse a private table whose privacy unit does not identify one row per unit."""
+    tp = policy.tables[table]
+    if not engine.units_unique(table, tp.privacy_unit):
+        raise PolicyFileError(
+            f"table {table!r}: the privacy unit {tp.privacy_unit!r} does not identify one row per unit; "
+            "dpsql refuses to answer because its sensitivity analysis assumes one row per unit",
+            hint="the data owner must aggregate rows per unit or declare the right unit column.")
