@@ -30,7 +30,8 @@ from dpsql.ledger import Charge, Ledger, fmt, parse_rho
 from dpsql.privacy.allocate import Allocation, Settings, allocate
 from dpsql.sql.parse import parameter_position, parse
 from dpsql.sql.inline import inline_derived_tables
-from dpsql.sql.plan import GroupKey, Plan, Primitive, build_plan, hidden_columns
+from dpsql.sql.plan import GroupKey, Plan, Primitive, hidden_columns
+from dpsql.sql.planner import build_plan
 from dpsql.policy import Policy, load_policy
 from dpsql.privacy.randomness import RandomSource, default_random
 from dpsql.result import ColumnError, Explanation, NoiseTerm, Receipt, Result

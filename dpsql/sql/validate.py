@@ -2,7 +2,7 @@
 
 This stage knows the grammar only: which statements and which expression nodes dpsql can
 protect. Checks against the policy (which table, which columns, which keys) are the
-planner's (``plan.py``). Every refusal carries a stable code and says what to write instead.
+planner's (``planner.py``). Every refusal carries a stable code and says what to write instead.
 """
 
 from __future__ import annotations
