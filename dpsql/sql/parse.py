@@ -200,6 +200,28 @@ STATEMENT_KEYWORDS = frozenset({
     "ROLLBACK", "SET", "SHOW", "SUMMARIZE", "TRUNCATE", "UNPIVOT", "UPDATE", "UPSERT", "USE", "VACUUM",
 })
 
+#: What to write instead of a statement that is not a SELECT, by its keyword.
+_STATEMENT_HINTS: dict[str, str] = {
+    "SET": "to set the budget of a query use dpsql's own setting (SET dpsql.rho = 0.05, connect(rho=...) or --rho); "
+           "DuckDB settings cannot be changed.",
+    "RESET": "dpsql's own settings reset with RESET dpsql.rho; DuckDB settings cannot be changed.",
+    "INSTALL": "extensions cannot be installed or loaded: dpsql's connection is locked down.",
+    "LOAD": "extensions cannot be installed or loaded: dpsql's connection is locked down.",
+    "DESCRIBE": "the columns of the declared tables are in the policy (\\describe in the dpsql prompt).",
+    "EXPLAIN": "use dpsql explain (or \\explain in the prompt) to see how a query is rewritten, at no cost.",
+}
+_DEFAULT_STATEMENT_HINT = ("dpsql answers aggregate SELECT queries only; it never changes, exports or imports the "
+                           "database, reads files or changes settings.")
+
+
+def refuse_statement(kind: str, sql: str) -> QueryRefused:
+    """DP102 for a statement that is not a SELECT: here for statements sqlglot cannot read, such
+    as EXPORT DATABASE, and in ``validate.check_statement`` for the others (it lives here so that
+    validate imports parse and never the other way round)."""
+    line, column = first_token_position(sql)
+    return QueryRefused(f"{kind} statements are not allowed: dpsql answers one aggregate SELECT", code="DP102",
+                        line=line, column=column, hint=_STATEMENT_HINTS.get(kind.split()[-1], _DEFAULT_STATEMENT_HINT))
+
 
 def parse(sql: str) -> exp.Expression:
     """Parse exactly one SQL statement.
@@ -228,8 +250,6 @@ def parse(sql: str) -> exp.Expression:
     except ParseError as exc:
         kind = statement_keyword(sql)
         if kind is not None and kind.split()[-1] in STATEMENT_KEYWORDS:
-            from dpsql.sql.validate import refuse_statement  # validate imports this module
-
             raise refuse_statement(kind, sql) from None
         first = exc.errors[0] if exc.errors else {}
         raise QueryRefused(

@@ -13,7 +13,9 @@ from sqlglot import exp
 from dpsql.errors import QueryRefused
 from dpsql.policy import Policy
 from dpsql.sql.parse import parameter_position, parse
-from dpsql.sql.plan import Plan, build_plan, inline_derived_tables
+from dpsql.sql.inline import inline_derived_tables
+from dpsql.sql.plan import Plan
+from dpsql.sql.planner import build_plan
 from dpsql.sql.validate import check_statement
 
 

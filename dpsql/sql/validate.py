@@ -2,7 +2,7 @@
 
 This stage knows the grammar only: which statements and which expression nodes dpsql can
 protect. Checks against the policy (which table, which columns, which keys) are the
-planner's (``plan.py``). Every refusal carries a stable code and says what to write instead.
+planner's (``planner.py``). Every refusal carries a stable code and says what to write instead.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dpsql.errors import NotSupportedYet, QueryRefused
-from dpsql.sql.parse import first_token_position, keyword_position, position, statement_keyword
+from dpsql.sql.parse import keyword_position, position, refuse_statement, statement_keyword
 
 #: Aggregates dpsql protects; every other aggregate is "not supported yet".
 SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg)
@@ -42,19 +42,6 @@ _STATEMENT_NAMES: dict[type[exp.Expression], str] = {
     exp.Attach: "ATTACH", exp.Detach: "DETACH", exp.Export: "EXPORT", exp.Install: "INSTALL",
 }
 
-#: What to write instead of a statement that is not a SELECT, by its keyword.
-_STATEMENT_HINTS: dict[str, str] = {
-    "SET": "to set the budget of a query use dpsql's own setting (SET dpsql.rho = 0.05, connect(rho=...) or --rho); "
-           "DuckDB settings cannot be changed.",
-    "RESET": "dpsql's own settings reset with RESET dpsql.rho; DuckDB settings cannot be changed.",
-    "INSTALL": "extensions cannot be installed or loaded: dpsql's connection is locked down.",
-    "LOAD": "extensions cannot be installed or loaded: dpsql's connection is locked down.",
-    "DESCRIBE": "the columns of the declared tables are in the policy (\\describe in the dpsql prompt).",
-    "EXPLAIN": "use dpsql explain (or \\explain in the prompt) to see how a query is rewritten, at no cost.",
-}
-_DEFAULT_STATEMENT_HINT = ("dpsql answers aggregate SELECT queries only; it never changes, exports or imports the "
-                           "database, reads files or changes settings.")
-
 _SUBQUERY_HINT = ("a subquery or CTE may only filter and rename columns of one table, used once in FROM "
                   "(WITH t AS (SELECT a AS b FROM tbl WHERE ...) SELECT SUM(b) FROM t); aggregate in the outer query.")
 _SUBQUERY_NODES = (exp.Subquery, exp.Exists, exp.Lateral, exp.Values)
@@ -80,14 +67,6 @@ def check_statement(tree: exp.Expression, sql: str) -> exp.Select:
         for node in nodes:
             rule(node, tree, sql)
     return tree
-
-
-def refuse_statement(kind: str, sql: str) -> QueryRefused:
-    """DP102 for a statement that is not a SELECT (also used by the parser for statements
-    sqlglot cannot read, such as EXPORT DATABASE)."""
-    line, column = first_token_position(sql)
-    return QueryRefused(f"{kind} statements are not allowed: dpsql answers one aggregate SELECT", code="DP102",
-                        line=line, column=column, hint=_STATEMENT_HINTS.get(kind.split()[-1], _DEFAULT_STATEMENT_HINT))
 
 
 def _statement_kind(tree: exp.Expression, sql: str) -> str:

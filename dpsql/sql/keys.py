@@ -1,0 +1,78 @@
+"""The GROUP BY keys of one query, checked against the policy.
+
+A key is a declared key column of the private table, a column of a joined public table, or an
+expression of those; it is public when every column it reads has a public keyset, otherwise
+its groups go through partition selection.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from dpsql.errors import QueryRefused
+from dpsql.policy import TablePolicy
+from dpsql.sql.plan import GroupKey
+from dpsql.sql.scopes import Scopes
+
+
+def group_keys(select: exp.Select, table: TablePolicy, scopes: Scopes, items: list[exp.Expression],
+               aliases: dict[str, exp.Expression]) -> list[GroupKey]:
+    """The keys of ``select``'s GROUP BY, by column, SELECT alias or position (``items`` is the
+    SELECT list, ``aliases`` its aliases); a key listed twice is one key."""
+    group = select.args.get("group")
+    if group is None:
+        return []
+    if group.args.get("all"):
+        raise scopes.refuse(group, "DP114", "GROUP BY ALL is not supported", "list the key columns.")
+    keys: list[GroupKey] = []
+    for g in group.expressions:
+        target = g
+        if isinstance(g, exp.Literal) and not g.is_string:
+            idx = int(g.this) - 1
+            if not 0 <= idx < len(items):
+                raise scopes.refuse(g, "DP114", f"GROUP BY position {g.this} is not in the SELECT list")
+            target = items[idx].this if isinstance(items[idx], exp.Alias) else items[idx]
+        elif isinstance(g, exp.Column) and not g.table and g.name.lower() in aliases and not scopes.in_scopes(g.name.lower()):
+            target = aliases[g.name.lower()]
+        if any(isinstance(n, exp.AggFunc) for n in target.walk()):
+            raise scopes.refuse(g, "DP114", "GROUP BY cannot contain an aggregate", "group by key columns; filter on aggregates with HAVING.")
+        expr = scopes.normalise_columns(target.copy())
+        sources = list(dict.fromkeys(c.name for c in expr.find_all(exp.Column)))
+        if not sources:
+            raise scopes.refuse(g, "DP114", "GROUP BY a constant groups nothing",
+                                "group by key columns (by name, alias or position) or expressions of them.")
+        public = True
+        for name in sources:
+            if name in table.keys:
+                public = public and table.keys[name].public
+            elif name not in scopes.columns or name in scopes.scopes[0].columns:
+                declared = ", ".join(sorted(table.keys)) or "none"
+                joined = [f"{sc.name}.*" for sc in scopes.scopes[1:]]
+                raise scopes.refuse(g, "DP206", f"column {name!r} is not a group-by key of {table.name!r} in the policy",
+                                    f"group by the declared keys ({declared}){', columns of ' + ', '.join(joined) if joined else ''}"
+                                    " or expressions of them.")
+        if expr.sql("duckdb") in {k.expr.sql("duckdb") for k in keys}:
+            continue
+        if isinstance(expr, exp.Column):
+            name = expr.name
+            key = GroupKey(name, expr, scopes.shown(name), (name,), public, name if name in table.keys else None)
+        else:
+            key = GroupKey(f"__k{len(keys)}", expr, target.sql("duckdb"), tuple(sources), public)
+        keys.append(key)
+    return keys
+
+
+def keys_by_text(keys: list[GroupKey]) -> dict[str, GroupKey]:
+    """The keys by the DuckDB text of their expression, as ``key_for`` looks them up."""
+    return {k.expr.sql("duckdb"): k for k in keys}
+
+
+def key_for(node: exp.Expression, scopes: Scopes, lookup: dict[str, GroupKey]) -> GroupKey | None:
+    """The GROUP BY key ``node`` is (a key column or the same expression), if any."""
+    if not any(isinstance(n, exp.Column) for n in node.walk()) or any(isinstance(n, exp.AggFunc) for n in node.walk()):
+        return None
+    try:
+        text = scopes.normalise_columns(node.copy()).sql("duckdb")
+    except QueryRefused:
+        return None  # an alias or an unknown column: not a key (refused by to_finish if it matters)
+    return lookup.get(text)

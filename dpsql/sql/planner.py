@@ -1,0 +1,62 @@
+"""Checks a SELECT against the policy and builds the frozen plan of one query.
+
+The driver of planning: it resolves the tables (``scopes.py``), the WHERE filter, the GROUP BY
+keys (``keys.py``) and the aggregates and finish SELECT (``aggregates.py``), in that order,
+which is the order in which a query breaking several rules is refused.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from dpsql.policy import Policy
+from dpsql.sql.aggregates import Finisher
+from dpsql.sql.keys import group_keys
+from dpsql.sql.plan import Join, Plan
+from dpsql.sql.scopes import Scopes
+
+
+def build_plan(select: exp.Select, sql: str, policy: Policy, schema: dict[str, dict[str, str]],
+               not_null: dict[str, set[str]] | None = None) -> Plan:
+    """Build the plan of a SELECT that passed ``validate.check_statement``.
+
+    Args:
+        select: the statement.
+        sql: its text, for error positions.
+        policy: the loaded policy.
+        schema: table name -> {column name -> DuckDB type} of the tables the policy declares.
+        not_null: table name -> columns the schema declares NOT NULL.
+    """
+    not_null = not_null or {}
+    scopes = Scopes(select, sql, policy, schema)
+    table = scopes.resolve_tables()
+    for join in scopes.joins:  # the join keys are read whatever the query selects
+        scopes.note_public(join.left)
+        scopes.note_public(join.internal(join.key))
+
+    where = select.args.get("where")
+    where_expr = None
+    if where is not None:
+        if any(isinstance(n, exp.AggFunc) for n in where.this.walk()):
+            raise scopes.refuse(where, "DP112", "aggregates are not allowed in WHERE", "filter on aggregates with HAVING.")
+        where_expr = scopes.normalise_columns(where.this.copy())
+        scopes.check_ordering_types(where_expr)
+
+    items = list(select.expressions)
+    if not items:
+        raise scopes.refuse(select, "DP112", "the SELECT list is empty")
+    aliases = {item.alias.lower(): item.this for item in items if isinstance(item, exp.Alias)}
+    keys = group_keys(select, table, scopes, items, aliases)
+
+    finisher = Finisher(scopes, table, keys, not_null)
+    finish, outputs = finisher.finish(select, items, aliases)
+
+    joins = tuple(Join(j.table, j.alias, j.side, j.left, j.key,
+                       tuple(dict.fromkeys([j.key, *scopes.used_public.get(j.alias, [])]))) for j in scopes.joins)
+    public_types = {j.internal(c): scopes.columns[j.internal(c)] for j in joins for c in j.columns}
+    public_columns = {j.internal(c): (j.table, c) for j in joins for c in j.columns}
+    private = any(not k.public for k in keys)
+    return Plan(sql=sql, table=table, where=where_expr, keys=tuple(keys),
+                primitives=tuple(finisher.primitives), finish=finish, outputs=tuple(outputs),
+                selection_count=policy.selection.count if private else None,
+                joins=joins, public_types=public_types, public_columns=public_columns)
