@@ -60,8 +60,8 @@ from numbers import Rational
 
 import numpy as np
 
-from dpsql.privacy.mechanisms import sample_discrete_laplace
 from dpsql.privacy.randomness import RandomSource, default_random
+from dpsql.privacy.samplers import sample_discrete_laplace
 
 __all__ = [
     "release_probability",
@@ -568,9 +568,9 @@ def sample_truncated_geometric(epsilon: int | Fraction, k: int, rng: RandomSourc
     P[X = x] = c e^(-eps |x|) for |x| <= k, 0 otherwise,
     c = (1 - e^-eps)/(1 + e^-eps - 2 e^(-(k+1) eps)).
     Drawn by rejection from the exact two-sided geometric L_Z(1/eps)
-    (:func:`dpsql.privacy.mechanisms.sample_discrete_laplace`, P ~ e^(-|x|/b) with b = 1/eps): draws with
-    |x| > k are redrawn, which conditions on |X| <= k exactly -- the construction the paper gives
-    after Definition 6. Rejection rate 2 e^(-(k+1) eps)/(1 + e^-eps) per round.
+    (:func:`dpsql.privacy.samplers.sample_discrete_laplace`, P ~ e^(-|x|/b) with b = 1/eps): draws
+    with |x| > k are redrawn, which conditions on |X| <= k exactly -- the construction the paper
+    gives after Definition 6. Rejection rate 2 e^(-(k+1) eps)/(1 + e^-eps) per round.
 
     Args:
         epsilon: > 0, ``int`` or ``Fraction`` (numerator and denominator below 2^62).
