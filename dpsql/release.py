@@ -23,7 +23,8 @@ from dpsql.sql.plan import Plan, Primitive, moe_column, primitive_column, sigma_
 from dpsql.policy import Selection
 from dpsql.privacy.randomness import RandomSource
 from dpsql.result import NoiseTerm
-from dpsql.privacy.selection import select, thresholded_release, tsgd_threshold
+from dpsql.privacy.selection import select
+from dpsql.privacy.tsgd import thresholded_release, tsgd_threshold
 
 #: the most cells an answer holds; the public part is refused above it in phase 1, the private
 #: groups selection releases are cut to it (post-processing)

@@ -35,7 +35,8 @@ from dpsql.privacy.randomness import RandomSource, default_random
 from dpsql.result import ColumnError, Explanation, NoiseTerm, Receipt, Result
 from dpsql.sql.rewrite import INTEGER_TYPES, exact_sql, key_sql, reference_sql
 from dpsql.privacy.mechanisms import discrete_laplace_variance
-from dpsql.privacy.selection import midpoint, tsgd_threshold
+from dpsql.privacy.selection_analysis import midpoint
+from dpsql.privacy.tsgd import tsgd_threshold
 from dpsql.sql.validate import check_statement
 from dpsql import release as release_mod
 from dpsql.release import MAX_CELLS, TSGD, Decision, sort_key
