@@ -14,8 +14,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpsql.privacy.mechanisms import sample_discrete_gaussian, sample_discrete_laplace
 from dpsql.privacy.randomness import SecureRandom
+from dpsql.privacy.samplers import sample_discrete_gaussian, sample_discrete_laplace
 
 SIGMAS = ["0.7", "10", "7071", "3.2e6"]
 

@@ -25,8 +25,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpsql.privacy.mechanisms import gaussian_sigma2, sample_discrete_gaussian
+from dpsql.privacy.mechanisms import gaussian_sigma2
 from dpsql.privacy.randomness import RandomSource
+from dpsql.privacy.samplers import sample_discrete_gaussian
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Paper 002 Figures 1-4 from dpsql.privacy.selection: optimal vs Laplace partition selection.
+"""Paper 002 Figures 1-4 from dpsql.privacy.selection_analysis: optimal vs Laplace selection.
 
 Run:  cd /work/main && PYTHONPATH=. python benchmarks/partition_selection_figures.py
           [--png docs/partition_selection.png] [--no-plot]
@@ -21,12 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dpsql.privacy.selection import (
-    laplace_threshold,
-    laplace_threshold_probability,
-    midpoint,
-    release_probability,
-)
+from dpsql.privacy.pi_opt import release_probability
+from dpsql.privacy.selection_analysis import laplace_threshold, laplace_threshold_probability, midpoint
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_PNG = HERE.parent / "docs" / "partition_selection.png"

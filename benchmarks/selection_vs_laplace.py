@@ -24,7 +24,9 @@ import numpy as np
 
 import dpsql
 from dpsql.demo_db import ensure_demo
-from dpsql.privacy.selection import laplace_threshold, laplace_threshold_probability, release_probability, select
+from dpsql.privacy.pi_opt import release_probability
+from dpsql.privacy.selection import select
+from dpsql.privacy.selection_analysis import laplace_threshold, laplace_threshold_probability
 from dpsql.testing import seeded_random
 
 

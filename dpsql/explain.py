@@ -12,7 +12,8 @@ from dpsql.ledger import fmt
 from dpsql.policy import Policy
 from dpsql.privacy.allocate import Allocation
 from dpsql.privacy.mechanisms import discrete_laplace_variance
-from dpsql.privacy.selection import midpoint, tsgd_threshold
+from dpsql.privacy.selection_analysis import midpoint
+from dpsql.privacy.tsgd import tsgd_threshold
 from dpsql.result import Explanation
 from dpsql.sql.plan import Plan
 from dpsql.sql.rewrite import exact_sql, reference_sql

@@ -22,7 +22,8 @@ from dpsql.domain import Blocks, sort_key
 from dpsql.policy import Selection
 from dpsql.privacy.mechanisms import discrete_laplace_variance
 from dpsql.privacy.randomness import RandomSource
-from dpsql.privacy.selection import select, thresholded_release, tsgd_threshold
+from dpsql.privacy.selection import select
+from dpsql.privacy.tsgd import thresholded_release, tsgd_threshold
 from dpsql.result import NoiseTerm
 from dpsql.sql.plan import Plan, Primitive, moe_column, primitive_column, sigma_column
 

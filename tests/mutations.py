@@ -104,7 +104,7 @@ MUTATIONS: tuple[Mutation, ...] = (
               "tests/test_mechanisms.py::test_gaussian_sigma2_and_geometric_scale_exact")),
     Mutation("tsgd_noise_halved",
              "the truncated-geometric count (released as the COUNT) gets about half its noise",
-             (Patch("dpsql/privacy/selection.py", "noisy = flat + sample_truncated_geometric(eps, k, rng, size=flat.size)",
+             (Patch("dpsql/privacy/tsgd.py", "noisy = flat + sample_truncated_geometric(eps, k, rng, size=flat.size)",
                     "noisy = flat + sample_truncated_geometric(eps * 2, k, rng, size=flat.size)"),),
              (f"{SPREAD}::test_thresholded_count_spread",)),
     Mutation("empty_groups_not_noised",
@@ -122,7 +122,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # ------------------------------------------------------------------ partition selection
     Mutation("tsgd_threshold_weakened",
              "truncated-geometric selection releases groups whose noisy count is up to 3 below k",
-             (Patch("dpsql/privacy/selection.py", "released = noisy > k", "released = noisy > k - 3"),),
+             (Patch("dpsql/privacy/tsgd.py", "released = noisy > k", "released = noisy > k - 3"),),
              ("tests/test_selection.py::test_thresholded_release_frequency_matches_eq8",
               f"{SPREAD}::test_thresholded_count_spread")),
     Mutation("optimal_selection_weakened",

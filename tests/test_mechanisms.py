@@ -1,4 +1,4 @@
-"""Fast unit tests of dpsql.privacy.randomness, dpsql.privacy.mechanisms and dpsql.testing.
+"""Fast unit tests of dpsql.privacy.randomness, bernoulli, samplers, mechanisms and dpsql.testing.
 
 The distribution tests (many samples) are in test_noise_distribution.py.
 """
@@ -15,8 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpsql.privacy import bernoulli
 from dpsql.privacy import mechanisms
 from dpsql.privacy import randomness
+from dpsql.privacy import samplers
+from dpsql.privacy.bernoulli import sample_bernoulli_exp
 from dpsql.privacy.mechanisms import (
     discrete_gaussian_variance,
     discrete_laplace_variance,
@@ -26,10 +29,8 @@ from dpsql.privacy.mechanisms import (
     moe95_discrete_gaussian,
     moe95_geometric,
     rho_for_moe,
-    sample_bernoulli_exp,
-    sample_discrete_gaussian,
-    sample_discrete_laplace,
 )
+from dpsql.privacy.samplers import sample_discrete_gaussian, sample_discrete_laplace
 from dpsql.privacy.randomness import RandomSource, SecureRandom, SeededRandom, default_random
 from dpsql.testing import ScriptedWords, seeded_random
 
@@ -85,10 +86,11 @@ def test_default_sampling_path_reads_os_urandom(monkeypatch):
 
 
 def test_production_modules_do_not_use_the_test_hook():
-    for module in (mechanisms, randomness):
+    for module in (bernoulli, samplers, mechanisms, randomness):
         src = inspect.getsource(module)
         assert "from dpsql.testing" not in src and "import dpsql.testing" not in src
-    assert "SeededRandom" not in inspect.getsource(mechanisms)
+    for module in (bernoulli, samplers, mechanisms):
+        assert "SeededRandom" not in inspect.getsource(module)
 
 
 def test_bits63_range_and_dtype():
@@ -141,10 +143,10 @@ def test_uniform_below_in_range_property(bounds, seed):
 @given(st.integers(1, 10**40), st.integers(0, 10**40), st.integers(1, 6))
 def test_fraction_bernoulli_is_exact_threshold_property(den, num, k):
     num %= den
-    big = mechanisms._Fractions(np.array([num], dtype=object), np.array([den + (1 << 62)], dtype=object))
+    big = bernoulli._Fractions(np.array([num], dtype=object), np.array([den + (1 << 62)], dtype=object))
     assert big.threshold[0] == (num << 63) // (den + (1 << 62))
     # P(Bernoulli(f/k)) = f/k for both representations: a 0 numerator never fires
-    zero = mechanisms._Fractions(np.array([0], dtype=object), np.array([den], dtype=object))
+    zero = bernoulli._Fractions(np.array([0], dtype=object), np.array([den], dtype=object))
     assert not zero.bernoulli(np.zeros(64, dtype=np.int64), k, seeded_random(num % 1000)).any()
 
 
@@ -170,18 +172,18 @@ def test_two_secure_sources_differ():
 def test_exact_scalar_bernoulli_resolves_ties_with_more_bits():
     t1 = (1 << 63) // 3  # floor(2^63 / 3); remainder 2^63 - 3 t1 = 2, so next p = 2/3
     t2 = (2 << 63) // 3
-    assert mechanisms._bern_exact_scalar(1, 3, ScriptedWords([t1 - 1])) is True
-    assert mechanisms._bern_exact_scalar(1, 3, ScriptedWords([t1 + 1])) is False
-    assert mechanisms._bern_exact_scalar(1, 3, ScriptedWords([t1, t2 - 1])) is True
-    assert mechanisms._bern_exact_scalar(1, 3, ScriptedWords([t1, t2 + 1])) is False
-    assert mechanisms._bern_exact_scalar(0, 3, ScriptedWords([0, 0, 0, 5])) is False
-    assert mechanisms._bern_exact_scalar(3, 3, ScriptedWords([(1 << 63) - 1])) is True
+    assert bernoulli._bern_exact_scalar(1, 3, ScriptedWords([t1 - 1])) is True
+    assert bernoulli._bern_exact_scalar(1, 3, ScriptedWords([t1 + 1])) is False
+    assert bernoulli._bern_exact_scalar(1, 3, ScriptedWords([t1, t2 - 1])) is True
+    assert bernoulli._bern_exact_scalar(1, 3, ScriptedWords([t1, t2 + 1])) is False
+    assert bernoulli._bern_exact_scalar(0, 3, ScriptedWords([0, 0, 0, 5])) is False
+    assert bernoulli._bern_exact_scalar(3, 3, ScriptedWords([(1 << 63) - 1])) is True
 
 
 def test_big_denominator_threshold_bernoulli_tie_path():
     den = 10**30 + 7
     num = 3 * 10**29 + 1
-    frac = mechanisms._Fractions(np.array([num] * 2, dtype=object), np.array([den] * 2, dtype=object))
+    frac = bernoulli._Fractions(np.array([num] * 2, dtype=object), np.array([den] * 2, dtype=object))
     t = (num << 63) // den
     assert frac.threshold[0] == t
     rem = (num << 63) - t * den
@@ -229,7 +231,7 @@ def test_parameters_must_be_exact_and_positive():
 
 def test_equal_values_in_distinct_objects_are_grouped():
     cells = [Fraction(1, 2), Fraction(2, 4), 7, Fraction(7), Fraction(1, 2)]
-    values, group = mechanisms._groups(cells, None, "x")
+    values, group = samplers._groups(cells, None, "x")
     assert sorted(values) == [Fraction(1, 2), Fraction(7)]  # order follows object addresses
     assert [values[g] for g in group] == [Fraction(1, 2)] * 2 + [Fraction(7)] * 2 + [Fraction(1, 2)]
 

@@ -14,13 +14,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpsql.privacy.mechanisms import (
-    discrete_gaussian_variance,
-    discrete_laplace_variance,
-    sample_bernoulli_exp,
-    sample_discrete_gaussian,
-    sample_discrete_laplace,
-)
+from dpsql.privacy.bernoulli import sample_bernoulli_exp
+from dpsql.privacy.mechanisms import discrete_gaussian_variance, discrete_laplace_variance
+from dpsql.privacy.samplers import sample_discrete_gaussian, sample_discrete_laplace
 from dpsql.privacy.randomness import SecureRandom
 from dpsql.testing import seeded_random
 

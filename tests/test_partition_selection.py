@@ -8,7 +8,7 @@ import pytest
 
 import dpsql
 from dpsql.privacy import policy_function as pf
-from dpsql.privacy.selection import release_probability
+from dpsql.privacy.pi_opt import release_probability
 from dpsql.testing import seeded_random
 
 
@@ -90,7 +90,7 @@ def test_truncated_geometric_count_costs_nothing_extra(demo, tmp_path):
         cur = con.execute("SELECT county, COUNT(*) AS n FROM establishments GROUP BY county")
         assert cur.receipt.rho == Fraction(1, 2)  # only the selection: its noisy count is the COUNT
         exact = dict(con.session.engine.run("SELECT county, COUNT(*) FROM establishments GROUP BY county"))
-        from dpsql.privacy.selection import tsgd_threshold
+        from dpsql.privacy.tsgd import tsgd_threshold
 
         k = tsgd_threshold(Fraction(1), Fraction(1, 10**6))
         rows = cur.fetchall()

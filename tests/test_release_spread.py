@@ -45,7 +45,8 @@ import pytest
 
 import dpsql
 from dpsql.policy import Budget
-from dpsql.privacy.selection import release_probability, tsgd_release_probability, tsgd_threshold
+from dpsql.privacy.pi_opt import release_probability
+from dpsql.privacy.tsgd import tsgd_release_probability, tsgd_threshold
 from dpsql.testing import seeded_random
 
 pytestmark = pytest.mark.statistical

@@ -1,4 +1,5 @@
-"""Tests of dpsql.privacy.selection (paper 002, DP partition selection).
+"""Tests of DP partition selection (paper 002): dpsql.privacy.pi_opt, selection, tsgd and
+selection_analysis.
 
 References: "exact" values come from Lemma 1's recurrence run in 80-digit decimal arithmetic
 (independent of the closed form and of the module's integer table); its error is below 1e-60
@@ -19,18 +20,19 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpsql.privacy import selection
+from dpsql.privacy import pi_opt, selection, tsgd
+from dpsql.privacy.pi_opt import release_probability
 from dpsql.privacy.randomness import SecureRandom
-from dpsql.privacy.selection import (
+from dpsql.privacy.selection import recurrence_probability, select
+from dpsql.privacy.selection_analysis import (
     group_privacy,
     laplace_threshold,
     laplace_threshold_probability,
     midpoint,
     per_partition_budget,
-    recurrence_probability,
-    release_probability,
+)
+from dpsql.privacy.tsgd import (
     sample_truncated_geometric,
-    select,
     thresholded_release,
     tsgd_release_probability,
     tsgd_threshold,
@@ -96,7 +98,7 @@ def test_closed_form_and_recurrence_never_above_exact_and_within_1e12(epsilon, d
 @pytest.mark.parametrize(("epsilon", "delta"), GRID)
 def test_crossover_points_n1_n2_match_the_recurrence(epsilon, delta):
     """Lemma 4 (n1) and Lemma 5 (n2): where the recurrence switches branches and reaches 1."""
-    n1, _, n2 = selection._anchors(epsilon, delta)
+    n1, _, n2 = pi_opt._anchors(epsilon, delta)
     ref = exact_pi(epsilon, delta)
     with localcontext() as ctx:
         ctx.prec = 80
@@ -168,7 +170,7 @@ def test_float_pi_that_is_never_above_exact_can_still_break_delta():
     rounded down, pi(n2 + 1) < 1 = pi(n2 + 2), so P[drop] falls from ~5e-14 to 0 in one step
     -- inequality (4) then needs delta >= ~5.6e-14, over 50 times the delta = 1e-15 asked for."""
     eps, d = 1.0, 1e-15
-    _, _, n2 = selection._anchors(eps, d)
+    _, _, n2 = pi_opt._anchors(eps, d)
     p = release_probability(np.array([n2 + 1, n2 + 2]), eps, d)
     assert p[1] == 1.0 and 1.0 - p[0] > 50 * d
     # the exact table has no such step: q(n2 + 1) is 1 there, or 1 - q is below delta
@@ -178,7 +180,7 @@ def test_float_pi_that_is_never_above_exact_can_still_break_delta():
 
 @pytest.mark.parametrize(("epsilon", "delta"), GRID)
 def test_monotone_and_reaches_one(epsilon, delta):
-    _, _, n2 = selection._anchors(epsilon, delta)
+    _, _, n2 = pi_opt._anchors(epsilon, delta)
     n = np.arange(n2 + 10)
     for f in (release_probability, recurrence_probability):
         p = f(n, epsilon, delta)
@@ -346,7 +348,7 @@ def test_tsgd_release_probability_is_pi_opt_of_delta_hat_and_below_pi_opt(epsilo
     # never better than the optimum (Theorem 1: every DP primitive is below pi_opt)
     assert np.all(p <= release_probability(n, epsilon, delta) * (1 + 1e-9))
     # Theorem 5: it *is* the optimum for delta_hat = P[X = k]
-    delta_hat = selection._tsgd_delta_hat(epsilon, k)
+    delta_hat = tsgd._tsgd_delta_hat(epsilon, k)
     assert delta_hat <= delta * (1 + 1e-12)
     np.testing.assert_allclose(p, release_probability(n, epsilon, delta_hat), rtol=1e-9, atol=1e-15)
 
@@ -361,7 +363,7 @@ def test_theorem5_integer_k_makes_thresholding_optimal(epsilon, k):
     n = np.arange(2 * k + 5)
     np.testing.assert_allclose(tsgd_release_probability(n, epsilon, delta),
                                release_probability(n, epsilon, delta), rtol=1e-9, atol=1e-15)
-    _, _, n2 = selection._anchors(epsilon, delta)
+    _, _, n2 = pi_opt._anchors(epsilon, delta)
     assert n2 in (2 * k, 2 * k + 1)  # 2k + 1 at the exact tie (Theorem 5's proof)
 
 
@@ -416,7 +418,7 @@ def test_midpoints():
     lo, mid, hi = (midpoint(eps, d, level=x) for x in (0.05, 0.5, 0.95))
     assert lo < mid < hi
     assert release_probability(hi, eps, d) >= 0.95 > release_probability(hi - 1, eps, d)
-    assert midpoint(eps, d, level=1.0) == selection._anchors(eps, d)[2] + 1
+    assert midpoint(eps, d, level=1.0) == pi_opt._anchors(eps, d)[2] + 1
     assert midpoint(0, Fraction(1, 100)) == 50
     tau = laplace_threshold(eps, d)
     assert midpoint(eps, d, "laplace", level=0.95) == math.ceil(tau - math.log(0.1) / eps)
@@ -446,7 +448,7 @@ def test_group_privacy():
         assert float(dk) >= exact and float(dk) == pytest.approx(exact, rel=1e-15)
         assert dk <= k * Fraction(math.exp((k - 1) * float(eps))) * d * (1 + Fraction(1, 10**12))
         # tight for the optimal primitive: pi(k) = delta_k while k <= n1 (pi(0) = 0)
-        n1 = selection._anchors(float(eps), float(d))[0]
+        n1 = pi_opt._anchors(float(eps), float(d))[0]
         if k <= n1:
             assert float(release_probability(k, eps, d)) == pytest.approx(float(dk), rel=1e-12)
     assert group_privacy(0, Fraction(1, 10), 3) == (0, Fraction(3, 10))

@@ -29,9 +29,8 @@ from dpsql.privacy.mechanisms import (
     geometric_scale,
     moe95_discrete_gaussian,
     moe95_geometric,
-    sample_discrete_gaussian,
-    sample_discrete_laplace,
 )
+from dpsql.privacy.samplers import sample_discrete_gaussian, sample_discrete_laplace
 from dpsql.sql.plan import Primitive
 from dpsql.privacy.randomness import RandomSource
 

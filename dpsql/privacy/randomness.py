@@ -1,10 +1,11 @@
 """Random sources for the noise samplers.
 
-Every random decision in :mod:`dpsql.privacy.mechanisms` is made from exact uniform integers, drawn
-through the two methods of :class:`RandomSource`. Both concrete sources derive them from a
-stream of random *bytes* in :class:`_ByteSource`, so the bit-twiddling and the rejection
-sampling are the same code whether the bytes come from the OS CSPRNG or from a seeded PRNG:
-a statistical test run on the seeded source tests the code that production runs.
+Every random decision in :mod:`dpsql.privacy.samplers` and :mod:`dpsql.privacy.bernoulli` is made
+from exact uniform integers, drawn through the two methods of :class:`RandomSource`. Both
+concrete sources derive them from a stream of random *bytes* in :class:`_ByteSource`, so the
+bit-twiddling and the rejection sampling are the same code whether the bytes come from the OS
+CSPRNG or from a seeded PRNG: a statistical test run on the seeded source tests the code that
+production runs.
 
 * :class:`SecureRandom` (the default, :func:`default_random`): bytes from ``os.urandom``.
 * :class:`SeededRandom`: a seeded numpy PCG64. Deterministic and NOT cryptographically
