@@ -26,7 +26,8 @@ from dpsql.errors import DatabaseFileError, DpsqlError, PolicyFileError, QueryFa
 from dpsql.intercept import settings as set_statements  # noqa: F401 - registers SET / RESET / SHOW dpsql.*
 from dpsql.intercept import intercept
 from dpsql.intercept import probes  # noqa: F401 - registers the zero-cost answers to BI tools' probes
-from dpsql.ledger import Charge, Ledger, fmt, parse_rho
+from dpsql.ledger import Charge, Ledger, ledger_path
+from dpsql.privacy.budget import fmt, parse_rho
 from dpsql.privacy.allocate import Allocation, Settings, allocate
 from dpsql.sql.parse import parameter_position, parse
 from dpsql.sql.plan import GroupKey, Plan, Primitive, build_plan, inline_derived_tables, hidden_columns
@@ -41,16 +42,6 @@ from dpsql import release as release_mod
 from dpsql.release import MAX_CELLS, TSGD, Decision, sort_key
 
 NUMERIC_TYPES = INTEGER_TYPES + ("DOUBLE", "FLOAT", "REAL")
-
-
-def ledger_path(policy: Policy) -> Path:
-    """The policy's ledger file: ``budget.ledger``, else ``<policy stem>.ledger.sqlite`` beside it.
-    Chosen by the data owner's policy, never by the analyst's connection."""
-    if policy.budget.ledger is not None:
-        return policy.budget.ledger
-    if policy.path is None:
-        raise PolicyFileError("a policy without a file needs budget.ledger to say where its ledger lives")
-    return policy.path.with_name(policy.path.stem + ".ledger.sqlite")
 
 
 def _os_user() -> str:

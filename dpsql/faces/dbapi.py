@@ -102,7 +102,7 @@ class Connection:
         ``delta_remaining`` / ``delta_total`` (partition selection), ``rho_per_query``, and the
         (``epsilon``, ``delta``)-DP guarantee of everything spent (ρ converted at
         ``conversion_delta`` = 1e-6, tight; ``epsilon_analytic`` the analytic bound)."""
-        from dpsql.ledger import fmt
+        from dpsql.privacy.budget import fmt
 
         return {**self.session.ledger.summary(), "rho_per_query": fmt(self.session.rho)}
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from dpsql.privacy.allocate import GAUSSIAN, GEOMETRIC, Settings
 from dpsql.errors import BudgetValueError, QueryRefused
 from dpsql.intercept import public_result, register
-from dpsql.ledger import fmt, parse_rho
+from dpsql.privacy.budget import fmt, parse_rho
 from dpsql.result import Result
 
 if TYPE_CHECKING:

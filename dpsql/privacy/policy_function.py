@@ -18,7 +18,8 @@ from fractions import Fraction
 from typing import Any
 
 from dpsql.errors import QueryRefused
-from dpsql.ledger import Charge, fmt
+from dpsql.ledger import Charge
+from dpsql.privacy.budget import fmt
 
 
 @dataclass(frozen=True)

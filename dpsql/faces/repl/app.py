@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from dpsql import format as fmt_mod
 from dpsql.errors import DpsqlError
-from dpsql.ledger import fmt
+from dpsql.privacy.budget import fmt
 from dpsql.faces.repl import commands
 from dpsql.faces.repl import statements
 from dpsql.faces.repl.progress import run_interruptible

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from dpsql import format as fmt_mod
 from dpsql.privacy import policy_function as pf
-from dpsql.ledger import fmt
+from dpsql.privacy.budget import fmt
 
 if TYPE_CHECKING:
     from dpsql.faces.repl.app import Repl
@@ -142,7 +142,7 @@ def _explain(repl: Repl, arg: str) -> str:
          help="budget spent and left in rho and delta, the (epsilon, delta)-DP of it all, and the charges")
 def _budget(repl: Repl, arg: str) -> str:
     from dpsql.privacy.accounting import DEFAULT_CONVERSION_DELTA
-    from dpsql.ledger import parse_rho
+    from dpsql.privacy.budget import parse_rho
 
     s = repl.session
     led = s.ledger
