@@ -31,7 +31,8 @@ from dpsql.privacy.budget import fmt, parse_rho
 from dpsql.privacy.allocate import Allocation, Settings, allocate
 from dpsql.sql.parse import parameter_position, parse
 from dpsql.sql.plan import GroupKey, Plan, Primitive, build_plan, inline_derived_tables, hidden_columns
-from dpsql.policy import Policy, load_policy
+from dpsql.policy import Policy
+from dpsql.policy_file import default_policy_path, load_policy
 from dpsql.privacy.randomness import RandomSource, default_random
 from dpsql.result import ColumnError, Explanation, NoiseTerm, Receipt, Result
 from dpsql.sql.rewrite import INTEGER_TYPES, exact_sql, key_sql, reference_sql
@@ -49,11 +50,6 @@ def _os_user() -> str:
         return getpass.getuser()
     except Exception:  # noqa: BLE001 - no login name (some containers): one shared analyst
         return "analyst"
-
-
-def default_policy_path(database: Path) -> Path:
-    """``X.duckdb`` -> ``X.policy.toml`` beside it."""
-    return database.with_name(database.stem + ".policy.toml")
 
 
 class Session:

@@ -24,7 +24,7 @@ import dpsql
 from dpsql.privacy.accounting import guarantee
 from dpsql.errors import BudgetExceededError, BudgetValueError, LedgerError
 from dpsql.ledger import Charge, Ledger, ledger_path
-from dpsql.policy import load_policy
+from dpsql.policy_file import load_policy
 from dpsql.privacy.budget import fmt_up, parse_rho
 from dpsql.faces.repl import Repl
 from dpsql.faces.repl import commands

@@ -216,8 +216,8 @@ def _open_ledger(args: argparse.Namespace, everyone: bool = False):
     from pathlib import Path
 
     from dpsql.ledger import Ledger, ledger_path
-    from dpsql.policy import load_policy
-    from dpsql.session import _os_user, default_policy_path
+    from dpsql.policy_file import default_policy_path, load_policy
+    from dpsql.session import _os_user
 
     if args.policy:
         policy_file = Path(args.policy)
