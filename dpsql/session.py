@@ -26,6 +26,7 @@ from dpsql.errors import DatabaseFileError, DpsqlError, PolicyFileError, QueryFa
 from dpsql.intercept import settings as set_statements  # noqa: F401 - registers SET / RESET / SHOW dpsql.*
 from dpsql.intercept import intercept
 from dpsql.intercept import probes  # noqa: F401 - registers the zero-cost answers to BI tools' probes
+from dpsql.intercept import information_schema  # noqa: F401 - then information_schema listings (after probes)
 from dpsql.ledger import Charge, Ledger, ledger_path
 from dpsql.privacy.budget import fmt, parse_rho
 from dpsql.privacy.allocate import Allocation, Settings, allocate

@@ -41,7 +41,7 @@ from sqlalchemy.sql import compiler
 import dpsql
 from dpsql.faces.dbapi import Connection as DpsqlConnection
 from dpsql.errors import ConnectionClosedError
-from dpsql.intercept.probes import SCHEMA, catalog_tables, column_role, table_comment
+from dpsql.intercept.catalog import SCHEMA, catalog_tables, column_role, table_comment
 from dpsql.result import Receipt
 from dpsql.session import Session
 

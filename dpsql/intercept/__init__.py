@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 Handler = Callable[["Session", str], "Result | None"]
 
+# In registration order, the import order of the handler modules: dpsql/session.py imports settings,
+# then probes, then information_schema (which imports probes, so can never register first).
 HANDLERS: list[Handler] = []
 
 

@@ -112,7 +112,7 @@ def _describe(repl: Repl, arg: str) -> str:
     name = arg.strip().strip('"')
     public = policy.public_table(name)
     if public is not None:
-        from dpsql.intercept.probes import column_role
+        from dpsql.intercept.catalog import column_role
 
         rows = [[col, dtype, column_role(repl.session, public.name, col)]
                 for col, dtype in repl.session.schema[public.name].items()]
