@@ -11,7 +11,6 @@ import os
 import sys
 import time
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any, TextIO
 
 from dpsql import format as fmt_mod
@@ -20,11 +19,6 @@ from dpsql.privacy.budget import fmt
 from dpsql.faces.repl import commands
 from dpsql.faces.repl import statements
 from dpsql.faces.repl.progress import run_interruptible
-
-
-def home() -> Path:
-    """dpsql's per-user directory: $DPSQL_HOME, else ~/.cache/dpsql (where the demo lives too)."""
-    return Path(os.environ.get("DPSQL_HOME") or Path.home() / ".cache" / "dpsql").expanduser()
 
 
 class Repl:
