@@ -13,8 +13,9 @@ Tables (schema main):
 * ``_dpsql_demo_meta`` -- internal: generator version, seed and row count, used by
   :func:`ensure_demo` to decide whether a cached file is current.
 
-Only numpy, duckdb and the standard library are used, so this module can ship
-inside the package as ``dpsql.demo_db``.
+Only numpy, duckdb and the standard library are used (and :mod:`dpsql.home`, itself standard
+library only, for the cache directory), so this module can ship inside the package as
+``dpsql.demo_db``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from typing import Callable
 
 import duckdb
 import numpy as np
+
+from dpsql.home import home as dpsql_home
 
 # Bump whenever the generated data changes, so cached demo files get rebuilt.
 GENERATOR_VERSION = "3"  # 2: NOT NULL constraints (AVG shares COUNT(*)'s noisy count); 3: public tables
@@ -466,7 +469,7 @@ def ensure_demo(rows: int = DEFAULT_ROWS, home: str | Path | None = None,
     version/seed/size; the policy copy is refreshed on every call.  An exclusive
     file lock makes concurrent callers (threads or processes) build only once.
     """
-    home = Path(home or os.environ.get("DPSQL_HOME") or Path.home() / ".cache" / "dpsql").expanduser()
+    home = Path(home).expanduser() if home else dpsql_home()
     home.mkdir(parents=True, exist_ok=True)
     stem = "demo" if rows == DEFAULT_ROWS else f"demo-{rows}"
     db, policy = home / f"{stem}.duckdb", home / f"{stem}.policy.toml"

@@ -39,7 +39,7 @@ from dpsql.errors import (
     Warning,
 )
 
-__version__ = "0.1.0"
+from dpsql.version import __version__
 
 __all__ = [
     "connect", "Connection", "Cursor", "apilevel", "threadsafety", "paramstyle",

@@ -18,9 +18,9 @@ from typing import Any
 from dpsql import domain
 from dpsql.domain import Blocks
 from dpsql.errors import QueryRefused
-from dpsql.ledger import fmt, parse_rho
 from dpsql.policy import Policy, Selection
 from dpsql.privacy.allocate import Allocation, Settings, allocate
+from dpsql.privacy.budget import fmt, parse_rho
 from dpsql.sql.plan import Plan, Primitive
 
 #: the count of units taken from truncated-geometric partition selection (paper 002 Theorem 6)

@@ -8,9 +8,9 @@ from fractions import Fraction
 
 from dpsql.decide import TSGD, policy_terms, selection_params
 from dpsql.domain import PublicDomain
-from dpsql.ledger import fmt
 from dpsql.policy import Policy
 from dpsql.privacy.allocate import Allocation
+from dpsql.privacy.budget import fmt
 from dpsql.privacy.mechanisms import discrete_laplace_variance
 from dpsql.privacy.selection_analysis import midpoint
 from dpsql.privacy.tsgd import tsgd_threshold

@@ -7,7 +7,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from dpsql.ledger import fmt
+from dpsql.privacy.budget import fmt
 from dpsql.result import Explanation, Result
 
 

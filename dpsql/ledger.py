@@ -26,18 +26,16 @@ file at ``path`` and its ``-wal`` / ``-shm`` companions must still be the very f
 would go on writing to a deleted or replaced file's old inode, and would not notice garbage
 written over the main file while its pages are in the WAL. Any failure is a
 :class:`~dpsql.errors.LedgerError` (DP404); no ``sqlite3`` exception leaves this module.
-The header is read through one descriptor per file, kept open while any :class:`Ledger` of
-the process uses the file: closing a descriptor drops every POSIX lock the process holds on
-the file, SQLite's included, and another process could then take the ledger for unused and
-delete its WAL.
+The header is read through one descriptor per file (:mod:`dpsql.ledger_fds`), kept open
+while any :class:`Ledger` of the process uses the file: closing a descriptor drops every POSIX
+lock the process holds on the file, SQLite's included, and another process could then take the
+ledger for unused and delete its WAL.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
-import re
 import sqlite3
 import threading
 import time
@@ -48,8 +46,11 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from dpsql import ledger_fds
+from dpsql.errors import BudgetExceededError, LedgerError, PolicyFileError
+from dpsql.policy import Policy
 from dpsql.privacy import accounting
-from dpsql.errors import BudgetExceededError, BudgetValueError, LedgerError
+from dpsql.privacy.budget import fmt, fmt_up
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS charges (
@@ -75,127 +76,19 @@ _HISTORY = ("SELECT id, time, analyst, session, dataset, query, mechanism, rho, 
             "FROM charges")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
-# Every budget value typed by a person (SET dpsql.rho, --rho, weights, MOE targets) must lie in
-# [1e-15, 1e15] and be written in at most 64 characters: Fraction('1e999999999') would build a
-# billion-digit integer (tens of seconds), so the exponent is read from the text first.
-MIN_VALUE = Fraction(1, 10**15)
-MAX_VALUE = Fraction(10**15)
-_MAX_TEXT = 64
-_EXPONENT = re.compile(r"[eE]([+-]?[0-9_]+)$")
 
-
-def parse_rho(value: Any, what: str = "rho") -> Fraction:
-    """A budget value as an exact Fraction in [1e-15, 1e15]. ``0.1`` means 1/10 (its decimal
-    text), not the nearest binary double. Absurd magnitudes (``1e999999999``) are refused from
-    the text, in microseconds, before any Fraction is built.
-
-    Raises:
-        BudgetValueError: not a number, not finite, not positive, out of range, or too long.
-    """
-    if isinstance(value, Fraction):
-        frac = value
-    elif isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise BudgetValueError(f"{what} must be a positive number, got {type(value).__name__}")
-    elif isinstance(value, int):
-        frac = Fraction(value)
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            raise BudgetValueError(f"{what} must be finite, got {value}")
-        frac = Fraction(str(value))
-    else:
-        text = value.strip()
-        if len(text) > _MAX_TEXT:
-            raise BudgetValueError(f"{what} must be a number of at most {_MAX_TEXT} characters, got {_shown(value)}")
-        exponent = _EXPONENT.search(text)
-        # With at most 64 characters of digits, |exponent| > 1000 puts any non-zero value far
-        # outside [1e-15, 1e15] (and a zero one is refused too): no need to build it.
-        if exponent and abs(int(exponent.group(1).replace("_", "") or "0")) > 1000:
-            raise _out_of_range(what, value)
-        try:
-            frac = Fraction(text)
-        except (ValueError, ZeroDivisionError):
-            raise BudgetValueError(f"{what} must be a positive number, got {_shown(value)}") from None
-    if frac <= 0:
-        raise BudgetValueError(f"{what} must be positive, got {_shown(value)}")
-    if not MIN_VALUE <= frac <= MAX_VALUE:
-        raise _out_of_range(what, value)
-    return frac
-
-
-def _out_of_range(what: str, value: Any) -> BudgetValueError:
-    return BudgetValueError(f"{what} must be between 1e-15 and 1e15, got {_shown(value)}",
-                            hint="a budget value is a plain decimal such as 0.1, 2.5e-3 or 1/3.")
-
-
-def _shown(value: Any) -> str:
-    """A value in a message, short (a huge int or Fraction is shown by its magnitude)."""
-    if isinstance(value, (str, float)):
-        text = repr(value) if isinstance(value, str) else str(value)
-        return text if len(text) <= 40 else text[:37] + "..."
-    try:
-        return f"{float(value):.6g}"
-    except (OverflowError, TypeError, ValueError):
-        return "a number too large to show"
-
-
-def fmt(value: Fraction) -> str:
-    """A budget value for people: exact when short, else 6 significant digits."""
-    if value.denominator == 1:
-        return str(value.numerator)
-    return f"{float(value):.6g}"
-
-
-def fmt_up(value: float | Fraction, digits: int = 6) -> str:
-    """A privacy parameter of a guarantee (an ε, a δ) for people: ``digits`` significant digits,
-    rounded **up**, so the printed value is still a valid parameter."""
-    f = Fraction(value)
-    if f <= 0:
-        return "0"
-    e = math.floor(math.log10(f))
-    e += (Fraction(10) ** (e + 1) <= f) - (Fraction(10) ** e > f)  # log10 of a float may be off by one
-    step = Fraction(10) ** (e - digits + 1)
-    return f"{float(math.ceil(f / step) * step):.{digits}g}"
+def ledger_path(policy: Policy) -> Path:
+    """The policy's ledger file: ``budget.ledger``, else ``<policy stem>.ledger.sqlite`` beside it.
+    Chosen by the data owner's policy, never by the analyst's connection."""
+    if policy.budget.ledger is not None:
+        return policy.budget.ledger
+    if policy.path is None:
+        raise PolicyFileError("a policy without a file needs budget.ledger to say where its ledger lives")
+    return policy.path.with_name(policy.path.stem + ".ledger.sqlite")
 
 
 def _text(value: Fraction) -> str:
     return f"{value.numerator}/{value.denominator}"
-
-
-# (st_dev, st_ino) of a ledger file -> [a read-only descriptor on it, how many Ledgers use it].
-_HEADER_FDS: dict[tuple[int, int], list[int]] = {}
-_HEADER_FDS_LOCK = threading.Lock()
-
-
-def _hold_fd(path: Path, identity: tuple[int, int]) -> None:
-    """Keep a descriptor on the file ``identity`` (opened at ``path``) for reading its header."""
-    with _HEADER_FDS_LOCK:
-        if identity in _HEADER_FDS:
-            _HEADER_FDS[identity][1] += 1
-            return
-        fd = os.open(path, os.O_RDONLY)
-        st = os.fstat(fd)
-        if (st.st_dev, st.st_ino) != identity:
-            # The file at ``path`` changed since SQLite opened it. Keep the descriptor anyway: closing
-            # it would release SQLite's locks on that file, should the two be one.
-            raise OSError(f"{path} was replaced while it was being opened")
-        _HEADER_FDS[identity] = [fd, 1]
-
-
-def _release_fd(identity: tuple[int, int]) -> None:
-    """Called after the Ledger's own SQLite connection is closed: the last user closes the fd."""
-    with _HEADER_FDS_LOCK:
-        held = _HEADER_FDS.get(identity)
-        if held is None:
-            return
-        held[1] -= 1
-        if held[1] == 0:
-            os.close(held[0])
-            del _HEADER_FDS[identity]
-
-
-def _header_fd(identity: tuple[int, int]) -> int:
-    with _HEADER_FDS_LOCK:
-        return _HEADER_FDS[identity][0]
 
 
 @dataclass(frozen=True)
@@ -261,7 +154,7 @@ class Ledger:
             self._opened = self._identity()  # the files SQLite now holds open
             if self._opened[0] is None:
                 raise OSError(f"{self.path} vanished while it was being opened")
-            _hold_fd(self.path, self._opened[0])
+            ledger_fds.hold_fd(self.path, self._opened[0])
         except (sqlite3.Error, OSError) as exc:
             db.close()
             raise self._broken(f"is not a readable dpsql ledger ({exc})") from None
@@ -276,7 +169,7 @@ class Ledger:
                     pass  # nothing is pending: every charge committed or rolled back
                 self._db = None
                 assert self._opened[0] is not None
-                _release_fd(self._opened[0])
+                ledger_fds.release_fd(self._opened[0])
 
     # ------------------------------------------------------------------ the file is still this ledger
     def _companions(self) -> tuple[Path, ...]:
@@ -305,7 +198,7 @@ class Ledger:
             if now[1:] != self._opened[1:]:
                 raise self._broken("lost its write-ahead log (-wal) or shared-memory (-shm) file")
             assert self._opened[0] is not None
-            if os.pread(_header_fd(self._opened[0]), len(_SQLITE_MAGIC), 0) != _SQLITE_MAGIC:
+            if os.pread(ledger_fds.header_fd(self._opened[0]), len(_SQLITE_MAGIC), 0) != _SQLITE_MAGIC:
                 raise self._broken("is no longer a SQLite file (it was overwritten)")
         except OSError as exc:
             raise self._broken(f"cannot be read ({exc.strerror or exc})") from None

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from dpsql.ledger import fmt
+from dpsql.privacy.budget import fmt
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@
 After phase 2 begins the only outcomes are a charged noisy answer or a charged fixed-text
 failure (:meth:`Session._charged_failure`). Exact values live only in the frame of
 :meth:`Session._compute_and_release` and in :func:`dpsql.release.release`. Statements dpsql
-answers itself (SET, probes) never get here: :mod:`dpsql.intercept` dispatches them first.
+answers itself (SET, probes) never get here: :func:`dpsql.intercept.execute` answers them first.
 """
 
 from __future__ import annotations
@@ -26,20 +26,19 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from dpsql import domain
 from dpsql.backends import InterruptedBeforeStart, open_engine, open_finisher
 from dpsql.decide import Decision, allocations, decision, selection_params, settings_for
-from dpsql import domain
 from dpsql.domain import PublicDomain
 from dpsql.errors import DpsqlError, PolicyFileError, QueryFailed
 from dpsql.explain import explain
 from dpsql.finish import finish
-from dpsql.intercept import intercept
-from dpsql.intercept import probes  # noqa: F401 - registers the zero-cost answers to BI tools' probes
-from dpsql.intercept import settings as set_statements  # noqa: F401 - registers SET / RESET / SHOW dpsql.*
-from dpsql.ledger import Charge, Ledger, fmt, parse_rho
-from dpsql.policy import Policy, load_policy
+from dpsql.ledger import Charge, Ledger, ledger_path
+from dpsql.policy import Policy
 from dpsql.policy_check import check_catalog, check_units
+from dpsql.policy_file import default_policy_path, load_policy
 from dpsql.privacy.allocate import Settings
+from dpsql.privacy.budget import fmt, parse_rho
 from dpsql.privacy.randomness import RandomSource, default_random
 from dpsql.release import release
 from dpsql.result import Explanation, NoiseTerm, Receipt, Result
@@ -48,26 +47,12 @@ from dpsql.sql.query import plan_query
 from dpsql.sql.rewrite import exact_sql
 
 
-def ledger_path(policy: Policy) -> Path:
-    """The policy's ledger file: ``budget.ledger``, else ``<policy stem>.ledger.sqlite`` beside it.
-    Chosen by the data owner's policy, never by the analyst's connection."""
-    if policy.budget.ledger is not None:
-        return policy.budget.ledger
-    if policy.path is None:
-        raise PolicyFileError("a policy without a file needs budget.ledger to say where its ledger lives")
-    return policy.path.with_name(policy.path.stem + ".ledger.sqlite")
-
-
-def _os_user() -> str:
+def os_user() -> str:
+    """The login name, the analyst recorded with charges when a face names none."""
     try:
         return getpass.getuser()
     except Exception:  # noqa: BLE001 - no login name (some containers): one shared analyst
         return "analyst"
-
-
-def default_policy_path(database: Path) -> Path:
-    """``X.duckdb`` -> ``X.policy.toml`` beside it."""
-    return database.with_name(database.stem + ".policy.toml")
 
 
 class Session:
@@ -108,7 +93,7 @@ class Session:
         self.settings = self.default_settings()
         if rho is not None:
             self.set_rho(rho)
-        self.analyst = analyst or _os_user()
+        self.analyst = analyst or os_user()
         self.session_id = uuid.uuid4().hex[:12]
         budget = self.policy.budget
         try:
@@ -178,8 +163,6 @@ class Session:
         durably; finish on noisy values. One query at a time per session: threads sharing a
         connection are serialised."""
         with self._lock:
-            if parameters is None and (answered := intercept(self, sql)) is not None:
-                return answered
             timings: dict[str, float] = {}
             t0 = time.perf_counter()
             d = self.decide(sql, parameters, rho)

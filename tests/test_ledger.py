@@ -23,11 +23,11 @@ import pytest
 import dpsql
 from dpsql.privacy.accounting import guarantee
 from dpsql.errors import BudgetExceededError, BudgetValueError, LedgerError
-from dpsql.ledger import Charge, Ledger, fmt_up, parse_rho
-from dpsql.policy import load_policy
+from dpsql.ledger import Charge, Ledger, ledger_path
+from dpsql.policy_file import load_policy
+from dpsql.privacy.budget import fmt_up, parse_rho
 from dpsql.faces.repl import Repl
 from dpsql.faces.repl import commands
-from dpsql.session import ledger_path
 
 
 def set_budget(policy: Path, total: str, default: str = "0.1", extra: str = "") -> Path:

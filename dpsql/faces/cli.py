@@ -215,9 +215,9 @@ def _open_ledger(args: argparse.Namespace, everyone: bool = False):
     """The ledger of the policy (no database needed), for one analyst or all."""
     from pathlib import Path
 
-    from dpsql.ledger import Ledger
-    from dpsql.policy import load_policy
-    from dpsql.session import _os_user, default_policy_path, ledger_path
+    from dpsql.ledger import Ledger, ledger_path
+    from dpsql.policy_file import default_policy_path, load_policy
+    from dpsql.session import os_user
 
     if args.policy:
         policy_file = Path(args.policy)
@@ -228,7 +228,7 @@ def _open_ledger(args: argparse.Namespace, everyone: bool = False):
 
         policy_file = ensure_demo()[1]
     policy = load_policy(policy_file)
-    analyst = args.analyst or _os_user()
+    analyst = args.analyst or os_user()
     b = policy.budget
     ledger = Ledger(ledger_path(policy), analyst, b.total_rho, b.dataset_rho,
                     total_delta=b.total_delta, dataset_delta=b.dataset_delta)
@@ -238,7 +238,7 @@ def _open_ledger(args: argparse.Namespace, everyone: bool = False):
 def _conversion_delta(text: str | None):
     """δ' of `dpsql ledger --delta` (default: accounting.DEFAULT_CONVERSION_DELTA)."""
     from dpsql.privacy.accounting import DEFAULT_CONVERSION_DELTA
-    from dpsql.ledger import parse_rho
+    from dpsql.privacy.budget import parse_rho
 
     if text is None:
         return DEFAULT_CONVERSION_DELTA
@@ -250,7 +250,7 @@ def _conversion_delta(text: str | None):
 
 def _ledger(args: argparse.Namespace) -> int:
     from dpsql.privacy.accounting import guarantee
-    from dpsql.ledger import fmt, fmt_up
+    from dpsql.privacy.budget import fmt, fmt_up
 
     conversion = _conversion_delta(args.delta)
     _, ledger, analyst = _open_ledger(args)
@@ -289,7 +289,7 @@ def _guarantee_line(what: str, s: dict[str, str]) -> str:
 
 def _policy(args: argparse.Namespace) -> int:
     from dpsql.privacy import policy_function as pf
-    from dpsql.ledger import fmt
+    from dpsql.privacy.budget import fmt
 
     _, ledger, analyst = _open_ledger(args)
     try:
@@ -326,7 +326,7 @@ def _convert(args: argparse.Namespace) -> int:
     from fractions import Fraction
 
     from dpsql.privacy.accounting import guarantee
-    from dpsql.ledger import fmt_up, parse_rho
+    from dpsql.privacy.budget import fmt_up, parse_rho
 
     rho = parse_rho(args.rho, "--rho")
     delta = parse_rho(args.delta, "--delta")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from dpsql.errors import ConnectionClosedError, NotSupportedError
+from dpsql.intercept import execute
 from dpsql.result import Explanation, Receipt, Result
 from dpsql.session import Session
 
@@ -102,7 +103,7 @@ class Connection:
         ``delta_remaining`` / ``delta_total`` (partition selection), ``rho_per_query``, and the
         (``epsilon``, ``delta``)-DP guarantee of everything spent (ρ converted at
         ``conversion_delta`` = 1e-6, tight; ``epsilon_analytic`` the analytic bound)."""
-        from dpsql.ledger import fmt
+        from dpsql.privacy.budget import fmt
 
         return {**self.session.ledger.summary(), "rho_per_query": fmt(self.session.rho)}
 
@@ -146,7 +147,7 @@ class Cursor:
     def execute(self, operation: str, parameters: Sequence[Any] | None = None) -> Cursor:
         self._check_open()
         self._result = None
-        self._result = self.connection.session.execute(operation, parameters)
+        self._result = execute(self.connection.session, operation, parameters)
         self._pos = 0
         return self
 

@@ -38,12 +38,13 @@ from sqlalchemy.engine.interfaces import ReflectedColumn, ReflectedPrimaryKeyCon
 from sqlalchemy.engine.url import URL
 from sqlalchemy.sql import compiler
 
-import dpsql
-from dpsql.faces.dbapi import Connection as DpsqlConnection
+import dpsql  # the PEP 249 module import_dbapi() returns
 from dpsql.errors import ConnectionClosedError
-from dpsql.intercept.probes import SCHEMA, catalog_tables, column_role, table_comment
+from dpsql.faces.dbapi import Connection as DpsqlConnection
+from dpsql.intercept.catalog import SCHEMA, catalog_tables, column_role, table_comment
 from dpsql.result import Receipt
 from dpsql.session import Session
+from dpsql.version import __version__
 
 __all__ = ["DpsqlDialect", "budget", "last_receipt"]
 
@@ -242,7 +243,7 @@ class DpsqlDialect(DefaultDialect):
 
     # -- connection life: answered without SQL, so nothing reaches the data or the budget
     def _get_server_version_info(self, connection: SAConnection) -> tuple[int, ...]:
-        return tuple(int(p) for p in re.findall(r"\d+", dpsql.__version__))
+        return tuple(int(p) for p in re.findall(r"\d+", __version__))
 
     def _get_default_schema_name(self, connection: SAConnection) -> str:
         return SCHEMA

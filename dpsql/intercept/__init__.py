@@ -1,37 +1,41 @@
-"""Statements dpsql answers itself, before a query is planned as a private release.
+"""Statements dpsql answers itself, dispatched before the private pipeline.
 
 BI tools and scripts can only send SQL, so settings (``SET dpsql.rho = 0.05``) and the probes
-tools send on connect (``SELECT 1``, version and schema queries) arrive as SQL text. A handler
-looks at the text (and, if it wants, the parsed tree) and returns a :class:`Result` when it
-answers the statement, or None to let the statement go on to the private pipeline.
+tools send on connect (``SELECT 1``, version and schema queries) arrive as SQL text.
+:func:`execute` is how every face runs a statement: each handler of :data:`HANDLERS` looks at
+the text (and, if it wants, the parsed tree) and returns a :class:`~dpsql.result.Result` when
+it answers the statement, or None; a statement no handler answers goes on to
+:meth:`dpsql.session.Session.execute`, the private pipeline.
 
 Handlers never touch private rows and never charge the budget: what they return is public
-(settings, the policy, the schema of declared tables).
+(settings, the policy, the schema of declared tables). May import: the session, results,
+errors, the SQL parser, budget values and the policy; never the faces.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dpsql.result import Receipt, Result
+from dpsql.intercept import information_schema, probes, settings
+from dpsql.result import Result
+from dpsql.session import Session
 
-if TYPE_CHECKING:
-    from dpsql.session import Session
+Handler = Callable[[Session, str], "Result | None"]
 
-Handler = Callable[["Session", str], "Result | None"]
+#: In order; the first answer wins. Settings first: ``SET``/``SHOW``/``RESET dpsql.*`` never
+#: reach a probe.
+HANDLERS: tuple[Handler, ...] = (
+    settings.handle,
+    probes.answer_constant_select,
+    probes.answer_show_tables,
+    probes.answer_describe,
+    information_schema.answer_information_schema,
+)
 
-HANDLERS: list[Handler] = []
 
-
-def register(handler: Handler) -> Handler:
-    """Add a handler; handlers run in registration order, the first answer wins."""
-    HANDLERS.append(handler)
-    return handler
-
-
-def intercept(session: Session, sql: str) -> Result | None:
+def answer(session: Session, sql: str) -> Result | None:
+    """The public answer to ``sql`` if it is one of dpsql's own statements, else None."""
     for handler in HANDLERS:
         result = handler(session, sql)
         if result is not None:
@@ -39,10 +43,11 @@ def intercept(session: Session, sql: str) -> Result | None:
     return None
 
 
-def public_result(session: Session, columns: list[str], types: list[str], rows: list[tuple[Any, ...]]) -> Result:
-    """A result that released nothing private: its receipt charges zero."""
-    led = session.ledger
-    receipt = Receipt(rho=Fraction(0), delta=Fraction(0), mechanism="none", table="", noise=(), columns={},
-                      policy_terms=(), budget_spent=led.spent, budget_total=led.total_rho,
-                      budget_remaining=led.remaining)
-    return Result(columns=tuple(columns), types=tuple(types), rows=rows, receipt=receipt)
+def execute(session: Session, sql: str, parameters: Any = None, rho: Any = None) -> Result:
+    """Run one statement for a face: dpsql's own statements are answered here, at no cost;
+    anything else is a private release (:meth:`Session.execute`). One statement at a time per
+    session, settings included."""
+    with session.lock:
+        if parameters is None and (answered := answer(session, sql)) is not None:
+            return answered
+        return session.execute(sql, parameters, rho)

@@ -16,16 +16,13 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
-from dpsql.privacy.allocate import GAUSSIAN, GEOMETRIC, Settings
 from dpsql.errors import BudgetValueError, QueryRefused
-from dpsql.intercept import public_result, register
-from dpsql.ledger import fmt, parse_rho
+from dpsql.intercept.public import public_result
+from dpsql.privacy.allocate import GAUSSIAN, GEOMETRIC, Settings
+from dpsql.privacy.budget import fmt, parse_rho
 from dpsql.result import Result
-
-if TYPE_CHECKING:
-    from dpsql.session import Session
+from dpsql.session import Session
 
 _SET = re.compile(r"^\s*SET\s+(?:SESSION\s+)?dpsql\.(\w+)\s*(?:=|\bTO\b)\s*(.+?)\s*;?\s*$", re.I | re.S)
 _RESET = re.compile(r"^\s*RESET\s+dpsql\.(\w+)\s*;?\s*$", re.I)
@@ -103,7 +100,6 @@ def _reset(session: Session, name: str) -> Settings:
     raise _unknown(name)
 
 
-@register
 def handle(session: Session, sql: str) -> Result | None:
     if m := _SET.match(sql):
         name = m.group(1).lower()

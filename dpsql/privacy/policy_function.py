@@ -13,12 +13,19 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol
 
 from dpsql.errors import QueryRefused
-from dpsql.ledger import Charge, fmt
+from dpsql.privacy.budget import fmt
+
+
+class Charged(Protocol):
+    """What P(r) reads of a ledger charge (:class:`dpsql.ledger.Charge`): the terms it added."""
+
+    policy_terms: tuple[dict[str, Any], ...]
 
 
 @dataclass(frozen=True)
@@ -39,7 +46,7 @@ class Term:
         return bool(self.measures)
 
 
-def collect(charges: list[Charge]) -> list[Term]:
+def collect(charges: Iterable[Charged]) -> list[Term]:
     """The terms of P(r), summed by table and shape, in a stable order."""
     rhos: dict[tuple[Any, ...], Fraction] = {}
     deltas: dict[tuple[Any, ...], dict[Fraction | None, Fraction]] = {}

@@ -11,20 +11,14 @@ import os
 import sys
 import time
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any, TextIO
 
 from dpsql import format as fmt_mod
 from dpsql.errors import DpsqlError
-from dpsql.ledger import fmt
-from dpsql.faces.repl import commands
-from dpsql.faces.repl import statements
+from dpsql.faces.repl import commands, statements
 from dpsql.faces.repl.progress import run_interruptible
-
-
-def home() -> Path:
-    """dpsql's per-user directory: $DPSQL_HOME, else ~/.cache/dpsql (where the demo lives too)."""
-    return Path(os.environ.get("DPSQL_HOME") or Path.home() / ".cache" / "dpsql").expanduser()
+from dpsql.intercept import execute
+from dpsql.privacy.budget import fmt
 
 
 class Repl:
@@ -69,7 +63,7 @@ class Repl:
     def _answer(self, sql: str) -> None:
         t0 = time.perf_counter()
         try:
-            result = run_interruptible(lambda: self.session.execute(sql), self.session.engine.interrupt,
+            result = run_interruptible(lambda: execute(self.session, sql), self.session.engine.interrupt,
                                        stream=self.err if self.progress else None)
         except KeyboardInterrupt as exc:
             if getattr(exc, "dpsql_charged", None) is None:  # stopped before any private row was read
@@ -181,6 +175,6 @@ class _Cancelled(Exception):
 
 
 def _version() -> str:
-    from dpsql import __version__
+    from dpsql.version import __version__
 
     return __version__

@@ -10,16 +10,27 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from dpsql import format as fmt_mod
 from dpsql.privacy import policy_function as pf
-from dpsql.ledger import fmt
+from dpsql.privacy.budget import fmt
 
 if TYPE_CHECKING:
-    from dpsql.faces.repl.app import Repl
+    from dpsql.session import Session
 
-Handler = Callable[["Repl", str], "str | None"]
+
+class ReplState(Protocol):
+    """What a meta-command reads and sets of the REPL running it (:class:`dpsql.faces.repl.app.Repl`
+    is one). A protocol, so this module does not import the loop that imports it."""
+
+    session: Session
+    display: str
+    timing: bool
+    last_sql: str | None
+
+
+Handler = Callable[["ReplState", str], "str | None"]
 H = TypeVar("H", bound=Handler)
 
 
@@ -53,7 +64,7 @@ def command(name: str, args: str = "", help: str = "", aliases: tuple[str, ...] 
     return register
 
 
-def run(repl: Repl, line: str) -> str | None:
+def run(repl: ReplState, line: str) -> str | None:
     """Run one meta-command line such as ``\\describe establishments``."""
     name, _, arg = line.strip().partition(" ")
     cmd = COMMANDS.get(name.lower())
@@ -71,7 +82,7 @@ def unique() -> list[Command]:
 
 
 @command("\\help", help="this help", aliases=("\\?", "\\h", "help"))
-def _help(repl: Repl, arg: str) -> str:
+def _help(repl: ReplState, arg: str) -> str:
     lines = ["Type SQL and end it with ; to run it. Each query is answered with noise and costs budget;",
              "refused queries cost nothing. Example:",
              "  SELECT state, COUNT(*) AS n, AVG(payann) FROM establishments GROUP BY state ORDER BY n DESC LIMIT 5;",
@@ -90,7 +101,7 @@ def _help(repl: Repl, arg: str) -> str:
 
 
 @command("\\tables", help="the tables of the policy", aliases=("\\dt",))
-def _tables(repl: Repl, arg: str) -> str:
+def _tables(repl: ReplState, arg: str) -> str:
     rows = []
     for name, tp in repl.session.policy.tables.items():
         public = [k for k, key in tp.keys.items() if key.public]
@@ -105,14 +116,14 @@ def _tables(repl: Repl, arg: str) -> str:
 
 
 @command("\\describe", args="TABLE", help="columns of a table and their privacy roles", aliases=("\\d",))
-def _describe(repl: Repl, arg: str) -> str:
+def _describe(repl: ReplState, arg: str) -> str:
     if not arg:
         return _tables(repl, arg)
     policy = repl.session.policy
     name = arg.strip().strip('"')
     public = policy.public_table(name)
     if public is not None:
-        from dpsql.intercept.probes import column_role
+        from dpsql.intercept.catalog import column_role
 
         rows = [[col, dtype, column_role(repl.session, public.name, col)]
                 for col, dtype in repl.session.schema[public.name].items()]
@@ -130,7 +141,7 @@ def _describe(repl: Repl, arg: str) -> str:
 
 
 @command("\\explain", args="SQL", help="how a query would be answered; costs nothing, touches no data")
-def _explain(repl: Repl, arg: str) -> str:
+def _explain(repl: ReplState, arg: str) -> str:
     sql = arg.strip().rstrip(";").strip()
     if not sql:
         raise UsageError("usage: \\explain SELECT …")
@@ -140,9 +151,9 @@ def _explain(repl: Repl, arg: str) -> str:
 
 @command("\\budget", args="[DELTA']",
          help="budget spent and left in rho and delta, the (epsilon, delta)-DP of it all, and the charges")
-def _budget(repl: Repl, arg: str) -> str:
+def _budget(repl: ReplState, arg: str) -> str:
     from dpsql.privacy.accounting import DEFAULT_CONVERSION_DELTA
-    from dpsql.ledger import parse_rho
+    from dpsql.privacy.budget import parse_rho
 
     s = repl.session
     led = s.ledger
@@ -182,7 +193,7 @@ def _one_line(sql: str, width: int = 80) -> str:
 
 @command("\\policy", args="[TABLE] [col=value …]",
          help="the policy function P(r) of all releases so far; with values, for that hypothetical record")
-def _policy(repl: Repl, arg: str) -> str:
+def _policy(repl: ReplState, arg: str) -> str:
     words = arg.split()
     table = words.pop(0).lower() if words and "=" not in words[0] else None
     record = pf.parse_record(words)
@@ -222,7 +233,7 @@ def _formula(terms: list[pf.Term]) -> list[str]:
 
 
 @command("\\set", args="[NAME VALUE]", help="rho R, display moe|sigma; or any SET dpsql.NAME (moe, epsilon, weights)")
-def _set(repl: Repl, arg: str) -> str:
+def _set(repl: ReplState, arg: str) -> str:
     name, _, value = arg.strip().partition(" ")
     name, value = name.lower(), value.strip()
     if not name:
@@ -249,7 +260,7 @@ def _set(repl: Repl, arg: str) -> str:
 
 
 @command("\\timing", args="[on|off]", help="show how long each query takes")
-def _timing(repl: Repl, arg: str) -> str:
+def _timing(repl: ReplState, arg: str) -> str:
     if arg.lower() not in ("", "on", "off"):
         raise UsageError("usage: \\timing [on|off]")
     repl.timing = (not repl.timing) if not arg else arg.lower() == "on"
@@ -257,5 +268,5 @@ def _timing(repl: Repl, arg: str) -> str:
 
 
 @command("\\q", help="quit (or Ctrl-D)", aliases=("\\quit", "quit", "exit"))
-def _quit(repl: Repl, arg: str) -> None:
+def _quit(repl: ReplState, arg: str) -> None:
     raise Quit

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import get_app
@@ -15,11 +15,21 @@ from prompt_toolkit.styles import Style
 from dpsql.faces.repl import statements
 from dpsql.faces.repl.completion import SqlCompleter
 from dpsql.faces.repl.lexer import DpsqlLexer
+from dpsql.home import home
 
 PROMPT = "dpsql> "
 
 if TYPE_CHECKING:
-    from dpsql.faces.repl.app import Repl
+    from dpsql.session import Session
+
+
+class PromptOwner(Protocol):
+    """What the prompt needs of the REPL it serves (:class:`dpsql.faces.repl.app.Repl` is one): the
+    session, for completion, and the bottom toolbar. A protocol, so this module imports no loop."""
+
+    session: Session
+
+    def toolbar(self) -> str: ...
 
 STYLE = Style.from_dict({
     "meta-command": "ansicyan bold",
@@ -30,8 +40,6 @@ STYLE = Style.from_dict({
 
 def history_file() -> History:
     """The history file in dpsql's home; in memory when that directory cannot be written."""
-    from dpsql.faces.repl.app import home
-
     try:
         home().mkdir(parents=True, exist_ok=True)
         path = home() / "history"
@@ -72,7 +80,8 @@ def key_bindings() -> KeyBindings:
     return kb
 
 
-def make_session(repl: Repl, *, input: Any = None, output: Any = None, history: History | None = None) -> PromptSession[str]:
+def make_session(repl: PromptOwner, *, input: Any = None, output: Any = None,
+                 history: History | None = None) -> PromptSession[str]:
     # Enter inserts a newline until the input is complete (ends with ; or is a meta-command).
     incomplete = Condition(lambda: not statements.is_complete(get_app().current_buffer.text))
     return PromptSession(

@@ -1,0 +1,294 @@
+"""The policy file: read the data owner's TOML, validate it into a :class:`~dpsql.policy.Policy`.
+
+A bad file is refused at load with a :class:`PolicyFileError` naming the file, the field and
+the reason. This module knows nothing of SQL or of the data.
+
+File format (see ``docs/policy.md``)::
+
+    [budget]
+    default_rho = 0.1
+    total_rho = 10.0                     # per analyst
+    dataset_rho = 50.0                   # optional: all analysts together
+    total_delta = 1e-5                   # per analyst (the default): delta of partition selections
+    dataset_delta = 1e-4                 # optional: all analysts together
+    ledger = "demo.ledger.sqlite"        # optional: default <policy>.ledger.sqlite beside it
+
+    [noise]
+    mechanism = "discrete_gaussian"
+
+    [tables.establishments]
+    privacy_unit = "id"
+    max_splits = 50                      # optional: top-code beyond 50 splits
+
+    [tables.establishments.measures]
+    employees = { threshold = 100 }
+    payann = { threshold = 10000, overrides = { key = "naics2", thresholds = { "52" = 20000 } } }
+    latency_ms = { threshold = 500, granularity = 0.1 }
+
+    [tables.establishments.keys]
+    state = { keyset = ["AK", "AL"] }    # public
+    county = {}                          # private
+
+    [public_tables.states]               # published reference data, joinable by its key
+    key = "code"                         # unique in the table: a private row joins at most one row
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from dpsql.errors import PolicyFileError
+from dpsql.policy import (
+    MECHANISMS,
+    SELECTION_COUNTS,
+    SELECTION_METHODS,
+    Budget,
+    Key,
+    Measure,
+    Policy,
+    PublicTable,
+    Selection,
+    TablePolicy,
+    ThresholdOverride,
+)
+
+
+def default_policy_path(database: Path) -> Path:
+    """``X.duckdb`` -> ``X.policy.toml`` beside it."""
+    return database.with_name(database.stem + ".policy.toml")
+
+
+def load_policy(path: str | Path) -> Policy:
+    """Read and validate a policy file.
+
+    Raises:
+        PolicyFileError: the file is missing, is not TOML, or a field is invalid.
+    """
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise PolicyFileError(f"cannot read policy file {p}: {exc.strerror or exc}") from None
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise PolicyFileError(f"{p}: not a valid TOML file: {exc}") from None
+    return parse_policy(doc, p)
+
+
+def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
+    """Validate a parsed TOML document into a :class:`Policy`."""
+    where = str(path) if path else "<policy>"
+    _only(doc, {"budget", "noise", "tables", "selection", "public_tables"}, where, "")
+
+    budget_doc = _table(doc.get("budget", {}), where, "budget")
+    _only(budget_doc, {"default_rho", "total_rho", "dataset_rho", "ledger", "default_epsilon", "total_delta",
+                       "dataset_delta"}, where, "budget")
+    default_epsilon = _rho(budget_doc.get("default_epsilon", 1), where, "budget.default_epsilon")
+    default_rho = _rho(budget_doc.get("default_rho", 0.1), where, "budget.default_rho")
+    total_rho = _rho(budget_doc.get("total_rho", 1.0), where, "budget.total_rho")
+    if default_rho > total_rho:
+        raise _err(where, "budget.default_rho", "is larger than budget.total_rho")
+    dataset_rho = None
+    if "dataset_rho" in budget_doc:
+        dataset_rho = _rho(budget_doc["dataset_rho"], where, "budget.dataset_rho")
+    total_delta = _delta(budget_doc.get("total_delta", 1e-5), where, "budget.total_delta")
+    dataset_delta = None
+    if "dataset_delta" in budget_doc:
+        dataset_delta = _delta(budget_doc["dataset_delta"], where, "budget.dataset_delta")
+    ledger = None
+    if "ledger" in budget_doc:
+        if not isinstance(budget_doc["ledger"], str) or not budget_doc["ledger"].strip():
+            raise _err(where, "budget.ledger", "must be a file path (relative paths are relative to the policy file)")
+        ledger = Path(budget_doc["ledger"])
+        if not ledger.is_absolute() and path is not None:
+            ledger = path.parent / ledger
+
+    noise_doc = _table(doc.get("noise", {}), where, "noise")
+    _only(noise_doc, {"mechanism"}, where, "noise")
+    mechanism = noise_doc.get("mechanism", "discrete_gaussian")
+    if mechanism not in MECHANISMS:
+        raise _err(where, "noise.mechanism", f"must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
+
+    tables_doc = _table(doc.get("tables"), where, "tables", required=True)
+    if not tables_doc:
+        raise _err(where, "tables", "declares no table: add at least one [tables.NAME] section")
+    tables = {}
+    for name, tdoc in tables_doc.items():
+        tp = _table_policy(name, _table(tdoc, where, f"tables.{name}"), where)
+        tables[tp.name] = tp
+    sel_doc = _table(doc.get("selection", {}), where, "selection")
+    _only(sel_doc, {"epsilon", "delta", "count", "method"}, where, "selection")
+    sel = Selection()
+    sel_eps = _rho(sel_doc["epsilon"], where, "selection.epsilon") if "epsilon" in sel_doc else sel.epsilon
+    sel_delta = _rho(sel_doc["delta"], where, "selection.delta") if "delta" in sel_doc else sel.delta
+    if sel_delta >= 1:
+        raise _err(where, "selection.delta", "must be below 1 (typically 1e-6 or smaller)")
+    sel_count = sel_doc.get("count", sel.count)
+    if sel_count not in SELECTION_COUNTS:
+        raise _err(where, "selection.count", f"must be one of {', '.join(SELECTION_COUNTS)}, got {sel_count!r}")
+    sel_method = sel_doc.get("method", sel.method)
+    if sel_method not in SELECTION_METHODS:
+        raise _err(where, "selection.method", f"must be one of {', '.join(SELECTION_METHODS)}, got {sel_method!r}")
+    selection = Selection(sel_eps, sel_delta, sel_count, sel_method)
+    public_tables = {}
+    for name, pdoc in _table(doc.get("public_tables", {}), where, "public_tables").items():
+        pfield = f"public_tables.{name}"
+        _ident(name, where, pfield)
+        pdoc = _table(pdoc, where, pfield)
+        _only(pdoc, {"key"}, where, pfield)
+        key = pdoc.get("key")
+        if not isinstance(key, str) or not key:
+            raise _err(where, f"{pfield}.key", "is required: the column that identifies one row, which private rows join to")
+        _ident(key, where, f"{pfield}.key")
+        if name.lower() in tables:
+            raise _err(where, pfield, f"table {name!r} is also declared private in [tables.{name}]")
+        public_tables[name.lower()] = PublicTable(name.lower(), key.lower())
+    budget = Budget(default_rho, total_rho, dataset_rho, default_epsilon, ledger, total_delta, dataset_delta)
+    return Policy(path=path, tables=tables, budget=budget,
+                  mechanism=mechanism, selection=selection, public_tables=public_tables)
+
+
+def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:
+    prefix = f"tables.{name}"
+    _ident(name, where, prefix)
+    _only(tdoc, {"privacy_unit", "measures", "keys", "max_splits"}, where, prefix)
+    unit = tdoc.get("privacy_unit")
+    if not isinstance(unit, str) or not unit:
+        raise _err(where, f"{prefix}.privacy_unit", "is required: the column identifying one privacy unit (one row per unit)")
+    _ident(unit, where, f"{prefix}.privacy_unit")
+    max_splits = tdoc.get("max_splits")
+    if max_splits is not None and (not _is_int(max_splits) or max_splits < 1):
+        raise _err(where, f"{prefix}.max_splits", "must be a positive integer")
+
+    keys: dict[str, Key] = {}
+    for kname, kdoc in _table(tdoc.get("keys", {}), where, f"{prefix}.keys").items():
+        kfield = f"{prefix}.keys.{kname}"
+        _ident(kname, where, kfield)
+        kdoc = _table(kdoc, where, kfield)
+        _only(kdoc, {"keyset"}, where, kfield)
+        keyset = kdoc.get("keyset")
+        if keyset is not None:
+            if not isinstance(keyset, list) or not keyset:
+                raise _err(where, f"{kfield}.keyset", "must be a non-empty list of values (omit it for a private key)")
+            if not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in keyset):
+                raise _err(where, f"{kfield}.keyset", "values must be strings or integers")
+            if len(set(keyset)) != len(keyset):
+                raise _err(where, f"{kfield}.keyset", "lists a value twice")
+            keyset = tuple(keyset)
+        keys[kname.lower()] = Key(kname.lower(), keyset)
+
+    measures: dict[str, Measure] = {}
+    for mname, mdoc in _table(tdoc.get("measures", {}), where, f"{prefix}.measures").items():
+        measures[mname.lower()] = _measure(mname, _table(mdoc, where, f"{prefix}.measures.{mname}"), where, prefix, keys)
+
+    unit_l = unit.lower()
+    if unit_l in measures or unit_l in keys:
+        raise _err(where, f"{prefix}.privacy_unit", f"column {unit!r} cannot also be a measure or a key")
+    both = set(measures) & set(keys)
+    if both:
+        raise _err(where, f"{prefix}.measures", f"column {sorted(both)[0]!r} is declared both as a measure and as a key")
+    return TablePolicy(name.lower(), unit_l, measures, keys, max_splits)
+
+
+def _measure(name: str, mdoc: dict[str, Any], where: str, prefix: str, keys: dict[str, Key]) -> Measure:
+    mfield = f"{prefix}.measures.{name}"
+    _ident(name, where, mfield)
+    _only(mdoc, {"threshold", "granularity", "overrides"}, where, mfield)
+    gran_raw = mdoc.get("granularity", 1)
+    granularity = _positive_fraction(gran_raw, where, f"{mfield}.granularity")
+
+    def units(value: Any, fname: str) -> int:
+        t = _positive_fraction(value, where, fname)
+        u = t / granularity
+        if u.denominator != 1:
+            raise _err(where, fname, f"must be a whole multiple of the granularity {gran_raw}")
+        return u.numerator
+
+    if "threshold" not in mdoc:
+        raise _err(where, f"{mfield}.threshold", "is required: the split threshold T of the measure (paper 000 Algorithm 1)")
+    threshold = units(mdoc["threshold"], f"{mfield}.threshold")
+
+    override = None
+    if "overrides" in mdoc:
+        ofield = f"{mfield}.overrides"
+        odoc = _table(mdoc["overrides"], where, ofield)
+        _only(odoc, {"key", "thresholds"}, where, ofield)
+        okey = odoc.get("key")
+        if not isinstance(okey, str) or okey.lower() not in keys or not keys[okey.lower()].public:
+            raise _err(where, f"{ofield}.key", "must name a public key of the table (a key with a keyset)")
+        key = keys[okey.lower()]
+        tdoc = _table(odoc.get("thresholds"), where, f"{ofield}.thresholds", required=True)
+        thresholds: dict[Any, int] = {}
+        for value_text, tvalue in tdoc.items():
+            value = _keyset_value(value_text, key)
+            if value is None:
+                raise _err(where, f"{ofield}.thresholds.{value_text}", f"is not in the keyset of key {key.name!r}")
+            thresholds[value] = units(tvalue, f"{ofield}.thresholds.{value_text}")
+        override = ThresholdOverride(key.name, thresholds)
+    return Measure(name.lower(), threshold, granularity, override)
+
+
+def _keyset_value(text: str, key: Key) -> Any:
+    """TOML table keys are strings; match them to the keyset's typed values."""
+    assert key.keyset is not None
+    for v in key.keyset:
+        if str(v) == text:
+            return v
+    return None
+
+
+def _err(where: str, fieldname: str, reason: str) -> PolicyFileError:
+    return PolicyFileError(f"{where}: field '{fieldname}' {reason}")
+
+
+def _only(doc: dict[str, Any], allowed: set[str], where: str, prefix: str) -> None:
+    for k in doc:
+        if k not in allowed:
+            name = f"{prefix}.{k}" if prefix else k
+            raise _err(where, name, f"is not a known field (expected one of: {', '.join(sorted(allowed))})")
+
+
+def _table(value: Any, where: str, fieldname: str, required: bool = False) -> dict[str, Any]:
+    if value is None and required:
+        raise _err(where, fieldname, "is required")
+    if not isinstance(value, dict):
+        raise _err(where, fieldname, "must be a table")
+    return value
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _positive_fraction(value: Any, where: str, fieldname: str) -> Fraction:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _err(where, fieldname, "must be a positive number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _err(where, fieldname, "must be finite")
+    # str() keeps the decimal the owner wrote: 0.1 is 1/10, not the nearest binary double.
+    frac = Fraction(str(value))
+    if frac <= 0:
+        raise _err(where, fieldname, "must be positive")
+    return frac
+
+
+def _rho(value: Any, where: str, fieldname: str) -> Fraction:
+    return _positive_fraction(value, where, fieldname)
+
+
+def _delta(value: Any, where: str, fieldname: str) -> Fraction:
+    """A δ cap: positive and below 1 (δ is a probability of failure; see docs/policy.md)."""
+    delta = _positive_fraction(value, where, fieldname)
+    if delta >= 1:
+        raise _err(where, fieldname, "must be below 1 (a probability of failure; typically 1e-5 or smaller)")
+    return delta
+
+
+def _ident(name: str, where: str, fieldname: str) -> None:
+    if not name or not (name[0].isalpha() or name[0] == "_") or not all(c.isalnum() or c == "_" for c in name):
+        raise _err(where, fieldname, f"{name!r} is not a plain identifier (letters, digits, underscore)")
