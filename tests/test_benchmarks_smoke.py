@@ -85,3 +85,23 @@ def test_schemes_are_paper_tables_7_and_8() -> None:
     assert [s.name for s in SPLIT_SCHEMES] == ["Conservative", "Moderate", "Median"]
     assert TOPCODE_SCHEMES[0].values == {"employees": 1000, "payann": 100_000, "payqtr1": 25_000}
     assert SPLIT_SCHEMES[1].values == {"employees": 5, "payann": 500, "payqtr1": 125}
+
+
+def test_ab_reads_the_ratios_bench_engine_prints() -> None:
+    """benchmarks/ab.py compares two revisions by the dpsql/raw column of bench_engine's table:
+    read it back from a table rendered by speed.render itself, pending rows and bold included."""
+    from benchmarks import ab, speed
+
+    def query(label: str, ratio: float | None) -> dict:
+        q = {"label": label, "raw": 0.01, "raw_groups": 3, "expansion": 1.0}
+        if ratio is None:
+            return {**q, "pending": "DP205"}
+        return {**q, "cells": 3, "dpsql": 0.01 * ratio, "ratio": ratio, "stages": {"plan": 0.001}}
+
+    res = {"header": ["machine"], "sizes": [
+        {"rows": 10_000_000, "queries": [query("national", 1.234), query("county", None)], "file_mib": 1.0,
+         "unit_check": 0.1, "first_query": 0.2, "first_query_extra": 0.1, "first_plan": 0.01,
+         "rss": {"raw": 1.0, "unit check": 1.0, "dpsql": 1.0, "reference": 1.0}},
+    ]}
+    text = speed.render(res)
+    assert ab.ratios(text) == {"national": 1.23}

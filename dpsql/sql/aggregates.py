@@ -28,7 +28,7 @@ from dpsql.sql.plan import NOISY_RELATION, GroupKey, OutputColumn, Primitive, pr
 from dpsql.sql.scopes import Scopes, try_casts
 
 
-class Finisher:
+class FinishRewriter:
     """The primitives of one query (each once, whichever aggregates share it) and its
     ``finish`` SELECT: aggregates become noisy columns, GROUP BY keys stay."""
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dpsql.policy import Policy
-from dpsql.sql.aggregates import Finisher
+from dpsql.sql.aggregates import FinishRewriter
 from dpsql.sql.keys import group_keys
 from dpsql.sql.plan import Join, Plan
 from dpsql.sql.scopes import Scopes
@@ -48,8 +48,8 @@ def build_plan(select: exp.Select, sql: str, policy: Policy, schema: dict[str, d
     aliases = {item.alias.lower(): item.this for item in items if isinstance(item, exp.Alias)}
     keys = group_keys(select, table, scopes, items, aliases)
 
-    finisher = Finisher(scopes, table, keys, not_null)
-    finish, outputs = finisher.finish(select, items, aliases)
+    rewriter = FinishRewriter(scopes, table, keys, not_null)
+    finish, outputs = rewriter.finish(select, items, aliases)
 
     joins = tuple(Join(j.table, j.alias, j.side, j.left, j.key,
                        tuple(dict.fromkeys([j.key, *scopes.used_public.get(j.alias, [])]))) for j in scopes.joins)
@@ -57,6 +57,6 @@ def build_plan(select: exp.Select, sql: str, policy: Policy, schema: dict[str, d
     public_columns = {j.internal(c): (j.table, c) for j in joins for c in j.columns}
     private = any(not k.public for k in keys)
     return Plan(sql=sql, table=table, where=where_expr, keys=tuple(keys),
-                primitives=tuple(finisher.primitives), finish=finish, outputs=tuple(outputs),
+                primitives=tuple(rewriter.primitives), finish=finish, outputs=tuple(outputs),
                 selection_count=policy.selection.count if private else None,
                 joins=joins, public_types=public_types, public_columns=public_columns)
