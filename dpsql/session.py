@@ -21,6 +21,7 @@ import getpass
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
@@ -53,6 +54,11 @@ def os_user() -> str:
         return getpass.getuser()
     except Exception:  # noqa: BLE001 - no login name (some containers): one shared analyst
         return "analyst"
+
+
+#: plans remembered per session (a dashboard's queries, a REPL's history), and the longest text kept
+PLAN_CACHE_SIZE = 256
+PLAN_CACHE_TEXT = 8192
 
 
 class Session:
@@ -107,6 +113,7 @@ class Session:
         self.finisher = open_finisher()
         self.domain = PublicDomain(self.engine, self.finisher, self.schema)
         self._units_checked: set[str] = set()
+        self._plans: OrderedDict[str, tuple[Plan, str]] = OrderedDict()  # _planned's cache, least recent first
         self._lock = threading.RLock()  # one query at a time: threads sharing a connection cannot interleave
 
     def close(self) -> None:
@@ -145,16 +152,33 @@ class Session:
         """Phase 1: everything that can refuse, from the query, the policy, the schema, public
         tables and the budget — no private row is read (the unit check reads the data owner's
         declaration once per table, the same for every query)."""
-        plan = self.plan(sql, parameters)
+        plan, query = self._planned(sql, parameters)
         allocs = allocations(plan, settings_for(self.settings, rho), self.policy)
         blocks = self.domain.blocks(plan)
-        d = decision(sql, plan, allocs, self.policy, blocks, exact_sql(plan, self.schema[plan.table.name]))
+        d = decision(sql, plan, allocs, self.policy, blocks, query)
         self.engine.check(d.query)  # errors that do not depend on the rows: refused here, free
         if plan.table.name not in self._units_checked:
             check_units(self.policy, self.engine, plan.table.name)
             self._units_checked.add(plan.table.name)
         self.ledger.check(d.rho, d.delta)  # refuse early; the binding check is the charge itself
         return d
+
+    def _planned(self, sql: str, parameters: Any) -> tuple[Plan, str]:
+        """The plan of ``sql`` and its exact SQL, remembered per text for this session: both are
+        functions of the text, the policy and the schema alone, which do not change while the
+        session is open (the file is read-only, the policy loaded once). Settings (ρ, weights,
+        MOE targets) are applied afterwards, on every query. A query with parameters is planned
+        afresh, as its text does not say its values."""
+        if parameters is None and (hit := self._plans.get(sql)) is not None:
+            self._plans.move_to_end(sql)
+            return hit
+        plan = self.plan(sql, parameters)
+        planned = (plan, exact_sql(plan, self.schema[plan.table.name]))
+        if parameters is None and len(sql) <= PLAN_CACHE_TEXT:
+            self._plans[sql] = planned
+            if len(self._plans) > PLAN_CACHE_SIZE:
+                self._plans.popitem(last=False)
+        return planned
 
     # ------------------------------------------------------------------ the phases
     def execute(self, sql: str, parameters: Any = None, rho: Any = None) -> Result:
