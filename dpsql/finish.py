@@ -14,7 +14,7 @@ from sqlglot import exp
 
 from dpsql.backends import Finisher
 from dpsql.result import ColumnError
-from dpsql.sql.plan import Plan, hidden_columns
+from dpsql.sql.plan import NOISY_RELATION, Plan, hidden_columns, moe_column, primitive_column, sigma_column
 
 
 def finish(plan: Plan, columns: dict[str, Any], finisher: Finisher
@@ -26,6 +26,23 @@ def finish(plan: Plan, columns: dict[str, Any], finisher: Finisher
     names, types, rows = finisher.run(columns, query.sql("duckdb"))
     errors = column_errors(plan, rows, n_visible)
     return names[:n_visible], types[:n_visible], [tuple(r[:n_visible]) for r in rows], errors
+
+
+def describe(plan: Plan, key_types: list[str], finisher: Finisher) -> tuple[list[str], list[str]]:
+    """(names, types) of the analyst's answer, without a value: the finish query over an empty
+    relation of noisy cells typed as :func:`dpsql.release.release` makes them (keys as the
+    exact query types them, counts and sums of granularity 1 as BIGINT, others DOUBLE)."""
+    cells = [(k.name, t) for k, t in zip(plan.keys, key_types)]
+    for i, p in enumerate(plan.primitives):
+        m = plan.table.measures.get(p.column) if p.kind == "sum" and p.column else None
+        integral = m is None or m.granularity == 1
+        cells += [(primitive_column(i), "BIGINT" if integral else "DOUBLE"), (sigma_column(i), "DOUBLE"),
+                  (moe_column(i), "DOUBLE")]
+    empty = exp.select(*(exp.cast(exp.Null(), t).as_(n, quoted=True) for n, t in cells)).where(exp.false())
+    query = plan.finish.copy().with_(NOISY_RELATION, as_=empty)
+    names, types, _ = finisher.run({}, query.sql("duckdb"))
+    n = len(plan.outputs)
+    return names[:n], types[:n]
 
 
 def column_errors(plan: Plan, rows: list[tuple[Any, ...]], n_visible: int) -> dict[str, ColumnError]:

@@ -33,7 +33,7 @@ from dpsql.decide import Decision, allocations, decision, selection_params, sett
 from dpsql.domain import PublicDomain
 from dpsql.errors import DpsqlError, PolicyFileError, QueryFailed
 from dpsql.explain import explain
-from dpsql.finish import finish
+from dpsql.finish import describe, finish
 from dpsql.ledger import Charge, Ledger, ledger_path
 from dpsql.policy import Policy
 from dpsql.policy_check import check_catalog, check_units
@@ -73,6 +73,7 @@ class Session:
         random_source: RandomSource | None = None,
         threads: int | None = None,
         analyst: str = "",
+        ledger: str | Path | None = None,
     ) -> None:
         if database is None:
             from dpsql.demo_db import ensure_demo
@@ -103,7 +104,7 @@ class Session:
         self.session_id = uuid.uuid4().hex[:12]
         budget = self.policy.budget
         try:
-            self.ledger = Ledger(ledger_path(self.policy), self.analyst, budget.total_rho, budget.dataset_rho,
+            self.ledger = Ledger(Path(ledger) if ledger is not None else ledger_path(self.policy), self.analyst, budget.total_rho, budget.dataset_rho,
                                  total_delta=budget.total_delta, dataset_delta=budget.dataset_delta)
         except Exception:
             self.engine.close()
@@ -148,6 +149,14 @@ class Session:
         allocs = allocations(plan, settings_for(self.settings, rho), self.policy)
         return explain(sql, plan, allocs, self.policy, self.domain, self.schema[plan.table.name])
 
+    def describe(self, sql: str, parameters: Any = None) -> tuple[list[str], list[str]]:
+        """The names and types of the answer's columns, from the plan alone (a wire client's
+        Describe): charges nothing, reads no private row."""
+        with self._lock:
+            plan, query = self._planned(sql, parameters)
+            key_types = self.engine.describe(query)[:len(plan.keys)]
+            return describe(plan, key_types, self.finisher)
+
     def decide(self, sql: str, parameters: Any = None, rho: Any = None) -> Decision:
         """Phase 1: everything that can refuse, from the query, the policy, the schema, public
         tables and the budget — no private row is read (the unit check reads the data owner's
@@ -157,11 +166,16 @@ class Session:
         blocks = self.domain.blocks(plan)
         d = decision(sql, plan, allocs, self.policy, blocks, query)
         self.engine.check(d.query)  # errors that do not depend on the rows: refused here, free
-        if plan.table.name not in self._units_checked:
-            check_units(self.policy, self.engine, plan.table.name)
-            self._units_checked.add(plan.table.name)
+        self.check_unit_column(plan.table.name)
         self.ledger.check(d.rho, d.delta)  # refuse early; the binding check is the charge itself
         return d
+
+    def check_unit_column(self, table: str) -> None:
+        """The data owner's declaration that the privacy unit is one row, checked once per table
+        (and, in the engine, once per process and data file)."""
+        if table not in self._units_checked:
+            check_units(self.policy, self.engine, table)
+            self._units_checked.add(table)
 
     def _planned(self, sql: str, parameters: Any) -> tuple[Plan, str]:
         """The plan of ``sql`` and its exact SQL, remembered per text for this session: both are

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dpsql.backends.base import Engine, Finisher, InterruptedBeforeStart
+from dpsql.backends.base import CatalogQueryError, Engine, Finisher, InterruptedBeforeStart, PublicCatalog
 
-__all__ = ["Engine", "Finisher", "InterruptedBeforeStart", "open_engine", "open_finisher"]
+__all__ = ["CatalogQueryError", "Engine", "Finisher", "InterruptedBeforeStart", "PublicCatalog", "open_engine", "open_finisher"]
 
 
 def open_engine(database: str | Path, *, threads: int | None = None) -> Engine:

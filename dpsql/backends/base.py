@@ -47,6 +47,16 @@ class Engine(Protocol):
         twin of the schema; the message may be shown, as no row was read."""
         ...
 
+    def describe(self, sql: str) -> list[str]:
+        """The type names of ``sql``'s result columns, bound without reading a row."""
+        ...
+
+    def public_catalog(self, tables: list[str], public: list[str], name: str) -> PublicCatalog:
+        """A new, separate database holding only public information: the schema of ``tables``
+        with no row, the rows of the ``public`` tables (declared public by the policy), named
+        ``name``; locked down like the engine. What runs there can read nothing private."""
+        ...
+
     def run(self, sql: str) -> list[tuple[Any, ...]]:
         """Run dpsql's SQL (the exact query, or a read of public tables). Interruptible:
         raises :class:`InterruptedBeforeStart` when stopped before it started, KeyboardInterrupt
@@ -67,6 +77,23 @@ class Engine(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class PublicCatalog(Protocol):
+    """A database of public information only (:meth:`Engine.public_catalog`): any SQL may run,
+    and its own error messages may be shown, as nothing in it is private."""
+
+    def run(self, sql: str, parameters: list[Any] | None = None
+            ) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
+        """(column names, type names, rows); raises :class:`CatalogQueryError` with the
+        engine's message."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class CatalogQueryError(Exception):
+    """A statement failed on the public catalog; its message quotes no private value."""
 
 
 class Finisher(Protocol):

@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from dpsql.backends.base import InterruptedBeforeStart
+from dpsql.backends.base import CatalogQueryError, InterruptedBeforeStart
 from dpsql.errors import DatabaseFileError, DpsqlInternalError, QueryRefused
 
 #: (file, size, mtime, table, unit) -> whether the unit column is unique, for this process.
@@ -111,6 +111,28 @@ class DuckDBEngine:
         keyset when an analyst groups by it). Only ever called for public tables."""
         return [r[0] for r in self._run(f'SELECT DISTINCT "{column}" FROM "{table}" WHERE "{column}" IS NOT NULL ORDER BY 1')]
 
+    def public_catalog(self, tables: list[str], public: list[str], name: str) -> DuckDBCatalog:
+        """An in-memory database named ``name``: the DDL of ``tables`` (no row) and the rows of
+        the ``public`` ones, then locked down (no file, no extension, no setting change)."""
+        wanted = {t.lower() for t in tables}
+        rows = self._con.execute("SELECT lower(table_name), sql FROM duckdb_tables() "
+                                 "WHERE schema_name = 'main' AND NOT temporary ORDER BY table_name").fetchall()
+        con = duckdb.connect(":memory:")
+        try:
+            con.execute(f'ATTACH \':memory:\' AS "{name}"')
+            con.execute(f'USE "{name}"')
+            for table, ddl in rows:
+                if table in wanted:
+                    con.execute(ddl)
+            for table in public:
+                cur = self._con.execute(f'SELECT * FROM "{table}"')
+                width = len(cur.description)
+                con.executemany(f'INSERT INTO "{table}" VALUES ({", ".join("?" * width)})', cur.fetchall())
+        except duckdb.Error as exc:
+            con.close()
+            raise DatabaseFileError(f"cannot build the public catalog of {self.path} ({type(exc).__name__}: {exc})") from None
+        return DuckDBCatalog(_lock_down(con), name)
+
     def run(self, sql: str) -> list[tuple[Any, ...]]:
         """Run a rewritten query; returns exact per-group rows that must never leave the engine."""
         return self._run(sql)
@@ -135,6 +157,16 @@ class DuckDBEngine:
         if len(self._checked) > 1000:
             self._checked.clear()
         self._checked.add(sql)
+
+    def describe(self, sql: str) -> list[str]:
+        """The DuckDB types of ``sql``'s result columns, bound on the empty twin (no row read)."""
+        self.check(sql)
+        cur = self._twin_connection().cursor()
+        try:
+            cur.execute(f"DESCRIBE {sql}")
+            return [str(r[1]) for r in cur.fetchall()]
+        finally:
+            cur.close()
 
     def _twin_connection(self) -> duckdb.DuckDBPyConnection:
         if self._twin is None:
@@ -259,6 +291,33 @@ class _StickyInterrupt:
             running.wait(self.REPEAT)
 
 
+class DuckDBCatalog:
+    """:class:`dpsql.backends.base.PublicCatalog` on an in-memory DuckDB (a cursor per statement:
+    many server connections share it)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, name: str) -> None:
+        self._con = con
+        self._use = f'USE "{name}"'  # a cursor starts in DuckDB's default database
+
+    def run(self, sql: str, parameters: list[Any] | None = None
+            ) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
+        cur = self._con.cursor()
+        try:
+            cur.execute(self._use)
+            cur.execute(sql, parameters or None)
+            if cur.description is None:
+                return [], [], []
+            return [d[0] for d in cur.description], [str(d[1]) for d in cur.description], cur.fetchall()
+        except duckdb.Error as exc:
+            # Nothing private is in this database, so its message is safe to show.
+            raise CatalogQueryError(str(exc)) from None
+        finally:
+            cur.close()
+
+    def close(self) -> None:
+        self._con.close()
+
+
 class DuckDBFinisher:
     """Runs the finish SELECT (HAVING, ORDER BY, LIMIT, arithmetic) over noisy cells.
 
@@ -275,7 +334,8 @@ class DuckDBFinisher:
         """Returns (column names, DuckDB type names, rows) of ``sql`` over ``__noisy``."""
         cur = self._con.cursor()
         try:
-            cur.register("__noisy", {name: _column_array(values) for name, values in columns.items()})
+            if columns:  # none: the query brings its own (empty) relation, to describe its result
+                cur.register("__noisy", {name: _column_array(values) for name, values in columns.items()})
             cur.execute(sql)
             names = [d[0] for d in cur.description]
             types = [str(d[1]) for d in cur.description]

@@ -10,6 +10,8 @@
     dpsql policy [m=v ...]         the policy function P(r) so far; evaluated for a typed-in record
     dpsql convert --rho R --delta D [--plus-delta P]
                                    rho-zCDP (P-approximate) as (epsilon, D [+ P])-DP, two ways
+    dpsql serve [DATABASE]         serve it over the PostgreSQL protocol (psql, JDBC, BI tools)
+    dpsql user add|remove|list     the analysts `dpsql serve` lets in
 
 Exit status: 0 on success, 1 when dpsql refused or failed (message on stderr, or
 ``{"error": {...}}`` on stdout with --json), 2 on bad command-line usage.
@@ -36,7 +38,7 @@ def _connection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
-COMMANDS = ("demo", "query", "explain", "ledger", "policy", "convert")
+COMMANDS = ("demo", "query", "explain", "ledger", "policy", "convert", "serve", "user")
 REPL_USAGE = "dpsql [DATABASE] [--policy FILE] [--rho R] [--sigma]"
 
 
@@ -51,6 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
                "Docs: README.md and docs/ in the source tree.")
     parser.add_argument("--version", action="version", version="dpsql 0.1.0")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    from dpsql.faces.server import cli as server_cli
+
+    server_cli.add_commands(sub)
 
     p = sub.add_parser("demo", help="build the demo database if needed, show where it is, run a sample query")
     p.add_argument("--rows", type=int, default=200_000, help="establishments rows (default 200000)")
@@ -142,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         commands = {"demo": _demo, "query": _query, "explain": _explain, "ledger": _ledger, "policy": _policy,
-                    "convert": _convert, "repl": _repl}
+                    "convert": _convert, "repl": _repl, "serve": _serve, "user": _user}
         return commands[args.command](args)
     except DpsqlError as exc:
         return _fail(args, exc.to_dict(), str(exc))
@@ -155,6 +161,18 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(args, {"code": "DP900", "message": f"internal error ({type(exc).__name__}); this is a bug in dpsql"},
                      f"DP900: internal error ({type(exc).__name__}); this is a bug in dpsql. "
                      "Set DPSQL_DEBUG=1 to see the traceback (it may show private values: only for the data owner).")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from dpsql.faces.server.cli import serve
+
+    return serve(args)
+
+
+def _user(args: argparse.Namespace) -> int:
+    from dpsql.faces.server.cli import user
+
+    return user(args)
 
 
 def _fail(args: argparse.Namespace, error: dict[str, Any], text: str) -> int:

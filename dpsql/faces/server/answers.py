@@ -1,0 +1,141 @@
+"""One statement from a wire client, answered: the session command, the public catalog, or the
+private pipeline (:func:`dpsql.faces.server.statements.route`), as an :class:`Answer`.
+
+Runs in a worker thread (DuckDB releases the GIL). The private pipeline is reached only through
+:func:`dpsql.intercept.execute`, exactly as the DB-API reaches it: the same phases, the same
+single charge per executed query, the same refusals. Errors become :class:`StatementError`
+with a SQLSTATE; a :class:`~dpsql.errors.DpsqlError` keeps its code, message, hint and position
+(all built from public information), and the public catalog's own messages pass through
+because nothing private is in it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dpsql.backends import CatalogQueryError, PublicCatalog
+from dpsql.errors import DpsqlError
+from dpsql.faces.server import pgtypes
+from dpsql.faces.server.pgsession import PgSettings, SessionCommandError, catalog_sql
+from dpsql.faces.server.statements import route, to_qmark
+from dpsql.format import footer
+from dpsql.intercept import answer as intercept_answer
+from dpsql.intercept import execute
+from dpsql.result import Result
+from dpsql.session import Session
+
+
+@dataclass
+class Answer:
+    """What a statement returns: columns (None: no result set), DuckDB types, rows, the
+    command tag, settings to report, and a notice (the receipt of a charged answer)."""
+
+    columns: list[str] | None
+    types: list[str]
+    rows: list[tuple[Any, ...]]
+    tag: str
+    report: dict[str, str] = field(default_factory=dict)
+    notice: str = ""
+
+
+class StatementError(Exception):
+    """A statement failed; ``fields`` are the ErrorResponse's (C SQLSTATE, M, H, P, ...)."""
+
+    def __init__(self, sqlstate: str, message: str, hint: str = "", position: int | None = None,
+                 detail: str = "") -> None:
+        super().__init__(message)
+        self.fields = {"S": "ERROR", "V": "ERROR", "C": sqlstate, "M": message, "D": detail, "H": hint,
+                       "P": str(position) if position else ""}
+
+
+#: dpsql's code family -> SQLSTATE
+_SQLSTATE = {"DP1": "42601", "DP2": "42501", "DP3": "53400", "DP4": "58000", "DP9": "XX000"}
+
+
+def from_dpsql(exc: DpsqlError, statement: str, offset: int) -> StatementError:
+    """The ErrorResponse of a dpsql error: code and message as the CLI shows them, the hint, and
+    the position (1-based characters in the whole Query text) when the error has one."""
+    position = None
+    if exc.line:
+        lines = statement.split("\n")
+        line = min(exc.line, len(lines))
+        position = offset + sum(len(x) + 1 for x in lines[:line - 1]) + (exc.column or 1)
+    sqlstate = "0A000" if exc.code in ("DP109", "DP110") else _SQLSTATE.get(exc.code[:3], "XX000")
+    return StatementError(sqlstate, f"{exc.code}: {exc.message}", exc.hint or "", position)
+
+
+def receipt_notice(result: Result) -> str:
+    """The receipt of a charged answer as one NOTICE: its cost, the budget left, and each noisy
+    column's 95% margin of error (psql shows notices above the rows)."""
+    text = "dpsql: " + footer(result)
+    for name, err in result.receipt.columns.items():
+        moes = [m for m in err.moe95 if m is not None]
+        if moes:
+            lo, hi = min(moes), max(moes)
+            text += f"\n  {name}: ± {lo:.4g}" + (f" to {hi:.4g}" if hi - lo > 1e-9 * max(1.0, abs(hi)) else "")
+    return text
+
+
+def answer(sql: str, parameters: list[Any], session: Session, catalog: PublicCatalog, pg: PgSettings,
+           private_tables: set[str]) -> Answer:
+    """Run one statement (``$n`` parameters, values in order of their numbers)."""
+    way = route(sql, private_tables)
+    if way == "session":
+        try:
+            tag, columns, rows, report = pg.run(sql)
+        except SessionCommandError as exc:
+            raise StatementError(exc.sqlstate, str(exc), exc.hint) from None
+        return Answer(columns or None, ["VARCHAR"] * len(columns), rows, tag, report)
+    if way == "catalog":
+        try:
+            names, types, rows = catalog.run(catalog_sql(sql), parameters or None)
+        except CatalogQueryError as exc:
+            raise StatementError("42000", str(exc).split("\n")[0]) from None
+        return Answer(names or None, types, rows, f"SELECT {len(rows)}" if names else "SELECT 0")
+    qmark, order = to_qmark(sql)
+    values = [_value(parameters, n) for n in order] if order else None
+    result = execute(session, qmark, values)
+    charged = result.receipt.charge_id is not None
+    tag = _tag(qmark, result)
+    return Answer(list(result.columns) or None, list(result.types), result.rows, tag,
+                  notice=receipt_notice(result) if charged else "")
+
+
+def describe(sql: str, parameters: list[Any], session: Session, catalog: PublicCatalog, pg: PgSettings,
+             private_tables: set[str]) -> tuple[list[str], list[str]] | None:
+    """(names, DuckDB types) of what ``sql`` would return, or None for no rows; runs nothing
+    private and charges nothing. ``parameters``: the bound values, or stand-ins of their types."""
+    way = route(sql, private_tables)
+    if way == "session":
+        return ([sql.split()[1]], ["VARCHAR"]) if sql.split()[0].lower() == "show" else None
+    if way == "catalog":
+        try:
+            names, types, _ = catalog.run(catalog_sql(sql), parameters or None)
+        except CatalogQueryError as exc:
+            raise StatementError("42000", str(exc).split("\n")[0]) from None
+        return (names, types) if names else None
+    qmark, order = to_qmark(sql)
+    if not order:
+        public = intercept_answer(session, qmark)
+        if public is not None:
+            return (list(public.columns), list(public.types)) if public.columns else None
+    names, types = session.describe(qmark, [_value(parameters, n) for n in order] if order else None)
+    return names, types
+
+
+def _value(parameters: list[Any], number: int) -> Any:
+    if number < 1 or number > len(parameters):
+        raise StatementError("08P01", f"the query uses ${number} but {len(parameters)} parameter value(s) were bound")
+    return parameters[number - 1]
+
+
+def _tag(sql: str, result: Result) -> str:
+    first = sql.split(None, 1)[0].upper() if sql.strip() else ""
+    if first in ("SET", "RESET") and not result.columns:
+        return first
+    return f"SELECT {len(result.rows)}"
+
+
+def oids(types: list[str]) -> list[int]:
+    return [pgtypes.oid_of(t) for t in types]

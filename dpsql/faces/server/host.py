@@ -1,0 +1,43 @@
+"""What a connection needs of its server, and the error that ends a connection.
+
+:class:`Host` is the part of :class:`dpsql.faces.server.server.Server` a
+:class:`~dpsql.faces.server.connection.Connection` uses, so the two modules do not import each
+other.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
+
+
+class Fatal(Exception):
+    """End the connection after sending this FATAL error."""
+
+    def __init__(self, sqlstate: str, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.fields = {"S": "FATAL", "V": "FATAL", "C": sqlstate, "M": message, "H": hint}
+
+
+class Host(Protocol):
+    """What a connection needs of its server (:class:`dpsql.faces.server.server.Server`)."""
+
+    served: Any  # Served: the session factory, the catalog twin, the users
+    tls: ssl.SSLContext | None
+    require_tls: bool
+    trust: bool
+    secret: bytes
+    auth_timeout: float
+    idle_timeout: float
+    statement_timeout: float
+
+    def next_pid(self) -> int: ...
+    def full(self) -> bool: ...
+    def register(self, conn: Any) -> None: ...
+    def unregister(self, conn: Any) -> None: ...
+    def cancel(self, pid: int, secret: int) -> None: ...
+    def log(self, user: str, kind: str, sql: str) -> None: ...
+    async def in_thread(self, fn: Callable[..., T], *args: Any) -> T: ...

@@ -1,0 +1,197 @@
+"""Values between DuckDB's types and PostgreSQL's wire formats.
+
+A result column's DuckDB type name becomes a PostgreSQL type OID (what RowDescription
+announces), each value is written in the text format (what psql and JDBC read) or the binary
+one (what asyncpg asks for), and parameter values sent by a client are read back into Python
+values by their type OID and format. Formats: PostgreSQL's ``*send``/``*recv`` functions
+(src/backend/utils/adt), summarised in docs/server.md.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import struct
+from decimal import Decimal, localcontext
+from typing import Any
+
+from dpsql.faces.server.wire import ProtocolViolation
+
+BOOL, BYTEA, NAME, INT8, INT2, INT4, TEXT, OID = 16, 17, 19, 20, 21, 23, 25, 26
+FLOAT4, FLOAT8, UNKNOWN, VARCHAR, DATE, TIME, TIMESTAMP, TIMESTAMPTZ, NUMERIC = 700, 701, 705, 1043, 1082, 1083, 1114, 1184, 1700
+
+#: type oid -> its size on the wire (RowDescription's typlen; -1: variable)
+SIZES = {BOOL: 1, INT2: 2, INT4: 4, INT8: 8, OID: 4, FLOAT4: 4, FLOAT8: 8, DATE: 4, TIME: 8, TIMESTAMP: 8,
+         TIMESTAMPTZ: 8, NAME: 64}
+NAMES = {BOOL: "boolean", BYTEA: "bytea", NAME: "name", INT8: "bigint", INT2: "smallint", INT4: "integer",
+         TEXT: "text", OID: "oid", FLOAT4: "real", FLOAT8: "double precision", VARCHAR: "character varying",
+         DATE: "date", TIME: "time", TIMESTAMP: "timestamp", TIMESTAMPTZ: "timestamptz", NUMERIC: "numeric",
+         UNKNOWN: "unknown"}
+
+_BY_DUCKDB = {
+    "BOOLEAN": BOOL, "TINYINT": INT2, "SMALLINT": INT2, "UTINYINT": INT2, "INTEGER": INT4, "USMALLINT": INT4,
+    "BIGINT": INT8, "UINTEGER": INT8, "UBIGINT": NUMERIC, "HUGEINT": NUMERIC, "UHUGEINT": NUMERIC,
+    "FLOAT": FLOAT4, "REAL": FLOAT4, "DOUBLE": FLOAT8, "VARCHAR": TEXT, "DATE": DATE, "TIME": TIME,
+    "TIMESTAMP": TIMESTAMP, "TIMESTAMP WITH TIME ZONE": TIMESTAMPTZ, "BLOB": BYTEA, "UUID": TEXT,
+}
+_EPOCH = dt.date(2000, 1, 1)
+_EPOCH_TS = dt.datetime(2000, 1, 1)
+
+
+def oid_of(duckdb_type: str) -> int:
+    """The PostgreSQL type announced for a DuckDB result type (text for anything unusual)."""
+    name = duckdb_type.upper()
+    if name.startswith("DECIMAL") or name.startswith("NUMERIC"):
+        return NUMERIC
+    return _BY_DUCKDB.get(name, TEXT)
+
+
+def size_of(oid: int) -> int:
+    return SIZES.get(oid, -1)
+
+
+# ---------------------------------------------------------------------------- results
+def encode(value: Any, oid: int, binary: bool) -> bytes | None:
+    """One value of a result column of type ``oid``, in the text or binary format."""
+    if value is None:
+        return None
+    if binary:
+        return _binary(value, oid)
+    return _text(value, oid).encode("utf-8")
+
+
+def _text(value: Any, oid: int) -> str:
+    if isinstance(value, bool):
+        return "t" if value else "f"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        if oid in (INT2, INT4, INT8) and value.is_integer():
+            return str(int(value))
+        return repr(value)
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, (dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "\\x" + bytes(value).hex()
+    return str(value)
+
+
+def _binary(value: Any, oid: int) -> bytes:
+    if oid == BOOL:
+        return b"\x01" if value else b"\x00"
+    if oid == INT2:
+        return struct.pack("!h", int(value))
+    if oid in (INT4, OID):
+        return struct.pack("!i", int(value))
+    if oid == INT8:
+        return struct.pack("!q", int(value))
+    if oid == FLOAT4:
+        return struct.pack("!f", float(value))
+    if oid == FLOAT8:
+        return struct.pack("!d", float(value))
+    if oid == NUMERIC:
+        return _numeric_send(Decimal(value) if not isinstance(value, float) else Decimal(repr(value)))
+    if oid == DATE:
+        return struct.pack("!i", (value - _EPOCH).days)
+    if oid in (TIMESTAMP, TIMESTAMPTZ):
+        naive = value.replace(tzinfo=None) if value.tzinfo is None else value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        delta = naive - _EPOCH_TS
+        return struct.pack("!q", (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds)
+    if oid == TIME:
+        return struct.pack("!q", ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + value.microsecond)
+    if oid == BYTEA and isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    return _text(value, oid).encode("utf-8")
+
+
+def _numeric_send(d: Decimal) -> bytes:
+    """PostgreSQL's numeric_send: base-10000 digits with a weight, a sign and a display scale."""
+    if d.is_nan():
+        return struct.pack("!hhHh", 0, 0, 0xC000, 0)
+    sign = 0x4000 if d.is_signed() and d != 0 else 0
+    exponent = d.as_tuple().exponent
+    dscale = max(0, -exponent) if isinstance(exponent, int) else 0
+    with localcontext() as ctx:
+        ctx.prec = len(d.as_tuple().digits) + abs(exponent if isinstance(exponent, int) else 0) + 8
+        whole, _, frac = format(abs(d), "f").partition(".")
+    whole = whole.lstrip("0")
+    whole = "0" * (-len(whole) % 4) + whole
+    frac = frac + "0" * (-len(frac) % 4)
+    groups = [int(whole[i:i + 4]) for i in range(0, len(whole), 4)] + [int(frac[i:i + 4]) for i in range(0, len(frac), 4)]
+    weight = len(whole) // 4 - 1
+    while groups and groups[0] == 0:
+        groups.pop(0)
+        weight -= 1
+    while groups and groups[-1] == 0:
+        groups.pop()
+    if not groups:
+        weight = 0
+    return struct.pack("!hhHh", len(groups), weight, sign, dscale) + b"".join(struct.pack("!H", g) for g in groups)
+
+
+# ---------------------------------------------------------------------------- parameters
+def decode(raw: bytes | None, oid: int, binary: bool) -> Any:
+    """A parameter value sent by the client, as the Python value dpsql binds (numbers, text,
+    booleans; dates and times as ISO text)."""
+    if raw is None:
+        return None
+    if binary:
+        return _decode_binary(raw, oid)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProtocolViolation("a parameter value is not valid UTF-8") from None
+    try:
+        if oid in (INT2, INT4, INT8, OID):
+            return int(text)
+        if oid in (FLOAT4, FLOAT8):
+            return float(text)
+        if oid == NUMERIC:
+            number = Decimal(text)
+            return int(number) if number == number.to_integral_value() and "." not in text else float(number)
+        if oid == BOOL:
+            return text.strip().lower() in ("t", "true", "1", "yes", "on", "y")
+    except ValueError:
+        raise ParameterError(f"the parameter value {text[:40]!r} is not a valid {NAMES.get(oid, oid)}") from None
+    return text
+
+
+class ParameterError(Exception):
+    """A parameter value that does not read as its declared type (SQLSTATE 22P02)."""
+
+
+def _decode_binary(raw: bytes, oid: int) -> Any:
+    fmt = {INT2: "!h", INT4: "!i", OID: "!I", INT8: "!q", FLOAT4: "!f", FLOAT8: "!d"}.get(oid)
+    try:
+        if fmt is not None:
+            return struct.unpack(fmt, raw)[0]
+        if oid == BOOL:
+            return raw != b"\x00"
+        if oid == DATE:
+            return (_EPOCH + dt.timedelta(days=struct.unpack("!i", raw)[0])).isoformat()
+        if oid in (TIMESTAMP, TIMESTAMPTZ):
+            return (_EPOCH_TS + dt.timedelta(microseconds=struct.unpack("!q", raw)[0])).isoformat(sep=" ")
+        if oid == NUMERIC:
+            number = _numeric_recv(raw)
+            return int(number) if number == number.to_integral_value() else float(number)
+    except (struct.error, OverflowError):
+        raise ParameterError(f"a binary parameter of type {NAMES.get(oid, oid)} has the wrong length") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProtocolViolation("a parameter value is not valid UTF-8") from None
+
+
+def _numeric_recv(raw: bytes) -> Decimal:
+    ndigits, weight, sign, dscale = struct.unpack("!hhHh", raw[:8])
+    if sign == 0xC000:
+        return Decimal("NaN")
+    groups = struct.unpack(f"!{ndigits}H", raw[8:8 + 2 * ndigits])
+    with localcontext() as ctx:
+        ctx.prec = 4 * max(ndigits, 1) + 4 * abs(weight) + 8
+        value = sum((Decimal(g).scaleb(4 * (weight - i)) for i, g in enumerate(groups)), Decimal(0))
+    return -value if sign == 0x4000 else value
