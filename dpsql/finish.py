@@ -28,11 +28,15 @@ def finish(plan: Plan, columns: dict[str, Any], finisher: Finisher
     return names[:n_visible], types[:n_visible], [tuple(r[:n_visible]) for r in rows], errors
 
 
+_INTEGERS = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER"}
+
+
 def describe(plan: Plan, key_types: list[str], finisher: Finisher) -> tuple[list[str], list[str]]:
     """(names, types) of the analyst's answer, without a value: the finish query over an empty
     relation of noisy cells typed as :func:`dpsql.release.release` makes them (keys as the
     exact query types them, counts and sums of granularity 1 as BIGINT, others DOUBLE)."""
-    cells = [(k.name, t) for k, t in zip(plan.keys, key_types)]
+    # Keys reach the noisy relation as Python values: integers as BIGINT (release.py, _column_array).
+    cells = [(k.name, "BIGINT" if t in _INTEGERS else t) for k, t in zip(plan.keys, key_types)]
     for i, p in enumerate(plan.primitives):
         m = plan.table.measures.get(p.column) if p.kind == "sum" and p.column else None
         integral = m is None or m.granularity == 1

@@ -104,8 +104,9 @@ class Session:
         self.session_id = uuid.uuid4().hex[:12]
         budget = self.policy.budget
         try:
-            self.ledger = Ledger(Path(ledger) if ledger is not None else ledger_path(self.policy), self.analyst, budget.total_rho, budget.dataset_rho,
-                                 total_delta=budget.total_delta, dataset_delta=budget.dataset_delta)
+            total_rho, total_delta = budget.walls(self.analyst)
+            self.ledger = Ledger(Path(ledger) if ledger is not None else ledger_path(self.policy), self.analyst,
+                                 total_rho, budget.dataset_rho, total_delta=total_delta, dataset_delta=budget.dataset_delta)
         except Exception:
             self.engine.close()
             raise
