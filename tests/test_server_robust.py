@@ -416,6 +416,27 @@ def test_extended_protocol_mistakes_are_errors_and_the_connection_goes_on(srv):
     assert len(srv.charges(user)) == 1  # only the query that ran
 
 
+def test_a_shape_is_remembered_per_text_and_parameter_types(srv):
+    """Describe plans a text once per connection and parameter types: the same text with other
+    parameter types is described afresh, and a repeated private query is charged each time."""
+    user = new_user(srv, "shaper")
+
+    def described(oid: int) -> int:
+        raw.send(_parse("", "SELECT $1 AS x", (oid,)) + frame(b"D", b"S\0") + SYNC)
+        got = raw.read_until(b"Z")
+        body = next(body for kind, body in got if kind == b"T")
+        name_end = body.index(b"\0", 2)  # after the column count and the name: table oid, attnum, type oid
+        return struct.unpack("!i", body[name_end + 7:name_end + 11])[0]
+
+    with srv.login(user) as raw:
+        assert [described(23), described(25), described(23)] == [23, 25, 23]
+        for _ in range(2):
+            raw.send(_parse("", BY_STATE) + _bind("", []) + frame(b"D", b"P\0") + EXECUTE + SYNC)
+            got = raw.read_until(b"Z")
+            assert not errors_in(got) and [kind for kind, _ in got].count(b"D") == 51
+    assert len(srv.charges(user)) == 2
+
+
 @pytest.mark.parametrize("value, fmt", [
     (b"1e999999999", 0),                                                # a text numeric of a billion digits
     (b"Infinity", 0), (b"sNaN", 0), (b"-1e-999999999", 0),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from collections import OrderedDict
 import sys
 import traceback
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,7 @@ class Connection(ExtendedProtocol):
         self.pg: PgSettings | None = None
         self.statements: dict[str, Prepared] = {}
         self.portals: dict[str, Portal] = {}
+        self.shapes: OrderedDict[tuple[str, tuple[int, ...]], tuple[list[str], list[str]] | None] = OrderedDict()
         self.catalog = server.served.catalog.view()  # the public catalog twin; interrupts reach ours only
         self.statement: asyncio.Future[Answer] | None = None  # the statement running in a worker
         self.cancelled = ""  # why it was interrupted, if it was

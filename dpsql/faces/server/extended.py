@@ -4,13 +4,15 @@
 A prepared statement keeps its text and its parameters' type OIDs (those the client left
 unspecified inferred from the schema, :mod:`dpsql.faces.server.params`); a portal keeps the
 bound values, and the answer once executed, so a portal executed in parts runs once and is
-charged once. A Describe plans the statement and charges nothing.
+charged once. A Describe plans the statement and charges nothing; the shape it finds is kept
+per text on the connection.
 :class:`~dpsql.faces.server.connection.Connection` mixes this in and supplies the running of
 statements (``_run``, ``_in_worker``) and the sending of messages.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,13 +25,14 @@ from dpsql.faces.server.statements import parameter_numbers, split
 
 #: the most parameters a statement may have (a Bind counts them in 16 bits, as PostgreSQL does)
 MAX_PARAMETERS = 65535
+#: answer shapes (Describe) remembered per connection
+SHAPES_KEPT = 256
 
 
 @dataclass
 class Prepared:
     sql: str
     oids: list[int]
-    described: tuple[list[str], list[str]] | None = None
 
 
 @dataclass
@@ -49,6 +52,7 @@ class ExtendedProtocol:
     pg: PgSettings
     statements: dict[str, Prepared]
     portals: dict[str, Portal]
+    shapes: OrderedDict[tuple[str, tuple[int, ...]], tuple[list[str], list[str]] | None]  # least recent first
 
     async def _send(self, *messages: bytes) -> None:
         raise NotImplementedError
@@ -105,12 +109,19 @@ class ExtendedProtocol:
         return self.statements[name]
 
     async def _describe_columns(self, stmt: Prepared, values: list[Any] | None) -> tuple[list[str], list[str]] | None:
-        if values is None and stmt.described is not None:
-            return stmt.described
+        """The answer's (names, types), or None for no rows: planned once per text and parameter
+        types on this connection (the shape of an answer never depends on a parameter's value),
+        so a client that sends the same query again (psycopg: Parse, Bind, Describe, Execute
+        every time) does not pay the plan twice per query."""
+        key = (stmt.sql, tuple(stmt.oids))
+        if key in self.shapes:
+            self.shapes.move_to_end(key)
+            return self.shapes[key]
         dummy = values if values is not None else [placeholder_value(o) for o in stmt.oids]
         cols = await self._in_worker(describe, stmt.sql, dummy) if stmt.sql else None
-        if values is None:
-            stmt.described = cols
+        self.shapes[key] = cols
+        if len(self.shapes) > SHAPES_KEPT:
+            self.shapes.popitem(last=False)
         return cols
 
     async def _describe(self, body: wire.Payload) -> None:
