@@ -86,7 +86,16 @@ class PublicCatalog(Protocol):
     def run(self, sql: str, parameters: list[Any] | None = None
             ) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
         """(column names, type names, rows); raises :class:`CatalogQueryError` with the
-        engine's message."""
+        engine's message, KeyboardInterrupt when :meth:`interrupt` stopped it."""
+        ...
+
+    def view(self) -> PublicCatalog:
+        """A handle on the same catalog for one client, so :meth:`interrupt` stops its statements
+        only; closing it leaves the catalog open."""
+        ...
+
+    def interrupt(self) -> None:
+        """Stop the statements running through this handle (thread-safe)."""
         ...
 
     def close(self) -> None: ...

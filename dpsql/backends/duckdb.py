@@ -20,6 +20,8 @@ import numpy as np
 from dpsql.backends.base import CatalogQueryError, InterruptedBeforeStart
 from dpsql.errors import DatabaseFileError, DpsqlInternalError, QueryRefused
 
+#: memory a public catalog may use beyond what its tables hold (bytes)
+CATALOG_MEMORY = 1 << 30
 #: (file, size, mtime, table, unit) -> whether the unit column is unique, for this process.
 _UNIQUE_UNITS: dict[tuple[Any, ...], bool] = {}
 
@@ -128,6 +130,11 @@ class DuckDBEngine:
                 cur = self._con.execute(f'SELECT * FROM "{table}"')
                 width = len(cur.description)
                 con.executemany(f'INSERT INTO "{table}" VALUES ({", ".join("?" * width)})', cur.fetchall())
+            # Any client SQL may run here: one thread, and memory bounded to what it holds plus
+            # CATALOG_MEMORY, so that no catalog query can take the server's cores or memory.
+            held = con.execute("SELECT COALESCE(SUM(memory_usage_bytes), 0) FROM duckdb_memory()").fetchone()[0]
+            con.execute(f"SET memory_limit = '{int(held) + CATALOG_MEMORY}B'")
+            con.execute("SET threads = 1")
         except duckdb.Error as exc:
             con.close()
             raise DatabaseFileError(f"cannot build the public catalog of {self.path} ({type(exc).__name__}: {exc})") from None
@@ -293,29 +300,52 @@ class _StickyInterrupt:
 
 class DuckDBCatalog:
     """:class:`dpsql.backends.base.PublicCatalog` on an in-memory DuckDB (a cursor per statement:
-    many server connections share it)."""
+    many server connections share it). :meth:`view` gives each client its own handle, whose
+    :meth:`interrupt` stops that client's statements only."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, name: str) -> None:
-        self._con = con
+    def __init__(self, con: duckdb.DuckDBPyConnection, name: str, owner: bool = True) -> None:
+        self._con, self._name, self._owner = con, name, owner
         self._use = f'USE "{name}"'  # a cursor starts in DuckDB's default database
+        self._lock = threading.Lock()
+        self._running: set[duckdb.DuckDBPyConnection] = set()
+
+    def view(self) -> DuckDBCatalog:
+        """The same catalog, for one client: :meth:`close` leaves the database open."""
+        return DuckDBCatalog(self._con, self._name, owner=False)
 
     def run(self, sql: str, parameters: list[Any] | None = None
             ) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
         cur = self._con.cursor()
+        with self._lock:
+            self._running.add(cur)
         try:
             cur.execute(self._use)
             cur.execute(sql, parameters or None)
             if cur.description is None:
                 return [], [], []
             return [d[0] for d in cur.description], [str(d[1]) for d in cur.description], cur.fetchall()
+        except duckdb.InterruptException:
+            raise KeyboardInterrupt("the statement read public information only; nothing was charged") from None
         except duckdb.Error as exc:
             # Nothing private is in this database, so its message is safe to show.
             raise CatalogQueryError(str(exc)) from None
+        except (TypeError, ValueError, OverflowError) as exc:  # a parameter DuckDB cannot bind
+            raise CatalogQueryError(f"{type(exc).__name__}: {exc}") from None
         finally:
+            with self._lock:
+                self._running.discard(cur)
             cur.close()
 
+    def interrupt(self) -> None:
+        """Stop the statements running through this handle (a statement not started yet is not
+        stopped: call again while it runs)."""
+        with self._lock:
+            for cur in self._running:
+                cur.interrupt()
+
     def close(self) -> None:
-        self._con.close()
+        if self._owner:
+            self._con.close()
 
 
 class DuckDBFinisher:

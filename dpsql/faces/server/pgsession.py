@@ -39,6 +39,8 @@ REPORTED = ("server_version", "server_encoding", "client_encoding", "DateStyle",
 
 _SET = re.compile(r"^\s*SET\s+(?:SESSION\s+|LOCAL\s+)?(?:(TIME\s+ZONE)\s+|([\w.\"]+)\s*(?:=|\bTO\b)\s*)(.*?)\s*$",
                   re.I | re.S)
+#: SET ROLE x, SET [SESSION | LOCAL] SESSION AUTHORIZATION x: PostgreSQL's spellings without "=" or TO
+_IDENTITY = re.compile(r"^\s*SET\s+(?:(?:SESSION|LOCAL)\s+)?(?:ROLE|SESSION\s+AUTHORIZATION|AUTHORIZATION)\b", re.I)
 _SHOW = re.compile(r"^\s*SHOW\s+([\w.\"]+|ALL|TIME\s+ZONE|TRANSACTION\s+ISOLATION\s+LEVEL)\s*$", re.I)
 _RESET = re.compile(r"^\s*RESET\s+([\w.\"]+|ALL)\s*$", re.I)
 
@@ -111,6 +113,8 @@ class PgSettings:
         raise SessionCommandError(f"{first.upper()} is not available on dpsql, which is read-only", "25006")
 
     def _set(self, sql: str) -> tuple[str, list[str], list[tuple[str, ...]], dict[str, str]]:
+        if _IDENTITY.match(sql):
+            raise SessionCommandError("the analyst is the authenticated user and cannot be changed", "42501")
         m = _SET.match(sql)
         if not m:
             if re.match(r"^\s*SET\s+(SESSION\s+CHARACTERISTICS|TRANSACTION)\b", sql, re.I):

@@ -152,10 +152,10 @@ def decode(raw: bytes | None, oid: int, binary: bool) -> Any:
             return float(text)
         if oid == NUMERIC:
             number = Decimal(text)
-            return int(number) if number == number.to_integral_value() and "." not in text else float(number)
+            return _number(number) if "." not in text else float(number)
         if oid == BOOL:
             return text.strip().lower() in ("t", "true", "1", "yes", "on", "y")
-    except ValueError:
+    except (ValueError, ArithmeticError):  # ArithmeticError: decimal's InvalidOperation
         raise ParameterError(f"the parameter value {text[:40]!r} is not a valid {NAMES.get(oid, oid)}") from None
     return text
 
@@ -176,10 +176,9 @@ def _decode_binary(raw: bytes, oid: int) -> Any:
         if oid in (TIMESTAMP, TIMESTAMPTZ):
             return (_EPOCH_TS + dt.timedelta(microseconds=struct.unpack("!q", raw)[0])).isoformat(sep=" ")
         if oid == NUMERIC:
-            number = _numeric_recv(raw)
-            return int(number) if number == number.to_integral_value() else float(number)
-    except (struct.error, OverflowError):
-        raise ParameterError(f"a binary parameter of type {NAMES.get(oid, oid)} has the wrong length") from None
+            return _number(_numeric_recv(raw))
+    except (struct.error, OverflowError, ValueError):
+        raise ParameterError(f"a binary parameter of type {NAMES.get(oid, oid)} is malformed") from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -187,11 +186,25 @@ def _decode_binary(raw: bytes, oid: int) -> Any:
 
 
 def _numeric_recv(raw: bytes) -> Decimal:
-    ndigits, weight, sign, dscale = struct.unpack("!hhHh", raw[:8])
-    if sign == 0xC000:
-        return Decimal("NaN")
-    groups = struct.unpack(f"!{ndigits}H", raw[8:8 + 2 * ndigits])
-    with localcontext() as ctx:
-        ctx.prec = 4 * max(ndigits, 1) + 4 * abs(weight) + 8
-        value = sum((Decimal(g).scaleb(4 * (weight - i)) for i, g in enumerate(groups)), Decimal(0))
-    return -value if sign == 0x4000 else value
+    """PostgreSQL's numeric_recv: base-10000 digits, a weight, a sign (NaN and ±Infinity too).
+    Built from its digit string, in time linear in its length whatever the weight."""
+    ndigits, weight, sign, _dscale = struct.unpack("!hhHh", raw[:8])
+    special = {0xC000: "NaN", 0xD000: "Infinity", 0xF000: "-Infinity"}
+    if sign in special:
+        return Decimal(special[sign])
+    if sign not in (0, 0x4000) or ndigits < 0 or len(raw) != 8 + 2 * ndigits:
+        raise ValueError("a malformed binary numeric")
+    groups = struct.unpack(f"!{ndigits}H", raw[8:])
+    if any(g > 9999 for g in groups):
+        raise ValueError("a binary numeric digit above 9999")
+    digits = "".join(f"{g:04d}" for g in groups) or "0"
+    return Decimal(f"{'-' if sign == 0x4000 else ''}{digits}E{4 * (weight - ndigits + 1)}")
+
+
+def _number(d: Decimal) -> int | float:
+    """An integral NUMERIC of at most 40 digits as an int (HUGEINT holds 39), any other as a
+    float: a parameter never becomes a Python int of a billion digits, which
+    ``int(Decimal("1e999999999"))`` would compute for minutes. ValueError for a signalling NaN."""
+    if d.is_finite() and d.adjusted() < 40 and d == d.to_integral_value():
+        return int(d)
+    return float(d)

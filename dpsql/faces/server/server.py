@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from dpsql.faces.server import wire
 from dpsql.faces.server.connection import Connection
+from dpsql.faces.server.host import Interrupted
 from dpsql.faces.server.users import UserStore
 from dpsql.home import home
 from dpsql.session import Session
@@ -158,7 +159,9 @@ class Server:
             conn.cancel()
 
     async def in_thread(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self.pool, functools.partial(fn, *args))
+        """``fn(*args)`` in a worker thread; a KeyboardInterrupt there (an interrupted statement)
+        comes back as :class:`~dpsql.faces.server.host.Interrupted`."""
+        return await asyncio.get_running_loop().run_in_executor(self.pool, functools.partial(_uninterrupted, fn, *args))
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -194,6 +197,13 @@ class Server:
             self.served.catalog.close()
             if self._log is not None:
                 self._log.close()
+
+
+def _uninterrupted(fn: Callable[..., T], *args: Any) -> T:
+    try:
+        return fn(*args)
+    except KeyboardInterrupt as exc:  # fixed text (dpsql.session); never let it reach the event loop
+        raise Interrupted(str(exc)) from None
 
 
 def tls_context(cert: str, key: str) -> ssl.SSLContext:
