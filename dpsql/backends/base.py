@@ -85,8 +85,12 @@ class PublicCatalog(Protocol):
 
     def run(self, sql: str, parameters: list[Any] | None = None
             ) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
-        """(column names, type names, rows); raises :class:`CatalogQueryError` with the
-        engine's message."""
+        """(column names, type names, rows) of one query (nothing else runs); raises
+        :class:`CatalogQueryError` with the engine's message."""
+        ...
+
+    def define(self, sql: str, rows: list[tuple[Any, ...]] | None = None) -> None:
+        """Run one set-up statement of the server (DDL, or an INSERT of each of ``rows``)."""
         ...
 
     def close(self) -> None: ...
