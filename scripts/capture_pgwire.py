@@ -83,6 +83,10 @@ def capture(tool: str, port: int, recorder: Recorder, work: Path) -> None:
                 if "ERROR" in done.stderr:
                     print(f"psql {command}: {done.stderr.strip()}", file=sys.stderr)
             write(name, f"{_VERSION['psql']}: {' '.join(commands)}", expect, recorder.take())
+        clients.psql_tab_completion(port, USER, PASSWORD)
+        write("psql15_tab_completion", f"{_VERSION['psql']}, interactive: Tab Tab after "
+                                       + "; ".join(repr(t.replace(chr(9), '')) for t in clients.TAB_COMPLETION),
+              ["establishments", "payann", "statement_timeout"], recorder.take())
     elif tool == "jdbc":
         done = clients.jdbc_probe(port, USER, PASSWORD, work / "jdbc")
         if done.returncode:

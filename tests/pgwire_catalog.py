@@ -107,6 +107,43 @@ def psql(port: int, user: str, password: str, command: str, database: str = "dem
                           capture_output=True, text=True, env=env, timeout=60)
 
 
+#: what is typed at psql's prompt to make it complete (Tab Tab), and each line is then erased
+TAB_COMPLETION = ("SELECT * FROM est\t\t", "SELECT * FROM establishments WHERE \t\t", "\\d \t\t", "SET \t\t",
+                  "SELECT * FROM main.\t\t")
+
+
+def psql_tab_completion(port: int, user: str, password: str, typed: tuple[str, ...] = TAB_COMPLETION) -> str:
+    """Drive an interactive psql on a pseudo-terminal so that it sends its completion queries."""
+    import pty
+    import select
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: psql on the terminal
+        os.environ["PGPASSWORD"] = password
+        os.execvp("psql", ["psql", "-X", "-h", "127.0.0.1", "-p", str(port), "-U", user, "-d", "demo"])
+
+    def read(seconds: float) -> bytes:
+        out, end = b"", time.monotonic() + seconds
+        while time.monotonic() < end:
+            if select.select([fd], [], [], 0.1)[0]:
+                try:
+                    out += os.read(fd, 65536)
+                except OSError:
+                    break
+        return out
+
+    screen = read(3.0)
+    for keys in typed:
+        os.write(fd, keys.encode())
+        screen += read(1.5)
+        os.write(fd, b"\x15")  # erase the line
+    os.write(fd, b"\\q\n")
+    read(1.0)
+    os.waitpid(pid, 0)
+    return screen.decode("utf-8", "replace")
+
+
 def jdbc_probe(port: int, user: str, password: str, workdir: Path) -> subprocess.CompletedProcess[str]:
     """Compile and run CatalogProbe.java with Debian's pgjdbc."""
     workdir.mkdir(parents=True, exist_ok=True)
