@@ -98,6 +98,10 @@ class PublicCatalog(Protocol):
         """Stop the statements running through this handle (thread-safe)."""
         ...
 
+    def define(self, sql: str, rows: list[tuple[Any, ...]] | None = None) -> None:
+        """Run one set-up statement of the server (DDL, or an INSERT of each of ``rows``)."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -320,6 +320,11 @@ class DuckDBCatalog:
             self._running.add(cur)
         try:
             cur.execute(self._use)
+            # One query, read as DuckDB itself reads it: nothing any client sends may change the
+            # twin that every connection shares (CREATE, INSERT, ATTACH, SET, several statements).
+            statements = cur.extract_statements(sql)
+            if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+                raise CatalogQueryError("only one query (SELECT, VALUES, TABLE) runs on the catalog")
             cur.execute(sql, parameters or None)
             if cur.description is None:
                 return [], [], []
@@ -342,6 +347,21 @@ class DuckDBCatalog:
         with self._lock:
             for cur in self._running:
                 cur.interrupt()
+
+    def define(self, sql: str, rows: list[tuple[Any, ...]] | None = None) -> None:
+        """Run one statement of the server's own set-up (DDL, or an INSERT of ``rows``): never a
+        client's."""
+        cur = self._con.cursor()
+        try:
+            cur.execute(self._use)
+            if rows is None:
+                cur.execute(sql)
+            elif rows:
+                cur.executemany(sql, rows)
+        except duckdb.Error as exc:
+            raise CatalogQueryError(str(exc)) from None
+        finally:
+            cur.close()
 
     def close(self) -> None:
         if self._owner:

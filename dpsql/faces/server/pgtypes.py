@@ -33,14 +33,24 @@ _BY_DUCKDB = {
     "BIGINT": INT8, "UINTEGER": INT8, "UBIGINT": NUMERIC, "HUGEINT": NUMERIC, "UHUGEINT": NUMERIC,
     "FLOAT": FLOAT4, "REAL": FLOAT4, "DOUBLE": FLOAT8, "VARCHAR": TEXT, "DATE": DATE, "TIME": TIME,
     "TIMESTAMP": TIMESTAMP, "TIMESTAMP WITH TIME ZONE": TIMESTAMPTZ, "BLOB": BYTEA, "UUID": TEXT,
+    "OID": OID,  # not a DuckDB type: the catalog's name for its UINTEGER OID columns (answers.py)
 }
 _EPOCH = dt.date(2000, 1, 1)
 _EPOCH_TS = dt.datetime(2000, 1, 1)
 
 
+#: element type oid -> its array type oid (a DuckDB list of these is announced as the array)
+ARRAYS = {BOOL: 1000, INT2: 1005, INT4: 1007, TEXT: 1009, INT8: 1016, OID: 1028, FLOAT4: 1021, FLOAT8: 1022, NUMERIC: 1231,
+          DATE: 1182, TIMESTAMP: 1115, TIMESTAMPTZ: 1185}
+ELEMENTS = {array: element for element, array in ARRAYS.items()}  # array type oid -> its element's
+_ELEMENT = ELEMENTS
+
+
 def oid_of(duckdb_type: str) -> int:
     """The PostgreSQL type announced for a DuckDB result type (text for anything unusual)."""
     name = duckdb_type.upper()
+    if name.endswith("[]") and "[" not in name[:-2]:  # a one-dimensional list: PostgreSQL's array of it
+        return ARRAYS.get(oid_of(name[:-2]), TEXT)
     if name.startswith("DECIMAL") or name.startswith("NUMERIC"):
         return NUMERIC
     return _BY_DUCKDB.get(name, TEXT)
@@ -77,16 +87,32 @@ def _text(value: Any, oid: int) -> str:
         return value.isoformat()
     if isinstance(value, (bytes, bytearray, memoryview)):
         return "\\x" + bytes(value).hex()
+    if isinstance(value, (list, tuple)):
+        return "{" + ",".join(_array_item(v) for v in value) + "}"
     return str(value)
 
 
+def _array_item(value: Any) -> str:
+    """One element of PostgreSQL's array text: quoted when it holds a delimiter, NULL unquoted."""
+    if value is None:
+        return "NULL"
+    text = _text(value, TEXT)
+    if text == "" or text.upper() == "NULL" or any(c in text for c in ',{}"\\ \t\n'):
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return text
+
+
 def _binary(value: Any, oid: int) -> bytes:
+    if oid in _ELEMENT and isinstance(value, (list, tuple)):
+        return _array_send(value, _ELEMENT[oid])
     if oid == BOOL:
         return b"\x01" if value else b"\x00"
     if oid == INT2:
         return struct.pack("!h", int(value))
-    if oid in (INT4, OID):
+    if oid == INT4:
         return struct.pack("!i", int(value))
+    if oid == OID:
+        return struct.pack("!I", int(value))
     if oid == INT8:
         return struct.pack("!q", int(value))
     if oid == FLOAT4:
@@ -106,6 +132,21 @@ def _binary(value: Any, oid: int) -> bytes:
     if oid == BYTEA and isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
     return _text(value, oid).encode("utf-8")
+
+
+def _array_send(values: list[Any] | tuple[Any, ...], element: int) -> bytes:
+    """PostgreSQL's array_send of a one-dimensional array: dimensions, null flag, element type,
+    (length, lower bound 1), then each element as its length and binary value (-1: NULL)."""
+    if not values:
+        return struct.pack("!iii", 0, 0, element)
+    out = [struct.pack("!iiiii", 1, int(any(v is None for v in values)), element, len(values), 1)]
+    for v in values:
+        if v is None:
+            out.append(struct.pack("!i", -1))
+        else:
+            item = _binary(v, element)
+            out.append(struct.pack("!i", len(item)) + item)
+    return b"".join(out)
 
 
 def _numeric_send(d: Decimal) -> bytes:
@@ -139,6 +180,8 @@ def decode(raw: bytes | None, oid: int, binary: bool) -> Any:
     booleans; dates and times as ISO text)."""
     if raw is None:
         return None
+    if oid in ELEMENTS:
+        return _decode_array(raw, ELEMENTS[oid], binary)
     if binary:
         return _decode_binary(raw, oid)
     try:
@@ -158,6 +201,32 @@ def decode(raw: bytes | None, oid: int, binary: bool) -> Any:
     except (ValueError, ArithmeticError):  # ArithmeticError: decimal's InvalidOperation
         raise ParameterError(f"the parameter value {text[:40]!r} is not a valid {NAMES.get(oid, oid)}") from None
     return text
+
+
+def _decode_array(raw: bytes, element: int, binary: bool) -> list[Any]:
+    """A one-dimensional array parameter (array_recv, or the text form ``{1,2}``) as a list."""
+    if not binary:
+        text = raw.decode("utf-8", "replace").strip()
+        if not (text.startswith("{") and text.endswith("}")):
+            raise ParameterError(f"the parameter value {text[:40]!r} is not an array")
+        items = [i.strip() for i in text[1:-1].split(",")] if text[1:-1].strip() else []
+        return [None if i.upper() == "NULL" else decode(i.strip('"').encode("utf-8"), element, False) for i in items]
+    try:
+        ndim, _, _ = struct.unpack("!iii", raw[:12])
+        if ndim == 0:
+            return []
+        if ndim != 1:
+            raise ParameterError("dpsql reads one-dimensional array parameters only")
+        count, _ = struct.unpack("!ii", raw[12:20])
+        out, at = [], 20
+        for _ in range(count):
+            (length,) = struct.unpack("!i", raw[at:at + 4])
+            at += 4
+            out.append(None if length < 0 else _decode_binary(raw[at:at + length], element))
+            at += max(length, 0)
+        return out
+    except struct.error:
+        raise ParameterError("a binary array parameter is truncated") from None
 
 
 class ParameterError(Exception):
