@@ -82,28 +82,26 @@ class Session:
             database = demo_db
             policy = policy if policy is not None else demo_policy
         database = Path(database)
-        if policy is None:
-            policy = default_policy_path(database)
-            if not policy.is_file():
-                raise PolicyFileError(f"no policy given and none found beside the database at {policy}",
-                                      hint="pass policy=PATH (or --policy PATH) naming the data owner's policy file.")
-        self.policy: Policy = load_policy(policy)
+        # The database first: a missing or unreadable file is the error to report (DP402), not
+        # the policy that would sit beside it.
         self.engine = open_engine(database, threads=threads)
         try:
+            if policy is None:
+                policy = default_policy_path(database)
+                if not policy.is_file():
+                    raise PolicyFileError(f"no policy given and none found beside the database at {policy}",
+                                          hint="pass policy=PATH (or --policy PATH) naming the data owner's policy file.")
+            self.policy: Policy = load_policy(policy)
             tables = [*self.policy.tables, *self.policy.public_tables]
             self.schema = self.engine.schema(tables)
             self.not_null = self.engine.not_null_columns(tables)
             check_catalog(self.policy, self.engine, self.schema)
-        except Exception:
-            self.engine.close()
-            raise
-        self.settings = self.default_settings()
-        if rho is not None:
-            self.set_rho(rho)
-        self.analyst = analyst or os_user()
-        self.session_id = uuid.uuid4().hex[:12]
-        budget = self.policy.budget
-        try:
+            self.settings = self.default_settings()
+            if rho is not None:
+                self.set_rho(rho)
+            self.analyst = analyst or os_user()
+            self.session_id = uuid.uuid4().hex[:12]
+            budget = self.policy.budget
             total_rho, total_delta = budget.walls(self.analyst)
             self.ledger = Ledger(Path(ledger) if ledger is not None else ledger_path(self.policy), self.analyst,
                                  total_rho, budget.dataset_rho, total_delta=total_delta, dataset_delta=budget.dataset_delta)

@@ -54,6 +54,11 @@ class DuckDBEngine:
         self._checked: set[str] = set()
         try:
             self._con = duckdb.connect(str(self.path), read_only=True, config=config)
+        except duckdb.ConnectionException:
+            # DuckDB shares one instance per file and process, with one configuration.
+            raise DatabaseFileError(f"database file {self.path} is already open in this process with another "
+                                    "threads setting", hint="open every connection to one file in a process with "
+                                    "the same threads= (or none).") from None
         except duckdb.Error as exc:
             raise DatabaseFileError(f"cannot open database file {self.path} read-only ({type(exc).__name__})",
                                     hint="is it a DuckDB file, and is no other process writing to it?") from None

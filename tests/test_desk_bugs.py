@@ -1,0 +1,65 @@
+"""Regression tests of the bugs a new user hit (issue 19, "The analyst's desk"): each test is the
+user's own steps, run for real."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import sqlalchemy as sa
+
+import dpsql
+
+COUNT_BY_SECTOR = "SELECT naics2, COUNT(*) FROM establishments GROUP BY naics2"
+
+
+# --------------------------------------------------------------------------- many connections
+
+
+def test_many_connections_to_the_demo_in_one_process(demo):
+    """The demo builder's freshness check opened the file with other settings than the engine
+    holding it: the second connect() raised a raw duckdb.ConnectionException."""
+    first = dpsql.connect()
+    try:
+        second = dpsql.connect()
+        third = dpsql.connect(*demo)  # the same file by its path
+        try:
+            for con in (first, second, third):
+                assert len(con.execute(COUNT_BY_SECTOR).fetchall()) == 24
+        finally:
+            second.close()
+            third.close()
+        assert len(first.execute(COUNT_BY_SECTOR).fetchall()) == 24  # closing the others left it open
+    finally:
+        first.close()
+
+
+def test_pooled_sqlalchemy_connections_to_the_demo(demo):
+    engine = sa.create_engine("dpsql://")
+    try:
+        with engine.connect() as a, engine.connect() as b:  # two pooled DB-API connections at once
+            assert a.connection.dbapi_connection is not b.connection.dbapi_connection
+            for conn in (a, b):
+                assert len(conn.execute(sa.text(COUNT_BY_SECTOR)).fetchall()) == 24
+    finally:
+        engine.dispose()
+
+
+def test_another_threads_setting_on_an_open_file_is_a_dpsql_error(demo):
+    with dpsql.connect(*demo) as con:
+        with pytest.raises(dpsql.OperationalError) as err:
+            dpsql.connect(*demo, threads=1)
+        assert err.value.code == "DP402" and "threads" in str(err.value)
+        assert con.execute(COUNT_BY_SECTOR).fetchall()
+
+
+# --------------------------------------------------------------------------- the first error first
+
+
+def test_a_missing_database_is_reported_before_its_policy(tmp_path):
+    for path in ("/nope.duckdb", tmp_path / "none.duckdb"):
+        with pytest.raises(dpsql.OperationalError) as err:
+            dpsql.connect(path)
+        assert err.value.code == "DP402" and "does not exist" in str(err.value)
