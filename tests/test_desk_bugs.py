@@ -63,3 +63,42 @@ def test_a_missing_database_is_reported_before_its_policy(tmp_path):
         with pytest.raises(dpsql.OperationalError) as err:
             dpsql.connect(path)
         assert err.value.code == "DP402" and "does not exist" in str(err.value)
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def _cli(*args: str, home: str, stdout=subprocess.PIPE) -> subprocess.Popen:
+    env = dict(os.environ, DPSQL_HOME=home, COLUMNS="100")
+    return subprocess.Popen([sys.executable, "-m", "dpsql", *args], stdout=stdout, stderr=subprocess.PIPE,
+                            text=True, env=env)
+
+
+@pytest.mark.parametrize("command", ["query", "explain", "ledger", "policy", "convert", "demo"])
+def test_subcommand_help_has_one_clean_usage_line(demo, command):
+    p = _cli(command, "--help", home=str(demo[0].parent))
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert out.startswith(f"usage: dpsql {command} [-h]"), out.splitlines()[:3]
+    assert "COMMAND ..." not in out and "[DATABASE]" not in out.split("\n\n")[0]
+
+
+@pytest.mark.parametrize("args", [
+    ("ledger", "--json"), ("ledger",), ("--help",), ("query", "--help"),
+    ("query", COUNT_BY_SECTOR, "--json"), ("query", COUNT_BY_SECTOR),
+    ("explain", COUNT_BY_SECTOR), ("convert", "--rho", "0.5", "--delta", "1e-6", "--json"),
+])
+def test_a_reader_that_goes_away_stops_the_command_quietly(demo, args):
+    """`dpsql ledger --json | head -1`: the reader closes the pipe before dpsql writes."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first byte is written
+    try:
+        p = _cli(*args, "--db", str(demo[0]), "--policy", str(demo[1]), home=str(demo[0].parent), stdout=write) \
+            if args[0] in ("ledger", "query", "explain") and "--help" not in args else \
+            _cli(*args, home=str(demo[0].parent), stdout=write)
+    finally:
+        os.close(write)
+    _, err = p.communicate(timeout=120)
+    assert "Traceback" not in err and "BrokenPipe" not in err and "DP900" not in err, err
+    # argparse itself ignores a failed write of --help (status 0); dpsql's own output: 141, as SIGPIPE
+    assert p.returncode == (0 if "--help" in args else 141)

@@ -14,7 +14,8 @@
     dpsql user add|remove|list     the analysts `dpsql serve` lets in
 
 Exit status: 0 on success, 1 when dpsql refused or failed (message on stderr, or
-``{"error": {...}}`` on stdout with --json), 2 on bad command-line usage.
+``{"error": {...}}`` on stdout with --json), 2 on bad command-line usage, 141 when the reader of
+standard output went away (``| head``).
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Start with `dpsql` (the prompt on the demo database) or `dpsql demo`. "
                "Docs: README.md and docs/ in the source tree.")
     parser.add_argument("--version", action="version", version="dpsql 0.1.0")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # prog: each subcommand's usage line starts "dpsql query", not with the two-line usage above.
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", prog="dpsql")
 
     from dpsql.faces.server import cli as server_cli
 
@@ -132,6 +134,21 @@ def _names_command(argv: list[str]) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``dpsql`` command; returns its exit status. When the reader of standard output goes
+    away (``dpsql ledger --json | head -1``) it stops quietly with status 141, as a program
+    killed by SIGPIPE does, instead of a BrokenPipeError traceback."""
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()  # a closed pipe shows here, not as a warning when Python exits
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # what is still buffered goes nowhere
+        return 141
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if _names_command(argv):
         parser = build_parser()
@@ -155,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        raise  # the reader went away: main() stops quietly
     except Exception as exc:  # noqa: BLE001 - a bug: never print a message that may carry data values
         if os.environ.get("DPSQL_DEBUG"):
             raise
