@@ -102,3 +102,36 @@ def test_a_reader_that_goes_away_stops_the_command_quietly(demo, args):
     assert "Traceback" not in err and "BrokenPipe" not in err and "DP900" not in err, err
     # argparse itself ignores a failed write of --help (status 0); dpsql's own output: 141, as SIGPIPE
     assert p.returncode == (0 if "--help" in args else 141)
+
+
+# --------------------------------------------------------------------------- messages in the user's words
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT naics2, COUNT(*) FROM establishments WHERE state = %s GROUP BY naics2",
+    "SELECT naics2, COUNT(*) FROM establishments WHERE state IN (%s, %s) GROUP BY naics2",
+    "SELECT naics2, COUNT(*) FROM establishments WHERE state = %(state)s GROUP BY naics2",
+])
+def test_format_parameters_say_to_use_qmark(con, sql):
+    with pytest.raises(dpsql.ProgrammingError) as err:
+        con.execute(sql, ["CA", "NY"][:sql.count("%")])
+    assert err.value.code == "DP118"
+    text = str(err.value)
+    assert "?" in err.value.hint and "qmark" in err.value.hint
+    assert "Required keyword" not in text and "sqlglot" not in text and "Mod" not in text
+    assert err.value.column == sql.index("%") + 1
+    assert con.session.ledger.spent == 0
+
+
+@pytest.mark.parametrize("sql, written, internal", [
+    ("SELECT DATE_TRUNC('month', d), COUNT(*) FROM establishments GROUP BY 1", "DATE_TRUNC", "TIMESTAMP_TRUNC"),
+    ("SELECT strftime(d, '%Y'), COUNT(*) FROM establishments GROUP BY 1", "strftime", "TIME_TO_STR"),
+    ("SELECT COUNT(*) FROM establishments WHERE epoch_ms(payann) > 0", "epoch_ms", "UNIX_TO_TIME"),
+    ("SELECT approx_count_distinct(payann) FROM establishments", "approx_count_distinct", "APPROX_DISTINCT"),
+    ("SELECT COUNT(*) FROM establishments WHERE list_value(1, 2) IS NOT NULL", "list_value", "ARRAY"),
+])
+def test_refusals_name_functions_as_written(con, sql, written, internal):
+    with pytest.raises(dpsql.DpsqlError) as err:
+        con.execute(sql)
+    assert err.value.code in ("DP109", "DP110")
+    assert written in err.value.message and internal not in err.value.message
