@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from dpsql import domain
-from dpsql.backends import InterruptedBeforeStart, open_engine, open_finisher
+from dpsql.backends import InterruptedBeforeStart, PublicCatalog, open_engine, open_finisher
 from dpsql.decide import Decision, allocations, decision, selection_params, settings_for
 from dpsql.domain import PublicDomain
 from dpsql.errors import DpsqlError, PolicyFileError, QueryFailed
@@ -115,11 +115,23 @@ class Session:
         self._units_checked: set[str] = set()
         self._plans: OrderedDict[str, tuple[Plan, str]] = OrderedDict()  # _planned's cache, least recent first
         self._lock = threading.RLock()  # one query at a time: threads sharing a connection cannot interleave
+        self._public: PublicCatalog | None = None  # public_database(), built on first use
 
     def close(self) -> None:
+        if self._public is not None:
+            self._public.close()
         self.engine.close()
         self.finisher.close()
         self.ledger.close()
+
+    def public_database(self) -> PublicCatalog:
+        """A separate in-memory database holding the rows of the policy's public tables and
+        nothing else (no private table, not even empty), locked down like the engine; built on
+        first use. Queries over public tables only run there (:mod:`dpsql.intercept.public_tables`)."""
+        if self._public is None:
+            public = list(self.policy.public_tables)
+            self._public = self.engine.public_catalog(public, public, self.database.stem)
+        return self._public
 
     @property
     def lock(self) -> threading.RLock:
