@@ -143,3 +143,16 @@ def test_the_command_line_answers_a_public_table(demo):
     out = json.loads(p.stdout)
     assert out["rows"] == [["Midwest"], ["Northeast"], ["South"], ["West"]]
     assert out["receipt"]["rho"] == "0" and out["receipt"]["notes"] == [NOTE]
+
+
+def test_keysets_for_describe(session, demo):
+    from dpsql.intercept.catalog import keyset
+
+    assert keyset(session, "establishments", "state") == session.policy.tables["establishments"].keys["state"].keyset
+    assert len(keyset(session, "Establishments", "NAICS2")) == 24
+    assert keyset(session, "states", "region") == ("Midwest", "Northeast", "South", "West")
+    assert keyset(session, "states", "code") == tuple(r[0] for r in exact(demo, "SELECT code FROM states ORDER BY 1"))
+    for table, column in [("establishments", "county"), ("establishments", "payann"), ("establishments", "id"),
+                          ("states", "population"), ("nope", "x")]:
+        assert keyset(session, table, column) is None
+    assert session.ledger.spent == 0
