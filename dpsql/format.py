@@ -67,7 +67,7 @@ def footer(result: Result) -> str:
             "± is the 95% margin of error.")
     for note in sorted(notes):
         text += f"\nAVG columns: ± is {note}."
-    return text
+    return text + "".join(f"\nNote: {note}." for note in rc.notes)
 
 
 def explanation(ex: Explanation) -> str:
@@ -138,7 +138,8 @@ def status(result: Result, show: str = "moe") -> str:
     if rc.rho == 0:
         n = len(result.rows)
         return (f"({n} row{'s' if n != 1 else ''}) nothing charged; "
-                f"budget spent {fmt(rc.budget_spent)} of {fmt(rc.budget_total)}, {fmt(rc.budget_remaining)} left.")
+                f"budget spent {fmt(rc.budget_spent)} of {fmt(rc.budget_total)}, {fmt(rc.budget_remaining)} left."
+                + "".join(f"\nNote: {note}." for note in rc.notes))
     text = footer(result)
     if show == "sigma":
         text = text.replace("± is the 95% margin of error.", "(σ …) is the standard deviation of the noise.")

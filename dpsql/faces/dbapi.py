@@ -70,7 +70,8 @@ def Binary(data: bytes | bytearray | memoryview | str) -> bytes:  # noqa: N802
 
 
 def connect(database: str | Path | None = None, policy: str | Path | None = None, *, rho: Any = None,
-            analyst: str = "", threads: int | None = None, _random_source: Any = None) -> Connection:
+            analyst: str = "", threads: int | None = None, error_columns: Any = None, clamp_negative: Any = None,
+            _random_source: Any = None) -> Connection:
     """Open a dpsql connection.
 
     Args:
@@ -82,10 +83,15 @@ def connect(database: str | Path | None = None, policy: str | Path | None = None
             charge; the receipt (``cursor.receipt``) shows the total and its parts.
         analyst: a name recorded with each charge.
         threads: DuckDB worker threads (default: all cores).
+        error_columns: True (or "on") adds ``<column>_moe95`` after each noisy column of every
+            answer; "sigma" (or "all") adds ``<column>_sigma`` too (``SET dpsql.error_columns``).
+        clamp_negative: True (or "on") shows negative noisy counts, and sums of measures the
+            schema bounds below by 0, as 0 (post-processing; ``SET dpsql.clamp_negative``).
         _random_source: TEST ONLY — a seeded source from :func:`dpsql.testing.seeded_random`.
             The default is the operating system's CSPRNG.
     """
-    return Connection(Session(database, policy, rho=rho, random_source=_random_source, threads=threads, analyst=analyst))
+    return Connection(Session(database, policy, rho=rho, random_source=_random_source, threads=threads, analyst=analyst,
+                              error_columns=error_columns, clamp_negative=clamp_negative))
 
 
 class Connection:
