@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from decimal import Decimal
 from fractions import Fraction
@@ -110,6 +112,16 @@ def _json_default(v: Any) -> Any:
     if isinstance(v, Fraction):
         return fmt(v)
     return str(v)
+
+
+def csv_text(result: Result) -> str:
+    """The answer as CSV (RFC 4180, a header line): NULL as an empty field, numbers as Python
+    writes them. The ± columns are whatever the result carries (``dpsql.error_columns``)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(result.columns)
+    writer.writerows(["" if v is None else v for v in row] for row in result.rows)
+    return out.getvalue()
 
 
 def to_json(obj: Any) -> str:

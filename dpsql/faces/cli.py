@@ -3,7 +3,8 @@
     dpsql [DATABASE] [--policy FILE]   the SQL prompt (the demo database when none is given);
                                    reads statements from standard input when it is not a terminal
     dpsql demo                     build the demo database if needed and run a sample query
-    dpsql query "SQL"              answer a query with noise; charges the budget
+    dpsql query "SQL" [--format table|csv|json]
+                                   answer a query with noise; charges the budget
     dpsql explain "SQL"            show the plan, the exact SQL and the noise; charges nothing
     dpsql ledger [--delta D]       budget spent and left in rho and delta, the (epsilon, delta)-DP of
                                    everything spent, and the history of charges
@@ -69,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("sql", help="the SELECT statement ('-' reads it from standard input)")
     _connection_args(p)
     p.add_argument("--sigma", action="store_true", help="show σ instead of the 95%% margin of error")
+    p.add_argument("--format", choices=("table", "csv", "json"), help="table (the default), csv (the rows with "
+                   "a <column>_moe95 column after each noisy one, or _sigma too with --sigma; the cost on standard "
+                   "error) or json (as --json)")
 
     p = sub.add_parser("explain", help="show how a query would be answered; touches no data, charges nothing")
     p.add_argument("sql", help="the SELECT statement ('-' reads it from standard input)")
@@ -215,13 +219,23 @@ def _connect(args: argparse.Namespace):
 
 
 def _query(args: argparse.Namespace) -> int:
-    with _connect(args) as con:
+    if args.json and args.format not in (None, "json"):
+        print(f"dpsql query: --json and --format {args.format} disagree: give one", file=sys.stderr)
+        return 2
+    args.json = args.json or args.format == "json"  # errors as JSON too
+    from dpsql.faces.dbapi import connect
+
+    csv = args.format == "csv"  # the ± as columns, from the session's own error columns
+    with connect(args.db, args.policy, rho=args.rho, error_columns=("sigma" if args.sigma else "on") if csv else None) as con:
         result = con.cursor().execute(_sql(args)).result
     if args.json:
         print(fmt_mod.to_json(result.to_dict()))
+    elif csv:
+        sys.stdout.write(fmt_mod.csv_text(result))
+        print(fmt_mod.status(result), file=sys.stderr)
     else:
         print(fmt_mod.table(result, show="sigma" if args.sigma else "moe"))
-        print(fmt_mod.footer(result))
+        print(fmt_mod.status(result, show="sigma" if args.sigma else "moe"))
     return 0
 
 
