@@ -33,6 +33,11 @@ class Engine(Protocol):
         """Columns the schema declares NOT NULL, per table (a schema fact, not a look at rows)."""
         ...
 
+    def nonnegative_columns(self, tables: list[str]) -> dict[str, set[str]]:
+        """Columns the schema says cannot be negative (unsigned types, CHECK x >= 0), per table:
+        a schema fact, used only to post-process noisy values (clamping, notes)."""
+        ...
+
     def units_unique(self, table: str, unit: str) -> bool:
         """Whether ``unit`` identifies one row of ``table``: the data owner's declaration,
         checked (pass/fail only; the same for every query)."""
