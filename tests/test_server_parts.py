@@ -172,7 +172,10 @@ def corpus_session(demo_files, tmp_path_factory):
     s.close()
 
 
-ACCEPTED = [c for c in load_cases() if c.expected is not None and "?" not in c.sql]
+# Queries of public tables only are answered exactly before the pipeline (intercept.public_tables;
+# on the wire, by the catalog twin), so Session.describe is not their Describe.
+ACCEPTED = [c for c in load_cases() if c.expected is not None and "?" not in c.sql
+            and not c.file.startswith("public_tables")]
 
 
 @pytest.mark.parametrize("case", ACCEPTED, ids=[c.id for c in ACCEPTED])
