@@ -35,13 +35,20 @@ CTRL_C, CTRL_D, CTRL_G, CTRL_R, TAB, ENTER = "\x03", "\x04", "\x07", "\x12", "\t
 
 def drive(con: Any, keys: str, *, out: Any = None, history: Any = None, **repl: Any) -> tuple[str, str, int]:
     """Type ``keys`` into a REPL on ``con``; returns (stdout, stderr, exit status)."""
+    _, printed, err, rc = drive_repl(con, keys, out=out, history=history, **repl)
+    return printed, err, rc
+
+
+def drive_repl(con: Any, keys: str, *, out: Any = None, history: Any = None, **repl: Any) -> tuple[Repl, str, str, int]:
+    """:func:`drive`, also returning the REPL (its last answer, its settings). With ``out`` given
+    (a terminal), stdout is read there and "" is returned for it."""
     text_out = out if out is not None else io.StringIO()
     err = io.StringIO()
     r = Repl(con, out=text_out, err=err, progress=False, **repl)
     with create_pipe_input() as inp:
         inp.send_text(keys + CTRL_D)
         rc = r.interactive(input=inp, output=DummyOutput(), history=history or InMemoryHistory())
-    return (text_out.getvalue() if out is None else ""), err.getvalue(), rc
+    return r, (text_out.getvalue() if out is None else ""), err.getvalue(), rc
 
 
 class Screen:

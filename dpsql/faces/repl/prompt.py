@@ -106,6 +106,7 @@ def make_session(repl: PromptOwner, *, input: Any = None, output: Any = None,
         key_bindings=key_bindings(),
         style=STYLE,
         enable_suspend=True,
+        enable_open_in_editor=True,  # Ctrl-X Ctrl-E, as in bash: the input in $VISUAL / $EDITOR
         input=input,
         output=output,
     )
