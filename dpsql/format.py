@@ -27,8 +27,8 @@ def _moe(value: float | None) -> str:
     return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
 
 
-def table(result: Result, show: str = "moe") -> str:
-    """An aligned text table; noisy cells as ``value ± MOE`` (95%), or ``value (σ …)``."""
+def cells(result: Result, show: str = "moe") -> list[list[str]]:
+    """Each row's cells as text; noisy cells as ``value ± MOE`` (95%), or ``value (σ …)``."""
     cols = list(result.columns)
     errs = result.receipt.columns
     body: list[list[str]] = []
@@ -44,6 +44,13 @@ def table(result: Result, show: str = "moe") -> str:
                     text += f" (σ {_moe(err.sigma[r])})"
             line.append(text)
         body.append(line)
+    return body
+
+
+def table(result: Result, show: str = "moe") -> str:
+    """An aligned text table; noisy cells as ``value ± MOE`` (95%), or ``value (σ …)``."""
+    cols = list(result.columns)
+    body = cells(result, show)
     widths = [max([len(h)] + [len(b[i]) for b in body]) for i, h in enumerate(cols)]
     numeric = [all(_is_number(row[i]) for row in result.rows) and bool(result.rows) for i in range(len(cols))]
 

@@ -14,8 +14,6 @@ import pytest
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 from prompt_toolkit.history import InMemoryHistory
-from prompt_toolkit.input import create_pipe_input
-from prompt_toolkit.output import DummyOutput
 
 from dpsql import format as fmt_mod
 from dpsql.faces.cli import _names_command
@@ -24,19 +22,7 @@ from dpsql.faces.repl import Repl
 from dpsql.faces.repl import statements
 from dpsql.faces.repl.completion import SqlCompleter
 from dpsql.faces.repl.progress import run_interruptible
-
-CTRL_C, CTRL_D, TAB, ENTER = "\x03", "\x04", "\t", "\r"
-
-
-def drive(con, keys: str) -> tuple[str, str, int]:
-    """Type ``keys`` into a REPL on ``con``; returns (stdout, stderr, exit status)."""
-    out, err = io.StringIO(), io.StringIO()
-    repl = Repl(con, out=out, err=err, progress=False)
-    with create_pipe_input() as inp:
-        inp.send_text(keys + CTRL_D)
-        rc = repl.interactive(input=inp, output=DummyOutput(), history=InMemoryHistory())
-    return out.getvalue(), err.getvalue(), rc
-
+from repl_harness import CTRL_C, CTRL_R, ENTER, TAB, drive, drive_screen
 
 # --------------------------------------------------------------------------- typing, end to end
 
@@ -69,6 +55,24 @@ def test_ctrl_c_drops_the_line_and_keeps_the_session(con):
                               f"SELECT COUNT(*) AS n FROM establishments;{ENTER}")
     assert rc == 0 and err == ""  # neither cancelled line ran
     assert "(1 row) charged rho=0.1" in out and len(con.session.ledger.charges) == 1
+
+
+@pytest.mark.parametrize("typed, search", [
+    ("", "(reverse-i-search)`COU': SELECT COUNT(*) AS n FROM establishments;"),
+    ("SELECT naics2,", "I-search backward: COU"),  # half typed: the search line is under the input
+])
+def test_ctrl_r_shows_the_search_and_its_match(con, typed, search):
+    """Regression (issue 19): on an empty line, Ctrl-R's search line and its match vanished at the
+    first letter typed (the multi-line condition read the search buffer instead of the input)."""
+    history = InMemoryHistory()
+    for past in ("SELECT COUNT(*) AS n FROM establishments;", "\\tables"):
+        history.append_string(past)
+    seen, out, err = drive_screen(con, [(typed, ("dpsql> " + typed).rstrip()), (CTRL_R, "search"), ("COU", search),
+                                        (ENTER, "dpsql> SELECT COUNT(*) AS n FROM establishments;"), (ENTER, "")],
+                                  history=history)
+    assert seen[search], "the search line and its match did not show"
+    assert "SELECT COUNT(*) AS n FROM establishments;" in seen[search]  # the match, on the screen
+    assert "(1 row) charged" in out and err == ""  # Enter took the match, Enter again ran it
 
 
 def test_meta_commands(con):

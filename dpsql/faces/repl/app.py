@@ -2,7 +2,9 @@
 
 Interactive on a terminal (prompt_toolkit: highlighting, completion, history, multi-line input
 that runs on `;`); a plain reader of statements when standard input is a file or a pipe, with
-the same output and exit status 1 on the first error.
+the same output and exit status 1 on the first error. A meta-command typed under a half-typed
+statement runs at once and the statement comes back into the next prompt (psql's query buffer).
+Answers go through :mod:`output` (aligned, expanded, CSV; the pager; a `\\o` file).
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from typing import Any, TextIO
 
 from dpsql import format as fmt_mod
 from dpsql.errors import DpsqlError
-from dpsql.faces.repl import commands, statements
+from dpsql.faces.repl import buffer, commands, output, results, statements  # noqa: F401 - they register commands
 from dpsql.faces.repl.progress import run_interruptible
 from dpsql.intercept import execute
 from dpsql.privacy.budget import fmt
+from dpsql.result import Result
 
 
 class Repl:
@@ -34,6 +37,12 @@ class Repl:
         self.timing = False
         self.progress = progress
         self.last_sql: str | None = None  # the SQL an error's line and column refer to
+        self.last_result: Result | None = None  # for \\chart and \\export
+        self.last_query: str | None = None  # for \\e on an empty prompt
+        self.view = output.View()
+        self.pending = ""  # a half-typed statement kept while a meta-command ran; the next prompt shows it
+        self.prompting = False  # True inside interactive(): \\e needs a prompt to hand the text back to
+        self.depth = 0  # how deep \\i files are nested
 
     # ------------------------------------------------------------------ one input
     def handle(self, text: str) -> bool:
@@ -45,8 +54,15 @@ class Repl:
         stripped = text.strip()
         if not stripped:
             return True
-        if statements.is_meta(stripped) or stripped.lower() in ("quit", "exit", "help"):
+        if statements.is_meta(stripped) or statements.is_word(stripped):
             return self.meta(stripped)
+        tail = statements.meta_tail(text)
+        if tail is not None:  # a meta-command under a half-typed statement: run it, keep the statement
+            before, line = tail
+            done, rest = statements.split(before)
+            ok = all(self.run_sql(sql) for sql in done)
+            self.pending = "" if statements.is_blank(rest) else rest.strip("\n")
+            return self.meta(line) and ok
         done, rest = statements.split(text)
         if not statements.is_blank(rest):
             done.append(rest.strip())  # Alt-Enter, or the end of a script without a final ;
@@ -54,14 +70,37 @@ class Repl:
 
     def meta(self, line: str) -> bool:
         self.last_sql = None
-        return self._guard(lambda: self._print(commands.run(self, line)))
+        return self._guard(lambda: self.emit(commands.run(self, line), page="text"))
 
     def run_sql(self, sql: str) -> bool:
-        self.last_sql = sql
+        self.last_sql = self.last_query = sql
         return self._guard(lambda: self._answer(sql))
 
     def _answer(self, sql: str) -> None:
         t0 = time.perf_counter()
+        result = self.query(sql)
+        elapsed = time.perf_counter() - t0
+        size = output.terminal_size(self.out) if self.view.file is None else None
+        self.emit(output.render(result, self.view, self.display, size.columns if size else None), answer=True,
+                  page="table")
+        self.emit_status(result)
+        if self.timing:
+            self.emit(fmt_mod.timing(elapsed, result.timings))
+
+    def emit_status(self, result: Result) -> None:
+        """The line under an answer (its charge): to the screen, and also to a `\\o` file; on
+        stderr when the screen gets CSV (`\\pset format csv`), so standard output stays CSV."""
+        status = fmt_mod.status(result, self.display)
+        if self.view.format == "csv":
+            self._error(status)
+            return
+        if self.view.file is not None:
+            self.emit(status, answer=True)
+        self.emit(status)
+
+    def query(self, sql: str) -> Result:
+        """Run one statement as the prompt does (a worker thread, a spinner, Ctrl-C cancels) and
+        keep its answer for \\chart and \\export."""
         try:
             result = run_interruptible(lambda: execute(self.session, sql), self.session.engine.interrupt,
                                        stream=self.err if self.progress else None)
@@ -76,11 +115,8 @@ class Repl:
             # a Ctrl-C that came when the engine had nothing left to run must not cancel the
             # next statement.
             self.session.engine.clear_interrupt()
-        elapsed = time.perf_counter() - t0
-        self._print(fmt_mod.table(result, show=self.display))
-        self._print(fmt_mod.status(result, self.display))
-        if self.timing:
-            self._print(fmt_mod.timing(elapsed, result.timings))
+        self.last_result = result
+        return result
 
     def _guard(self, action: Any) -> bool:
         """Run ``action``; print a refusal or failure as one message, never a traceback."""
@@ -100,9 +136,22 @@ class Repl:
                         "Set DPSQL_DEBUG=1 to see the traceback (it may show private values: only for the data owner).")
         return False
 
-    def _print(self, text: str | None) -> None:
-        if text:
-            print(text + "\n", file=self.out, flush=True)
+    def emit(self, text: str | None, *, answer: bool = False, page: str = "") -> None:
+        """Show ``text``. An answer's rows (``answer``) go to the `\\o` file when there is one. On a
+        terminal, with the pager on, ``page="table"`` text taller or wider than the screen goes
+        through the pager, ``page="text"`` (help, listings) when taller; messages never do."""
+        if not text:
+            return
+        if answer and self.view.file is not None:
+            print(text + "\n", file=self.view.file, flush=True)
+            return
+        if page and self.view.pager != "off":
+            size = output.terminal_size(self.out)
+            if output.wants_pager(text, self.view.pager, size, wide=page == "table"):
+                command = output.pager_command()
+                if command is not None and output.page(text, self.out, command):
+                    return
+        print(text + "\n", file=self.out, flush=True)
 
     def _error(self, text: str) -> None:
         print(text + "\n", file=self.err, flush=True)
@@ -131,43 +180,64 @@ class Repl:
         from dpsql.faces.repl.prompt import make_session
 
         prompt = make_session(self, input=input, output=output, history=history)
-        self._print(self.banner().rstrip())
-        while True:
-            try:
-                text = prompt.prompt()
-            except KeyboardInterrupt:
-                continue  # Ctrl-C: drop the line, keep the session
-            except EOFError:
-                break
-            try:
-                self.handle(text)
-            except commands.Quit:
-                break
-            except _Cancelled:
-                continue
-            except KeyboardInterrupt:
-                self._error("cancelled.")
+        self.emit(self.banner().rstrip())
+        self.prompting = True
+        try:
+            while True:
+                try:
+                    # A statement kept under a meta-command comes back with the cursor on a new
+                    # line below it, as psql's continuation prompt (Up edits it).
+                    text = prompt.prompt(default=self.pending + "\n" if self.pending else "")
+                except KeyboardInterrupt:
+                    self.pending = ""
+                    continue  # Ctrl-C: drop the line, keep the session
+                except EOFError:
+                    break
+                self.pending = ""
+                try:
+                    self.handle(text)
+                except commands.Quit:
+                    break
+                except _Cancelled:
+                    continue
+                except KeyboardInterrupt:
+                    self._error("cancelled.")
+        finally:
+            self.prompting = False
+            self.view.close_file()
         return 0
 
     def script(self, lines: Iterable[str]) -> int:
         """Run statements and meta-command lines from a file or pipe; stop with status 1 at the first error."""
-        buf = ""
         try:
-            for line in lines:
-                if statements.is_blank(buf) and statements.is_meta(line):
-                    buf = ""
-                    if not self.handle(line):
-                        return 1
-                    continue
-                buf += line
-                done, buf = statements.split(buf)
-                if not all(self.run_sql(sql) for sql in done):
-                    return 1
-            return 0 if self.handle(buf) else 1
+            return 0 if self.run_lines(lines) else 1
         except commands.Quit:
             return 0
         except (KeyboardInterrupt, _Cancelled):
             return 130
+        finally:
+            self.view.close_file()
+
+    def run_lines(self, lines: Iterable[str]) -> bool:
+        """Run a script's lines (also `\\i FILE`); False at the first error, which stops it.
+
+        A meta-command line runs when it comes, even under an unfinished statement (as in psql);
+        `quit`, `exit` and `help` only between statements.
+
+        Raises:
+            commands.Quit: the script asks to leave.
+        """
+        buf = ""
+        for line in lines:
+            if (statements.is_meta(line) and not statements.is_open(buf)) or (statements.is_blank(buf) and statements.is_word(line)):
+                if not self.handle(line):
+                    return False
+                continue
+            buf += line
+            done, buf = statements.split(buf)
+            if not all(self.run_sql(sql) for sql in done):
+                return False
+        return self.handle(buf)
 
 
 class _Cancelled(Exception):

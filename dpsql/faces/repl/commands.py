@@ -10,13 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from dpsql import format as fmt_mod
 from dpsql.privacy import policy_function as pf
 from dpsql.privacy.budget import fmt
 
 if TYPE_CHECKING:
+    from dpsql.faces.repl.output import View
+    from dpsql.result import Result
     from dpsql.session import Session
 
 
@@ -28,6 +30,23 @@ class ReplState(Protocol):
     display: str
     timing: bool
     last_sql: str | None
+    last_query: str | None
+    last_result: Result | None
+    view: View
+    pending: str
+    prompting: bool
+    depth: int
+    out: Any
+
+    def query(self, sql: str) -> Result: ...
+
+    def run_sql(self, sql: str) -> bool: ...
+
+    def emit(self, text: str | None, *, answer: bool = False) -> None: ...
+
+    def emit_status(self, result: Result) -> None: ...
+
+    def run_lines(self, lines: Any) -> bool: ...
 
 
 Handler = Callable[["ReplState", str], "str | None"]
@@ -49,15 +68,21 @@ class Command:
     help: str
     handler: Handler
     aliases: tuple[str, ...] = ()
+    section: str = "Information"
 
 
 COMMANDS: dict[str, Command] = {}  # every name and alias -> its command
+#: How \help groups the commands.
+SECTIONS = ("Information", "Answers", "Input", "Session")
 
 
-def command(name: str, args: str = "", help: str = "", aliases: tuple[str, ...] = ()) -> Callable[[H], H]:
-    """Register a meta-command under ``name`` (and ``aliases``)."""
+def command(name: str, args: str = "", help: str = "", aliases: tuple[str, ...] = (),
+            section: str = "Information") -> Callable[[H], H]:
+    """Register a meta-command under ``name`` (and ``aliases``), listed by \\help under ``section``."""
+    assert section in SECTIONS, section
+
     def register(handler: H) -> H:
-        cmd = Command(name, args, help, handler, aliases)
+        cmd = Command(name, args, help, handler, aliases, section)
         for n in (name, *aliases):
             COMMANDS[n] = cmd
         return handler
@@ -67,6 +92,7 @@ def command(name: str, args: str = "", help: str = "", aliases: tuple[str, ...] 
 def run(repl: ReplState, line: str) -> str | None:
     """Run one meta-command line such as ``\\describe establishments``."""
     name, _, arg = line.strip().partition(" ")
+    name = name.rstrip(";") if name.lower().rstrip(";") in ("quit", "exit", "help") else name
     cmd = COMMANDS.get(name.lower())
     if cmd is None:
         raise UsageError(f"unknown command {name}; \\help lists the commands")
@@ -81,7 +107,7 @@ def unique() -> list[Command]:
 # --------------------------------------------------------------------------- the commands
 
 
-@command("\\help", help="this help", aliases=("\\?", "\\h", "help"))
+@command("\\help", help="this help", aliases=("\\?", "\\h", "help", ".help"))
 def _help(repl: ReplState, arg: str) -> str:
     lines = ["Type SQL and end it with ; to run it. Each query is answered with noise and costs budget;",
              "refused queries cost nothing. Example:",
@@ -90,17 +116,21 @@ def _help(repl: ReplState, arg: str) -> str:
              "Supported: COUNT, SUM and AVG of declared measures, WHERE on any column, GROUP BY public keys,",
              "HAVING, ORDER BY, LIMIT. See \\describe TABLE for what each column may be used for.",
              "",
-             "Meta-commands:"]
-    for c in unique():
-        usage = f"{c.name} {c.args}".strip()
-        also = f"  (also {', '.join(c.aliases)})" if c.aliases else ""
-        lines.append(f"  {usage:<24} {c.help}{also}")
+             "Meta-commands (also on a line under a half-typed statement, which then waits in the prompt):"]
+    for section in SECTIONS:
+        lines.append(f" {section}")
+        for c in unique():
+            if c.section == section:
+                usage = f"{c.name} {c.args}".strip()
+                also = f"  (also {', '.join(c.aliases)})" if c.aliases else ""
+                lines.append(f"  {usage:<24} {c.help}{also}")
     lines += ["", "Keys: Tab completes, Enter on a line ending with ; runs it, Alt-Enter runs what is typed,",
-              "Ctrl-C cancels the line or the running query, Ctrl-D or \\q quits, Up/Down or Ctrl-R search history."]
+              "Ctrl-C cancels the line or the running query, Ctrl-D or \\q quits, Up/Down or Ctrl-R search history,",
+              "Ctrl-X Ctrl-E edits the input in $EDITOR."]
     return "\n".join(lines)
 
 
-@command("\\tables", help="the tables of the policy", aliases=("\\dt",))
+@command("\\tables", help="the tables of the policy", aliases=("\\dt", ".tables"))
 def _tables(repl: ReplState, arg: str) -> str:
     rows = []
     for name, tp in repl.session.policy.tables.items():
@@ -115,7 +145,7 @@ def _tables(repl: ReplState, arg: str) -> str:
     return out
 
 
-@command("\\describe", args="TABLE", help="columns of a table and their privacy roles", aliases=("\\d",))
+@command("\\describe", args="TABLE", help="columns of a table and their privacy roles", aliases=("\\d", ".schema"))
 def _describe(repl: ReplState, arg: str) -> str:
     if not arg:
         return _tables(repl, arg)
@@ -138,6 +168,15 @@ def _describe(repl: ReplState, arg: str) -> str:
     if tp.max_splits:
         out.append(f"Records are split into at most {tp.max_splits} parts (larger values are top-coded).")
     return "\n".join(out)
+
+
+@command("\\conninfo", help="the database, policy, ledger and analyst of this session")
+def _conninfo(repl: ReplState, arg: str) -> str:
+    s = repl.session
+    led = s.ledger
+    return (f'You are connected to the DuckDB file "{s.database}" (embedded, read-only) as analyst "{led.analyst}".\n'
+            f'Policy "{s.policy.path}"; budget ledger "{led.path}": {fmt(led.remaining)} of {fmt(led.total_rho)} '
+            f"left; each query costs rho={fmt(s.rho)}.")
 
 
 @command("\\explain", args="SQL", help="how a query would be answered; costs nothing, touches no data")
@@ -232,7 +271,7 @@ def _formula(terms: list[pf.Term]) -> list[str]:
     return [f"  P(r) = {' + '.join(parts)}", *(f"    |A{i}(r)| = {pf.split_formula(t)}" for i, t in enumerate(split, 1))]
 
 
-@command("\\set", args="[NAME VALUE]", help="rho R, display moe|sigma; or any SET dpsql.NAME (moe, epsilon, weights)")
+@command("\\set", args="[NAME VALUE]", section="Session", help="rho R, display moe|sigma; or any SET dpsql.NAME (moe, epsilon, weights)")
 def _set(repl: ReplState, arg: str) -> str:
     name, _, value = arg.strip().partition(" ")
     name, value = name.lower(), value.strip()
@@ -259,7 +298,7 @@ def _set(repl: ReplState, arg: str) -> str:
     return f"{name} = {value}"
 
 
-@command("\\timing", args="[on|off]", help="show how long each query takes")
+@command("\\timing", args="[on|off]", help="show how long each query takes", aliases=(".timer",), section="Session")
 def _timing(repl: ReplState, arg: str) -> str:
     if arg.lower() not in ("", "on", "off"):
         raise UsageError("usage: \\timing [on|off]")
@@ -267,6 +306,6 @@ def _timing(repl: ReplState, arg: str) -> str:
     return f"Timing is {'on' if repl.timing else 'off'}."
 
 
-@command("\\q", help="quit (or Ctrl-D)", aliases=("\\quit", "quit", "exit"))
+@command("\\q", help="quit (or Ctrl-D)", aliases=("\\quit", "quit", "exit", ".quit", ".exit"), section="Session")
 def _quit(repl: ReplState, arg: str) -> None:
     raise Quit

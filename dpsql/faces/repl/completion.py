@@ -2,7 +2,8 @@
 
 Context decides what is offered: tables after FROM; the measures of the FROM table inside
 SUM( / AVG(; its public keys after GROUP BY; its columns elsewhere (with their privacy role as
-the menu's note). Only public things are offered: names from the policy and the schema.
+the menu's note). Only public things are offered: names from the policy and the schema (and,
+after `\\i`, `\\o`, `\\export`, `\\e`, the analyst's own file names).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion, PathCompleter
 from prompt_toolkit.document import Document
 
 from dpsql.faces.repl import commands
@@ -73,6 +74,17 @@ class SqlCompleter(Completer):
             yield from _matching(word, [("moe", "value ± 95% margin of error"), ("sigma", "value (σ …)")], keep_case=True)
         elif cmd.name == "\\timing" and not args:
             yield from _matching(word, [("on", ""), ("off", "")], keep_case=True)
+        elif cmd.name in ("\\x", "\\pset") and (args == [] if cmd.name == "\\x" else args == ["expanded"]):
+            yield from _matching(word, [("on", ""), ("off", ""), ("auto", "when wider than the screen")], keep_case=True)
+        elif cmd.name == "\\pset" and not args:
+            yield from _matching(word, [("pager", "on|off|always"), ("expanded", "on|off|auto"),
+                                        ("format", "aligned|csv")], keep_case=True)
+        elif cmd.name == "\\pset" and args == ["pager"]:
+            yield from _matching(word, [("on", ""), ("off", ""), ("always", "")], keep_case=True)
+        elif cmd.name == "\\pset" and args == ["format"]:
+            yield from _matching(word, [("aligned", ""), ("csv", "with <col>_moe95 columns")], keep_case=True)
+        elif cmd.name in FILE_ARGS and not rest.split(None, 1)[1:]:  # the first argument, being typed
+            yield from _files(rest)
         elif cmd.name == "\\policy":
             if not args:
                 yield from _matching(word, ((t, "table") for t in self.session.policy.tables), keep_case=True)
@@ -153,6 +165,16 @@ class SqlCompleter(Completer):
                     continue
                 seen.add(col)
                 yield col, role
+
+
+#: Meta-commands whose argument is a file name (Tab completes paths).
+FILE_ARGS = ("\\i", "\\o", "\\export", "\\e")
+
+
+def _files(typed: str) -> Iterator[Completion]:
+    """File names, as a shell completes them (quotes are not handled: type the name bare)."""
+    document = Document(typed, len(typed))
+    yield from PathCompleter(expanduser=True).get_completions(document, CompleteEvent(completion_requested=True))
 
 
 def _statement_end(text: str) -> str:

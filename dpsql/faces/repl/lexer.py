@@ -5,7 +5,8 @@ litecli and pgcli use: it is forgiving of half-typed input (an unclosed quote, a
 parenthesis), and its tokens map onto prompt_toolkit's default style, so no colour scheme is
 written here. (Why pygments rather than sqlglot's tokenizer, which dpsql already has: sqlglot
 raises on unterminated strings and drops comments, both normal while typing.) A meta-command
-line is coloured on its own: the command name, then the SQL of ``\\explain`` as SQL.
+line is coloured on its own: the command name, then the SQL of ``\\explain`` as SQL; so is a
+meta-command line typed under a half-typed statement.
 """
 
 from __future__ import annotations
@@ -31,8 +32,15 @@ class DpsqlLexer(Lexer):
     def lex_document(self, document: Document) -> Callable[[int], StyleAndTextTuples]:
         if not statements.is_meta(document.text):
             if _SQL is None:
-                return lambda i: [("", document.lines[i])] if i < len(document.lines) else []
-            return _SQL.lex_document(document)
+                sql: Callable[[int], StyleAndTextTuples] = (
+                    lambda i: [("", document.lines[i])] if i < len(document.lines) else [])
+            else:
+                sql = _SQL.lex_document(document)
+            tail = statements.meta_tail(document.text)
+            if tail is None:
+                return sql
+            meta = tail[0].count("\n")  # the line of a meta-command under a half-typed statement
+            return lambda i: [("class:meta-command", document.lines[i])] if i == meta else sql(i)
         first = document.lines[0]
         indent = first[: len(first) - len(first.lstrip())]
         name, sep, rest = first.lstrip().partition(" ")

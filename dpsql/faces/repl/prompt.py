@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import get_app
 from prompt_toolkit.completion import CompleteEvent, get_common_complete_suffix
+from prompt_toolkit.enums import DEFAULT_BUFFER
 from prompt_toolkit.filters import Condition, completion_is_selected
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
@@ -80,10 +81,19 @@ def key_bindings() -> KeyBindings:
     return kb
 
 
+def _typed() -> str:
+    """The text of the input being typed (the default buffer), whichever buffer has the focus."""
+    buffer = get_app().layout.get_buffer_by_name(DEFAULT_BUFFER)
+    return buffer.text if buffer is not None else ""
+
+
 def make_session(repl: PromptOwner, *, input: Any = None, output: Any = None,
                  history: History | None = None) -> PromptSession[str]:
     # Enter inserts a newline until the input is complete (ends with ; or is a meta-command).
-    incomplete = Condition(lambda: not statements.is_complete(get_app().current_buffer.text))
+    # The input is the default buffer's text, not the current buffer's: during Ctrl-R the current
+    # buffer is the search string, and reading it flipped the layout to multi-line mid-search,
+    # which hid the search prompt and its match.
+    incomplete = Condition(lambda: not statements.is_complete(_typed()))
     return PromptSession(
         message=PROMPT,
         prompt_continuation=lambda width, line_number, wrap_count: [("class:continuation", "...> ".rjust(width))],
@@ -96,6 +106,7 @@ def make_session(repl: PromptOwner, *, input: Any = None, output: Any = None,
         key_bindings=key_bindings(),
         style=STYLE,
         enable_suspend=True,
+        enable_open_in_editor=True,  # Ctrl-X Ctrl-E, as in bash: the input in $VISUAL / $EDITOR
         input=input,
         output=output,
     )

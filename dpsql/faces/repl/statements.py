@@ -1,12 +1,18 @@
 """Cutting typed text into statements: where a `;` ends one, and when input is complete.
 
 A `;` ends a statement unless it is inside a quoted string, a quoted identifier or a comment.
-A line starting with a backslash is a meta-command, ended by the end of the line (as in psql).
+A line starting with a backslash is a meta-command, ended by the end of the line (as in psql);
+so is one of the duckdb shell's dot-commands (:data:`DOT_COMMANDS`). A meta-command line, or
+`quit`, `exit` or `help` alone on a line, also ends the input when it follows a half-typed
+statement (:func:`meta_tail`): it runs, and the statement waits (psql's query buffer).
 """
 
 from __future__ import annotations
 
-EXIT_WORDS = ("quit", "exit", "\\q")
+#: Words that are commands when they stand alone on a line (psql's, and Python's habit).
+WORDS = ("quit", "exit", "help")
+#: The duckdb shell's dot-commands dpsql answers (aliases in commands.py; a test keeps both in step).
+DOT_COMMANDS = (".tables", ".schema", ".help", ".quit", ".exit", ".read", ".output", ".timer")
 
 
 def split(text: str) -> tuple[list[str], str]:
@@ -15,6 +21,13 @@ def split(text: str) -> tuple[list[str], str]:
     >>> split("SELECT 1; SELECT 'a;b'; SELECT")
     (['SELECT 1', "SELECT 'a;b'"], ' SELECT')
     """
+    done, start, _ = _scan(text)
+    return [s.strip() for s in done if s.strip()], text[start:]
+
+
+def _scan(text: str) -> tuple[list[str], int, bool]:
+    """(the statements ended by `;`, where the rest starts, whether text ends inside quotes or a
+    /* comment */)."""
     done: list[str] = []
     start = i = 0
     quote = ""  # the open quote character, or "" outside quotes
@@ -35,24 +48,52 @@ def split(text: str) -> tuple[list[str], str]:
             continue
         elif text.startswith("/*", i):
             end = text.find("*/", i + 2)
-            i = n if end < 0 else end + 2
+            if end < 0:
+                return done, start, True
+            i = end + 2
             continue
         elif c == ";":
             done.append(text[start:i])
             start = i + 1
         i += 1
-    return [s.strip() for s in done if s.strip()], text[start:]
+    return done, start, bool(quote)
 
 
 def is_meta(text: str) -> bool:
-    """A meta-command: the input's first non-blank character is a backslash."""
-    return text.lstrip().startswith("\\")
+    """A meta-command: the input starts with a backslash, or with one of :data:`DOT_COMMANDS`."""
+    stripped = text.lstrip()
+    return stripped.startswith("\\") or (stripped.split(None, 1) or [""])[0] in DOT_COMMANDS
+
+
+def is_word(text: str) -> bool:
+    """`quit`, `exit` or `help` alone (a `;` after it is forgiven)."""
+    return text.strip().rstrip(";").strip().lower() in WORDS
+
+
+def is_open(text: str) -> bool:
+    """Whether ``text`` ends inside a quoted string, a quoted name or a /* comment */."""
+    return _scan(text)[2]
+
+
+def meta_tail(text: str) -> tuple[str, str] | None:
+    """(what comes before, the line) when the last line of ``text`` is a meta-command line or one
+    of :data:`WORDS` that stands outside quotes and comments; else None.
+
+    >>> meta_tail("SELECT COUNT(*)\\n\\\\q")
+    ('SELECT COUNT(*)\\n', '\\\\q')
+    """
+    body = text.rstrip()
+    cut = body.rfind("\n") + 1
+    line = body[cut:]
+    if not (is_meta(line) or is_word(line)) or is_open(body[:cut]):
+        return None
+    return body[:cut], line.strip()
 
 
 def is_complete(text: str) -> bool:
     """Whether Enter should run the input rather than start a new line."""
     stripped = text.strip()
-    if not stripped or is_meta(stripped) or stripped.lower() in EXIT_WORDS:
+    if not stripped or is_meta(stripped) or is_word(stripped) or meta_tail(text) is not None:
         return True
     done, rest = split(text)
     return bool(done) and is_blank(rest)
