@@ -23,11 +23,6 @@ SELECT region, COUNT(*) FROM states GROUP BY region;
 SELECT * FROM main.states WHERE code = 'CA';
 SELECT * FROM main.states WHERE code = 'CA';
 
-# title: catalog-qualified public table
-# public: true
-SELECT naics2, title FROM demo.main.naics_sectors WHERE naics2 BETWEEN '40' AND '50';
-SELECT naics2, title FROM demo.main.naics_sectors WHERE naics2 BETWEEN '40' AND '50';
-
 # title: quoted public table in another case
 # public: true
 SELECT "Code", name FROM "STATES" WHERE region = 'West' ORDER BY 1 LIMIT 3;

@@ -41,6 +41,7 @@ def exact_names(demo, sql: str) -> list[str]:
 @pytest.mark.parametrize("sql", [
     "SELECT * FROM states",
     "SELECT DISTINCT region FROM states ORDER BY region",
+    "SELECT naics2, title FROM demo.main.naics_sectors WHERE naics2 BETWEEN '40' AND '50'",  # the file's catalog
     "SELECT region, COUNT(*) AS n FROM states GROUP BY region ORDER BY n DESC",
     "SELECT s.name, n.title FROM states s, naics_sectors n WHERE s.code = 'CA' AND n.naics2 = '52'",
 ])
