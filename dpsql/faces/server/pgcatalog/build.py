@@ -167,7 +167,8 @@ def _tables(catalog: PublicCatalog, names: Names, public: set[str], comments: di
         if table.lower() in public:
             rows = catalog.run(f'SELECT count(*) FROM "{table}"')[2][0][0]  # a public table: its size is public
         classes.append(_row("pg_class", oid=oid, relname=table, relnamespace=NS_MAIN, relowner=OWNER_OID, relam=2,
-                            relfilenode=oid, reltuples=float(rows), relhasindex=table in keyed, relpersistence="p", relacl=READ_ONLY,
+                            relfilenode=oid, reltuples=float(rows), relhasindex=table in keyed, relpersistence="p",
+                            relacl=READ_ONLY,
                             relkind="r", relnatts=len(by_table[table]), relispopulated=True, relreplident="d"))
         names.relations[table.lower()] = names.relations[f"main.{table.lower()}"] = oid
         names.tables.add(table.lower())

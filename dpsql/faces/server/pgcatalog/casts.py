@@ -112,7 +112,8 @@ def resolve_casts(tree: exp.Expression, ctx: Context) -> exp.Expression:
             elif isinstance(value, exp.Literal):
                 cast.replace(exp.Literal.number(int(value.this)))
             elif isinstance(value, (exp.Parameter, exp.Placeholder)):  # $1::regclass: a name or a number
-                cast.replace(call(f"{QUALIFIED}.{kind}_in", value) if kind in _IN else exp.cast(value, "UINTEGER", dialect="duckdb"))
+                cast.replace(call(f"{QUALIFIED}.{kind}_in", value) if kind in _IN
+                             else exp.cast(value, "UINTEGER", dialect="duckdb"))
             elif _displayed(cast):
                 out = {"regclass": "regclass_out", "regtype": "regtype_out", "regnamespace": "regnamespace_out",
                        "regrole": "regrole_out"}.get(kind, "regproc_out")
@@ -129,8 +130,8 @@ def resolve_casts(tree: exp.Expression, ctx: Context) -> exp.Expression:
 
 
 _ARRAY_OF = {"oid": "UINTEGER", "regclass": "UINTEGER", "regtype": "UINTEGER", "regproc": "UINTEGER",
-             "regprocedure": "UINTEGER", "regnamespace": "UINTEGER", "regrole": "UINTEGER", "xid": "BIGINT", "name": "VARCHAR", "char": "VARCHAR",
-             "aclitem": "VARCHAR"}
+             "regprocedure": "UINTEGER", "regnamespace": "UINTEGER", "regrole": "UINTEGER", "xid": "BIGINT",
+             "name": "VARCHAR", "char": "VARCHAR", "aclitem": "VARCHAR"}
 
 
 def array_casts(sql: str) -> str:

@@ -14,9 +14,11 @@ from sqlglot import exp
 
 from dpsql.backends import CatalogQueryError
 from dpsql.faces.server.pgcatalog.build import SYSTEM_RELATIONS, Names
-from dpsql.faces.server.pgcatalog.schema import ANALYST_OID, DATABASE, INFO, PER_CONNECTION, PG, RELATIONS, VIEWS, columns
+from dpsql.faces.server.pgcatalog.schema import (
+    ANALYST_OID, DATABASE, INFO, PER_CONNECTION, PG, RELATIONS, VIEWS, columns)
 from dpsql.faces.server.pgcatalog.views import FUNCTIONS, INFORMATION_SCHEMA
 from dpsql.faces.server.pgsession import DEFAULTS, VERSION_TEXT, PgSettings
+
 
 class CatalogLookupError(CatalogQueryError):
     """A name the catalog does not have (``'nosuch'::regclass``), with PostgreSQL's SQLSTATE."""
@@ -73,12 +75,9 @@ def _figure(node: exp.Expression) -> tuple[str | None, int]:
         return (first.alias, 2) if isinstance(first, exp.Alias) else _figure(first)
     if isinstance(node, exp.Anonymous):
         return str(node.this).split(".")[-1].lower(), 2
-    special = {exp.CurrentUser: "current_user", exp.SessionUser: "session_user", exp.CurrentSchema: "current_schema",
-               exp.CurrentCatalog: "current_catalog", exp.CurrentSchemas: "current_schemas",
-               exp.CurrentDatabase: "current_database", exp.CurrentVersion: "version", exp.Case: "case", exp.Array: "array", exp.Exists: "exists"}
-    for kind_, name in special.items():
-        if isinstance(node, kind_):
-            return name, 2 if isinstance(node, exp.Func) and not isinstance(node, (exp.Case, exp.Array)) else 1
+    for kind, name in (*_SQL_VALUE.items(), (exp.Case, "case"), (exp.Array, "array"), (exp.Exists, "exists")):
+        if isinstance(node, kind):
+            return name, 1 if kind in (exp.Case, exp.Array) else 2
     if isinstance(node, exp.Func):  # sqlglot's name of PostgreSQL's function, but for its keywords
         name = node.sql_name().lower()
         return (None if name.startswith("current_") or not name.isidentifier() else name), 2
@@ -119,8 +118,8 @@ def _per_connection(name: str, ctx: Context) -> exp.Expression:
     if not rows:
         return base
     kinds = [duck for _, duck in columns(RELATIONS[name])]
-    values = [exp.select(*[exp.cast(string(v) if isinstance(v, str) or v is None else exp.convert(v), kind, dialect="duckdb")
-                           for v, kind in zip(row, kinds)]) for row in rows]
+    values = [exp.select(*[exp.cast(string(v) if isinstance(v, str) or v is None else exp.convert(v), kind,
+                                    dialect="duckdb") for v, kind in zip(row, kinds)]) for row in rows]
     query: exp.Expression = base
     for select in values:
         query = exp.union(query, select, distinct=False)

@@ -78,7 +78,8 @@ def macros(pg: str) -> list[str]:
         f"CREATE MACRO {pg}.quote_ident(x) AS CASE WHEN regexp_full_match(x, '[a-z_][a-z0-9_$]*') THEN x "
         f"ELSE '\"' || replace(x, '\"', '\"\"') || '\"' END",
         f"CREATE MACRO {pg}.quote_literal(x) AS '''' || replace(x, '''', '''''') || ''''",
-        f"CREATE MACRO {pg}.current_setting(x, settings) AS map_extract(settings, lower(x))[1], (x, m, settings) AS map_extract(settings, lower(x))[1]",
+        f"CREATE MACRO {pg}.current_setting(x, settings) AS map_extract(settings, lower(x))[1], "
+        f"(x, m, settings) AS map_extract(settings, lower(x))[1]",
         f"CREATE MACRO {pg}.regclass_out(x) AS coalesce((SELECT relname FROM {pg}.pg_class WHERE oid = x), x::VARCHAR)",
         f"CREATE MACRO {pg}.regtype_out(x) AS coalesce({pg}.format_type(x, NULL), x::VARCHAR)",
         f"CREATE MACRO {pg}.regproc_out(x) AS coalesce((SELECT proname FROM {pg}.pg_proc WHERE oid = x), "
@@ -218,9 +219,11 @@ INFORMATION_SCHEMA = ("tables", "columns", "schemata", "table_constraints", "key
                       "triggers", "domains", "user_defined_types", "element_types")
 
 #: functions the rewrite points at ``dpsql_catalog.pg``
-FUNCTIONS = frozenset((*_TRUE, *_NULL_1, *_EMPTY_1, *_ZERO_1, *_PRIVILEGES, "pg_has_role", "pg_encoding_to_char",
-                       "pg_char_to_encoding", "getdatabaseencoding", "format_type", "pg_get_expr", "pg_get_indexdef", "pg_get_constraintdef",
-                       "obj_description", "col_description", "pg_relation_is_publishable", "pg_is_in_recovery",
-                       "txid_current", "pg_current_xact_id", "pg_get_serial_sequence", "array_lower", "array_upper",
-                       "array_ndims", "quote_ident", "quote_literal", "to_regclass", "to_regtype", "to_regnamespace", "to_regproc",
-                       "pg_get_keywords"))
+FUNCTIONS = frozenset((
+    *_TRUE, *_NULL_1, *_EMPTY_1, *_ZERO_1, *_PRIVILEGES,
+    "pg_has_role", "pg_encoding_to_char", "pg_char_to_encoding", "getdatabaseencoding", "format_type",
+    "pg_get_expr", "pg_get_indexdef", "pg_get_constraintdef", "obj_description", "col_description",
+    "pg_relation_is_publishable", "pg_is_in_recovery", "txid_current", "pg_current_xact_id",
+    "pg_get_serial_sequence", "array_lower", "array_upper", "array_ndims", "quote_ident", "quote_literal",
+    "to_regclass", "to_regtype", "to_regnamespace", "to_regproc", "pg_get_keywords",
+))
