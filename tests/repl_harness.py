@@ -34,7 +34,7 @@ CTRL_C, CTRL_D, CTRL_G, CTRL_R, TAB, ENTER = "\x03", "\x04", "\x07", "\x12", "\t
 
 
 def drive(con: Any, keys: str, *, out: Any = None, history: Any = None, **repl: Any) -> tuple[str, str, int]:
-    """Type ``keys`` into a REPL on ``con``; returns (stdout, stderr, exit status)."""
+    """Type ``keys`` (then Ctrl-C, Ctrl-D) into a REPL on ``con``; returns (stdout, stderr, exit status)."""
     _, printed, err, rc = drive_repl(con, keys, out=out, history=history, **repl)
     return printed, err, rc
 
@@ -46,7 +46,7 @@ def drive_repl(con: Any, keys: str, *, out: Any = None, history: Any = None, **r
     err = io.StringIO()
     r = Repl(con, out=text_out, err=err, progress=False, **repl)
     with create_pipe_input() as inp:
-        inp.send_text(keys + CTRL_D)
+        inp.send_text(keys + CTRL_C + CTRL_D)  # Ctrl-C first: a statement left in the prompt would hold Ctrl-D
         rc = r.interactive(input=inp, output=DummyOutput(), history=history or InMemoryHistory())
     return r, (text_out.getvalue() if out is None else ""), err.getvalue(), rc
 

@@ -425,6 +425,12 @@ def test_edit_refuses_without_a_prompt_and_reports_a_failing_editor(con, monkeyp
     assert "could not start the editor" in err2
 
 
+def test_shell_command(con, tmp_path):
+    (tmp_path / "a.csv").write_text("x\n1\n")
+    out, err, rc = drive(con, f"\\! cat {tmp_path}/a.csv{ENTER}")
+    assert rc == 0 and "x\n1\n" in answer(out)
+
+
 # --------------------------------------------------------------------------- \chart
 
 
@@ -498,10 +504,33 @@ def test_chart_labels_are_cut_and_nonfinite_values_skipped():
 
 def test_every_dpsql_command_in_the_habit_table_exists():
     doc = (Path(__file__).resolve().parent.parent / "docs" / "repl.md").read_text()
-    table = doc.split("## psql / pgcli / duckdb shell habit → dpsql", 1)[1].split("\n\n", 2)[1]
-    rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| habit")]
+    section = doc.split("## psql / pgcli / duckdb shell habit → dpsql", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| habit")]
     assert len(rows) >= 20
     for row in rows:
         dpsql_cell = row.split(" | ")[1]
-        for name in re.findall(r"`([\\.][a-z?+]+)", dpsql_cell):
+        for name in re.findall(r"`([\\.][a-z?!]+)", dpsql_cell):
             assert name in commands.COMMANDS, f"{name} in the habit table is no command: {row}"
+
+
+HABITS = [  # (typed, what shows): every habit the table says works, and the ones it says are not offered
+    ("\\?", "Meta-commands"), ("help", "Meta-commands"), (".help", "Meta-commands"),
+    ("\\dt", "establishments | id"), ("\\d", "establishments | id"), (".tables", "establishments | id"),
+    ("SHOW TABLES;", "\nestablishments\n"), ("\\d establishments", "payann    | BIGINT"),
+    (".schema establishments", "payann    | BIGINT"), ("DESCRIBE establishments;", "payann      | BIGINT"),
+    ("\\conninfo", "You are connected"), ("\\x auto", "Expanded display is used automatically."),
+    (".output", "Answers go to the screen."), ("\\timing", "Timing is on."), (".timer on", "Timing is on."),
+    ("\\! echo shell-1", "shell-1"), (".shell echo shell-2", "shell-2"), (".system echo shell-3", "shell-3"),
+    ("\\include /nonexistent/1", "could not read /nonexistent/1"), (".read /nonexistent/2", "could not read /nonexistent/2"),
+    ("\\reset", "Query buffer reset"), ("\\pset format csv", "Output format is csv."),
+    ("EXPLAIN SELECT COUNT(*) FROM establishments;", "\\explain in the prompt"), ("COPY (SELECT 1) TO 'x.csv';", "DP102"),
+    (".mode line", "unknown command .mode"), ("\\watch", "unknown command \\watch"), ("\\l", "unknown command \\l"),
+]
+
+
+def test_every_habit_in_the_table_does_what_it_says(con):
+    out, err, rc = drive(con, "".join(typed + ENTER for typed, _ in HABITS))
+    shown = answer(out) + err
+    for typed, shows in HABITS:
+        assert shows in shown, typed
+    assert err.count("unknown command") == 3 and con.session.ledger.charges == []

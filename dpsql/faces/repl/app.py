@@ -150,6 +150,7 @@ class Repl:
             if output.wants_pager(text, self.view.pager, size, wide=page == "table"):
                 command = output.pager_command()
                 if command is not None and output.page(text, self.out, command):
+                    print(file=self.out, flush=True)  # the blank line an answer ends with
                     return
         print(text + "\n", file=self.out, flush=True)
 
@@ -229,7 +230,9 @@ class Repl:
         """
         buf = ""
         for line in lines:
-            if (statements.is_meta(line) and not statements.is_open(buf)) or (statements.is_blank(buf) and statements.is_word(line)):
+            blank = statements.is_blank(buf)
+            meta = statements.is_meta(line, any_dot=blank) and not statements.is_open(buf)
+            if meta or (blank and statements.is_word(line)):
                 if not self.handle(line):
                     return False
                 continue

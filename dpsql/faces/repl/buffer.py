@@ -1,5 +1,5 @@
 """Meta-commands on input: run a file (`\\i`), edit the statement in ``$EDITOR`` (`\\e`), run or
-drop the half-typed statement (`\\g`, `\\r`). psql's names; the statement being typed is psql's
+drop the half-typed statement (`\\g`, `\\r`), a shell command (`\\!`). psql's names; the statement being typed is psql's
 query buffer, kept in :attr:`Repl.pending` and shown again in the next prompt.
 """
 
@@ -82,6 +82,25 @@ def run_editor(path: str) -> None:
         raise UsageError(f"could not start the editor {command[0]!r}: {exc.strerror}; set $EDITOR") from None
     if done.returncode != 0:
         raise UsageError(f"the editor {command[0]!r} exited with status {done.returncode}; nothing changed")
+
+
+@command("\\!", args="[COMMAND]", aliases=(".shell", ".system"), section="Input",
+         help="run a shell command (alone: a shell; exit returns here)")
+def _shell(repl: ReplState, arg: str) -> None:
+    command = arg.strip() or os.environ.get("SHELL") or "/bin/sh"
+    repl.out.flush()
+    try:
+        repl.out.fileno()
+        real = True
+    except (AttributeError, OSError, ValueError):  # not a file (a test's StringIO): copy the output over
+        real = False
+    try:
+        done = subprocess.run(command, shell=True, check=False, stdout=repl.out if real else subprocess.PIPE,
+                              text=True)
+    except OSError as exc:
+        raise UsageError(f"could not run {command!r}: {exc.strerror}") from None
+    if not real:
+        repl.out.write(done.stdout)
 
 
 @command("\\g", section="Input", help="run the half-typed statement (as if it ended with ;)")

@@ -81,6 +81,12 @@ def key_bindings() -> KeyBindings:
     return kb
 
 
+def _continuation(width: int, line_number: int, wrap_count: int) -> list[tuple[str, str]]:
+    """``...>`` before each new line of the input; spaces before the rest of a line too long for
+    the screen (the marker would say a newline was typed where there is none)."""
+    return [("class:continuation", ("...> " if not wrap_count else "").rjust(width))]
+
+
 def _typed() -> str:
     """The text of the input being typed (the default buffer), whichever buffer has the focus."""
     buffer = get_app().layout.get_buffer_by_name(DEFAULT_BUFFER)
@@ -96,7 +102,7 @@ def make_session(repl: PromptOwner, *, input: Any = None, output: Any = None,
     incomplete = Condition(lambda: not statements.is_complete(_typed()))
     return PromptSession(
         message=PROMPT,
-        prompt_continuation=lambda width, line_number, wrap_count: [("class:continuation", "...> ".rjust(width))],
+        prompt_continuation=_continuation,
         multiline=incomplete,
         lexer=DpsqlLexer(),
         completer=SqlCompleter(repl.session),

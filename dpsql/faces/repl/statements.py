@@ -59,10 +59,17 @@ def _scan(text: str) -> tuple[list[str], int, bool]:
     return done, start, bool(quote)
 
 
-def is_meta(text: str) -> bool:
-    """A meta-command: the input starts with a backslash, or with one of :data:`DOT_COMMANDS`."""
+def is_meta(text: str, *, any_dot: bool = True) -> bool:
+    """A meta-command: the input starts with a backslash, or with a dot and a letter (no SQL
+    statement does: `.mode line` is an unknown command, not the start of a statement). Under a
+    half-typed statement (``any_dot=False``) only :data:`DOT_COMMANDS` count, as a line of SQL may
+    start with `.name`."""
     stripped = text.lstrip()
-    return stripped.startswith("\\") or (stripped.split(None, 1) or [""])[0] in DOT_COMMANDS
+    if stripped.startswith("\\"):
+        return True
+    if any_dot:
+        return len(stripped) > 1 and stripped[0] == "." and stripped[1].isalpha()
+    return (stripped.split(None, 1) or [""])[0] in DOT_COMMANDS
 
 
 def is_word(text: str) -> bool:
@@ -85,7 +92,7 @@ def meta_tail(text: str) -> tuple[str, str] | None:
     body = text.rstrip()
     cut = body.rfind("\n") + 1
     line = body[cut:]
-    if not (is_meta(line) or is_word(line)) or is_open(body[:cut]):
+    if not (is_meta(line, any_dot=not body[:cut].strip()) or is_word(line)) or is_open(body[:cut]):
         return None
     return body[:cut], line.strip()
 
