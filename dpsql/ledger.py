@@ -327,7 +327,8 @@ class Ledger:
             BudgetExceededError: the remaining ρ or δ cannot cover it; nothing is recorded.
             LedgerError: the ledger cannot record it; the caller must release nothing.
         """
-        with self._use() as db:
+        assert self._opened[0] is not None
+        with self._use() as db, ledger_fds.write_lock(self._opened[0]):  # in turn within this process
             db.execute("BEGIN IMMEDIATE")  # the write lock: one charge at a time across processes
             try:
                 s = self._read_spent(db, self.analyst)
