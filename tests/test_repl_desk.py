@@ -534,3 +534,11 @@ def test_every_habit_in_the_table_does_what_it_says(con):
     for typed, shows in HABITS:
         assert shows in shown, typed
     assert err.count("unknown command") == 3 and con.session.ledger.charges == []
+
+
+def test_no_pager_for_a_script_on_standard_input(con, pager):
+    """`dpsql < q.sql` with the output on a terminal: no pager, as psql (standard input is no terminal)."""
+    with terminal(columns=120, lines=10) as (tty, screen):
+        repl = Repl(con, out=tty, err=io.StringIO(), progress=False)
+        assert repl.script([f"{COUNT_BY_STATE};\n"]) == 0
+        assert "\nWY " in screen.text() and not pager.exists()
