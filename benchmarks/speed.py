@@ -235,7 +235,7 @@ def run_diagnose(raw: duckdb.DuckDBPyConnection, res: dict[str, Any], repeat: in
 
     import numpy as np
 
-    from dpsql.backends.duckdb import DuckDBFinisher
+    from dpsql.backends.duckdb_local import DuckDBFinisher
     from dpsql.privacy.mechanisms import gaussian_sigma2
     from dpsql.privacy.randomness import default_random
     from dpsql.privacy.samplers import sample_discrete_gaussian

@@ -484,13 +484,22 @@ def ensure_demo(rows: int = DEFAULT_ROWS, home: str | Path | None = None,
 
 
 def _is_current(db: Path, want: dict[str, str]) -> bool:
-    """True if ``db`` exists and its metadata table matches ``want``."""
+    """True if ``db`` exists and its metadata table matches ``want``.
+
+    DuckDB keeps one database instance per file and process, and refuses a second connection
+    with other settings: the check opens the file exactly as dpsql's engine does (read-only,
+    :data:`~dpsql.backends.duckdb.LOCKDOWN`), so it shares the instance of an open session
+    instead of failing. A file this process holds with yet other settings (a session opened
+    with ``threads=``) is in use, so it is the one to use: never rebuilt underneath it.
+    """
+    from dpsql.backends.duckdb import LOCKDOWN
+
     if not db.exists():
         return False
     try:
-        con = duckdb.connect(str(db), read_only=True)
+        con = duckdb.connect(str(db), read_only=True, config=dict(LOCKDOWN))
     except duckdb.ConnectionException:
-        raise  # already open in this process: never rebuild underneath it
+        return True  # open in this process (a session holds it): use it as it is
     except duckdb.IOException as e:
         if "lock" in str(e).lower():
             raise  # open for writing by another process

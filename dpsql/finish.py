@@ -18,8 +18,9 @@ from dpsql.sql.plan import NOISY_RELATION, Plan, hidden_columns, moe_column, pri
 
 
 def finish(plan: Plan, columns: dict[str, Any], finisher: Finisher
-           ) -> tuple[list[str], list[str], list[tuple[Any, ...]], dict[str, ColumnError]]:
-    """(names, types, rows, per-column errors) of the analyst's answer over the noisy cells."""
+           ) -> tuple[list[str], list[str], list[tuple[Any, ...]], list[ColumnError | None]]:
+    """(names, types, rows, each column's errors or None) of the analyst's answer over the
+    noisy cells."""
     n_visible = len(plan.outputs)
     hidden = [exp.column(c, quoted=True) for c in hidden_columns(len(plan.primitives))]
     query = plan.finish.copy().select(*hidden)
@@ -28,11 +29,15 @@ def finish(plan: Plan, columns: dict[str, Any], finisher: Finisher
     return names[:n_visible], types[:n_visible], [tuple(r[:n_visible]) for r in rows], errors
 
 
+_INTEGERS = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER"}
+
+
 def describe(plan: Plan, key_types: list[str], finisher: Finisher) -> tuple[list[str], list[str]]:
     """(names, types) of the analyst's answer, without a value: the finish query over an empty
     relation of noisy cells typed as :func:`dpsql.release.release` makes them (keys as the
     exact query types them, counts and sums of granularity 1 as BIGINT, others DOUBLE)."""
-    cells = [(k.name, t) for k, t in zip(plan.keys, key_types)]
+    # Keys reach the noisy relation as Python values: integers as BIGINT (release.py, _column_array).
+    cells = [(k.name, "BIGINT" if t in _INTEGERS else t) for k, t in zip(plan.keys, key_types)]
     for i, p in enumerate(plan.primitives):
         m = plan.table.measures.get(p.column) if p.kind == "sum" and p.column else None
         integral = m is None or m.granularity == 1
@@ -45,19 +50,20 @@ def describe(plan: Plan, key_types: list[str], finisher: Finisher) -> tuple[list
     return names[:n], types[:n]
 
 
-def column_errors(plan: Plan, rows: list[tuple[Any, ...]], n_visible: int) -> dict[str, ColumnError]:
-    """Per-row σ and 95% MOE of each visible column, read from the hidden columns the finish
-    query carried along (so they follow HAVING / ORDER BY / LIMIT)."""
+def column_errors(plan: Plan, rows: list[tuple[Any, ...]], n_visible: int) -> list[ColumnError | None]:
+    """Per-row σ and 95% MOE of each visible column (None for keys and for expressions whose
+    error dpsql cannot state), read from the hidden columns the finish query carried along (so
+    they follow HAVING / ORDER BY / LIMIT)."""
 
     def hidden(r: tuple[Any, ...], i: int, k: int) -> Any:  # k: 0 noisy value, 1 σ, 2 MOE
         return r[n_visible + 3 * i + k]
 
-    out = {}
+    out: list[ColumnError | None] = []
     for oc in plan.outputs:
         if oc.primitive is not None:
             i = oc.primitive
-            out[oc.name] = ColumnError(oc.name, tuple(float(hidden(r, i, 1)) for r in rows),
-                                       tuple(float(hidden(r, i, 2)) for r in rows))
+            out.append(ColumnError(oc.name, tuple(float(hidden(r, i, 1)) for r in rows),
+                                   tuple(float(hidden(r, i, 2)) for r in rows)))
         elif oc.ratio is not None:
             s_i, c_i = oc.ratio
             sig_list: list[float | None] = []
@@ -69,6 +75,8 @@ def column_errors(plan: Plan, rows: list[tuple[Any, ...]], n_visible: int) -> di
                 else:
                     # Delta method for S/C with independent noise: computed from noisy values only.
                     sig_list.append(math.sqrt(s_sig**2 + (float(s) / c) ** 2 * c_sig**2) / c)
-            out[oc.name] = ColumnError(oc.name, tuple(sig_list), tuple(None if s is None else 1.96 * s for s in sig_list),
-                                       note="approximate (delta method on noisy SUM / noisy COUNT)")
+            out.append(ColumnError(oc.name, tuple(sig_list), tuple(None if s is None else 1.96 * s for s in sig_list),
+                                   note="approximate (delta method on noisy SUM / noisy COUNT)"))
+        else:
+            out.append(None)
     return out

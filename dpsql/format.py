@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from decimal import Decimal
 from fractions import Fraction
@@ -74,7 +76,7 @@ def footer(result: Result) -> str:
             "± is the 95% margin of error.")
     for note in sorted(notes):
         text += f"\nAVG columns: ± is {note}."
-    return text
+    return text + "".join(f"\nNote: {note}." for note in rc.notes)
 
 
 def explanation(ex: Explanation) -> str:
@@ -119,6 +121,16 @@ def _json_default(v: Any) -> Any:
     return str(v)
 
 
+def csv_text(result: Result) -> str:
+    """The answer as CSV (RFC 4180, a header line): NULL as an empty field, numbers as Python
+    writes them. The ± columns are whatever the result carries (``dpsql.error_columns``)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(result.columns)
+    writer.writerows(["" if v is None else v for v in row] for row in result.rows)
+    return out.getvalue()
+
+
 def to_json(obj: Any) -> str:
     return json.dumps(obj, default=_json_default, indent=2)
 
@@ -145,7 +157,8 @@ def status(result: Result, show: str = "moe") -> str:
     if rc.rho == 0:
         n = len(result.rows)
         return (f"({n} row{'s' if n != 1 else ''}) nothing charged; "
-                f"budget spent {fmt(rc.budget_spent)} of {fmt(rc.budget_total)}, {fmt(rc.budget_remaining)} left.")
+                f"budget spent {fmt(rc.budget_spent)} of {fmt(rc.budget_total)}, {fmt(rc.budget_remaining)} left."
+                + "".join(f"\nNote: {note}." for note in rc.notes))
     text = footer(result)
     if show == "sigma":
         text = text.replace("± is the 95% margin of error.", "(σ …) is the standard deviation of the noise.")

@@ -134,6 +134,12 @@ class Budget:
     ledger: Path | None = None  # the ledger file; default: beside the policy file
     total_delta: Fraction = DEFAULT_TOTAL_DELTA  # per analyst
     dataset_delta: Fraction | None = None  # all analysts together, when set
+    #: an analyst's own (total_rho, total_delta), where the policy names one (``[budget.analysts]``)
+    analysts: dict[str, tuple[Fraction, Fraction]] = field(default_factory=dict)
+
+    def walls(self, analyst: str) -> tuple[Fraction, Fraction]:
+        """(total ρ, total δ) of one analyst: their own when the policy names them, else the default."""
+        return self.analysts.get(analyst, (self.total_rho, self.total_delta))
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ File format (see ``docs/policy.md``)::
     dataset_rho = 50.0                   # optional: all analysts together
     total_delta = 1e-5                   # per analyst (the default): delta of partition selections
     dataset_delta = 1e-4                 # optional: all analysts together
+    analysts = { alice = { total_rho = 20.0 } }   # optional: one analyst's own walls (rho, delta)
     ledger = "demo.ledger.sqlite"        # optional: default <policy>.ledger.sqlite beside it
 
     [noise]
@@ -87,7 +88,7 @@ def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
 
     budget_doc = _table(doc.get("budget", {}), where, "budget")
     _only(budget_doc, {"default_rho", "total_rho", "dataset_rho", "ledger", "default_epsilon", "total_delta",
-                       "dataset_delta"}, where, "budget")
+                       "dataset_delta", "analysts"}, where, "budget")
     default_epsilon = _rho(budget_doc.get("default_epsilon", 1), where, "budget.default_epsilon")
     default_rho = _rho(budget_doc.get("default_rho", 0.1), where, "budget.default_rho")
     total_rho = _rho(budget_doc.get("total_rho", 1.0), where, "budget.total_rho")
@@ -100,6 +101,13 @@ def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
     dataset_delta = None
     if "dataset_delta" in budget_doc:
         dataset_delta = _delta(budget_doc["dataset_delta"], where, "budget.dataset_delta")
+    analysts = {}
+    for name, walls in _table(budget_doc.get("analysts", {}), where, "budget.analysts").items():
+        field = f"budget.analysts.{name}"
+        walls = _table(walls, where, field)
+        _only(walls, {"total_rho", "total_delta"}, where, field)
+        analysts[name] = (_rho(walls.get("total_rho", float(total_rho)), where, f"{field}.total_rho"),
+                          _delta(walls.get("total_delta", float(total_delta)), where, f"{field}.total_delta"))
     ledger = None
     if "ledger" in budget_doc:
         if not isinstance(budget_doc["ledger"], str) or not budget_doc["ledger"].strip():
@@ -148,7 +156,7 @@ def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
         if name.lower() in tables:
             raise _err(where, pfield, f"table {name!r} is also declared private in [tables.{name}]")
         public_tables[name.lower()] = PublicTable(name.lower(), key.lower())
-    budget = Budget(default_rho, total_rho, dataset_rho, default_epsilon, ledger, total_delta, dataset_delta)
+    budget = Budget(default_rho, total_rho, dataset_rho, default_epsilon, ledger, total_delta, dataset_delta, analysts)
     return Policy(path=path, tables=tables, budget=budget,
                   mechanism=mechanism, selection=selection, public_tables=public_tables)
 

@@ -70,7 +70,10 @@ class Receipt:
     budget_remaining: Fraction
     charge_id: int | None = None
     epsilon: Fraction | None = None  # pure-DP ε of the release (geometric mode)
-    selection: dict[str, Any] | None = None  # partition selection of private keys, when any  # the ledger row of this release (None when nothing was charged)
+    selection: dict[str, Any] | None = None  # partition selection of private keys, when any
+    #: what the answer's post-processing did and what its values say, in words (clamped values,
+    #: negative values of quantities that cannot be negative, an exact answer of public tables)
+    notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -84,6 +87,7 @@ class Receipt:
             "policy_terms": list(self.policy_terms),
             "charge_id": self.charge_id,
             **({"selection": self.selection} if self.selection else {}),
+            **({"notes": list(self.notes)} if self.notes else {}),
             "budget": {
                 "spent": fmt(self.budget_spent),
                 "remaining": fmt(self.budget_remaining),

@@ -27,8 +27,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from dpsql import domain
-from dpsql.backends import InterruptedBeforeStart, open_engine, open_finisher
+from dpsql import domain, output
+from dpsql.backends import InterruptedBeforeStart, PublicCatalog, open_engine, open_finisher
 from dpsql.decide import Decision, allocations, decision, selection_params, settings_for
 from dpsql.domain import PublicDomain
 from dpsql.errors import DpsqlError, PolicyFileError, QueryFailed
@@ -74,6 +74,8 @@ class Session:
         threads: int | None = None,
         analyst: str = "",
         ledger: str | Path | None = None,
+        error_columns: Any = None,
+        clamp_negative: Any = None,
     ) -> None:
         if database is None:
             from dpsql.demo_db import ensure_demo
@@ -82,30 +84,34 @@ class Session:
             database = demo_db
             policy = policy if policy is not None else demo_policy
         database = Path(database)
-        if policy is None:
-            policy = default_policy_path(database)
-            if not policy.is_file():
-                raise PolicyFileError(f"no policy given and none found beside the database at {policy}",
-                                      hint="pass policy=PATH (or --policy PATH) naming the data owner's policy file.")
-        self.policy: Policy = load_policy(policy)
+        # The database first: a missing or unreadable file is the error to report (DP402), not
+        # the policy that would sit beside it.
         self.engine = open_engine(database, threads=threads)
         try:
+            if policy is None:
+                policy = default_policy_path(database)
+                if not policy.is_file():
+                    raise PolicyFileError(f"no policy given and none found beside the database at {policy}",
+                                          hint="pass policy=PATH (or --policy PATH) naming the data owner's policy file.")
+            self.policy: Policy = load_policy(policy)
             tables = [*self.policy.tables, *self.policy.public_tables]
             self.schema = self.engine.schema(tables)
             self.not_null = self.engine.not_null_columns(tables)
+            self.nonnegative = self.engine.nonnegative_columns(tables)  # post-processing only (output.py)
             check_catalog(self.policy, self.engine, self.schema)
-        except Exception:
-            self.engine.close()
-            raise
-        self.settings = self.default_settings()
-        if rho is not None:
-            self.set_rho(rho)
-        self.analyst = analyst or os_user()
-        self.session_id = uuid.uuid4().hex[:12]
-        budget = self.policy.budget
-        try:
-            self.ledger = Ledger(Path(ledger) if ledger is not None else ledger_path(self.policy), self.analyst, budget.total_rho, budget.dataset_rho,
-                                 total_delta=budget.total_delta, dataset_delta=budget.dataset_delta)
+            self.settings = self.default_settings()
+            if rho is not None:
+                self.set_rho(rho)
+            self.default_output = output.Output(
+                error_columns=output.error_columns_mode(error_columns) if error_columns is not None else "off",
+                clamp_negative=output.switch(clamp_negative, "clamp_negative") if clamp_negative is not None else False)
+            self.output = self.default_output  # SET dpsql.error_columns / clamp_negative change it
+            self.analyst = analyst or os_user()
+            self.session_id = uuid.uuid4().hex[:12]
+            budget = self.policy.budget
+            total_rho, total_delta = budget.walls(self.analyst)
+            self.ledger = Ledger(Path(ledger) if ledger is not None else ledger_path(self.policy), self.analyst,
+                                 total_rho, budget.dataset_rho, total_delta=total_delta, dataset_delta=budget.dataset_delta)
         except Exception:
             self.engine.close()
             raise
@@ -116,11 +122,23 @@ class Session:
         self._units_checked: set[str] = set()
         self._plans: OrderedDict[str, tuple[Plan, str]] = OrderedDict()  # _planned's cache, least recent first
         self._lock = threading.RLock()  # one query at a time: threads sharing a connection cannot interleave
+        self._public: PublicCatalog | None = None  # public_database(), built on first use
 
     def close(self) -> None:
+        if self._public is not None:
+            self._public.close()
         self.engine.close()
         self.finisher.close()
         self.ledger.close()
+
+    def public_database(self) -> PublicCatalog:
+        """A separate in-memory database holding the rows of the policy's public tables and
+        nothing else (no private table, not even empty), locked down like the engine; built on
+        first use. Queries over public tables only run there (:mod:`dpsql.intercept.public_tables`)."""
+        if self._public is None:
+            public = list(self.policy.public_tables)
+            self._public = self.engine.public_catalog(public, public, self.database.stem)
+        return self._public
 
     @property
     def lock(self) -> threading.RLock:
@@ -155,7 +173,8 @@ class Session:
         with self._lock:
             plan, query = self._planned(sql, parameters)
             key_types = self.engine.describe(query)[:len(plan.keys)]
-            return describe(plan, key_types, self.finisher)
+            names, types = describe(plan, key_types, self.finisher)
+            return output.error_column_types(plan, names, types, self.output.error_columns)
 
     def decide(self, sql: str, parameters: Any = None, rho: Any = None) -> Decision:
         """Phase 1: everything that can refuse, from the query, the policy, the schema, public
@@ -220,15 +239,20 @@ class Session:
             charge_id = self.ledger.charge(self._charge(d))
             timings["charge"] = time.perf_counter() - t0
 
-            t0 = time.perf_counter()
+            t0 = time.perf_counter()  # from here on, noisy (charged) values only: dpsql/output.py
+            prims, clamped = output.nonnegative_primitives(d.plan, self.nonnegative), None
+            if self.output.clamp_negative:
+                columns, clamped = output.clamp(columns, d.plan, prims)
             names, types, rows, errors = finish(d.plan, columns, self.finisher)
+            notes = output.notes(d.plan, names, rows, prims, clamped)
+            names, types, rows = output.with_error_columns(names, types, rows, errors, self.output.error_columns)
             timings["finish"] = time.perf_counter() - t0
 
             receipt = Receipt(rho=d.rho, delta=d.delta, epsilon=d.epsilon, mechanism=d.mechanism, table=d.plan.table.name,
-                              selection=self._selection_info(d, released),
-                              noise=tuple(noise_terms), columns=errors, policy_terms=d.terms,
+                              selection=self._selection_info(d, released), noise=tuple(noise_terms),
+                              columns={e.column: e for e in errors if e is not None}, policy_terms=d.terms,
                               budget_spent=self.ledger.spent, budget_total=self.ledger.total_rho,
-                              budget_remaining=self.ledger.remaining, charge_id=charge_id)
+                              budget_remaining=self.ledger.remaining, charge_id=charge_id, notes=notes)
             return Result(columns=tuple(names), types=tuple(types), rows=rows, receipt=receipt, timings=timings)
 
     def _compute_and_release(self, d: Decision, timings: dict[str, float]

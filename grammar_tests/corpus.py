@@ -106,7 +106,8 @@ def catalog(cases: list[Case]) -> str:
         lines += [f"## {theme}", "", f"{len(accepted)} accepted, {len(refused)} refused.", "",
                   "| case | query | answer |", "|---|---|---|"]
         for c in accepted + refused:
-            answer = "accepted" if c.expected is not None else f"refused, {c.meta['error']}"
+            answer = ("answered exactly, free (public tables only)" if c.meta.get("public") == "true" else
+                      "accepted" if c.expected is not None else f"refused, {c.meta['error']}")
             lines.append(f"| {_cell(c.id)} | `{_cell(c.sql)}` | {answer} |")
         lines.append("")
     return "\n".join(lines)

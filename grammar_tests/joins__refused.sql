@@ -52,10 +52,6 @@ SELECT COUNT(*) FROM establishments e JOIN states s ON e.state = s.code JOIN sta
 # error: DP105
 SELECT COUNT(*) FROM states s JOIN establishments e ON e.state = s.code;
 
-# title: public table alone
-# error: DP208
-SELECT region, COUNT(*) FROM states GROUP BY region;
-
 # title: ambiguous unqualified column
 # error: DP203
 SELECT naics2, COUNT(*) FROM establishments e JOIN naics_sectors n ON e.naics2 = n.naics2 GROUP BY naics2;

@@ -1,4 +1,5 @@
-"""Shared fixtures: one demo database per test session, built from its fixed seed."""
+"""Shared fixtures: one demo database per test session, built from its fixed seed; and a real
+``dpsql serve`` on loopback (``dpsql_server``, ``start_server``: tests/server_harness.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 import dpsql
 from dpsql.testing import seeded_random
+from server_harness import dpsql_server, start_server  # noqa: F401 - fixtures for every test
 
 
 @pytest.fixture(scope="session")

@@ -105,3 +105,17 @@ def test_ab_reads_the_ratios_bench_engine_prints() -> None:
     ]}
     text = speed.render(res)
     assert ab.ratios(text) == {"national": 1.23}
+
+
+def test_the_server_benchmark_runs_with_tiny_sizes(demo_files, capsys) -> None:
+    """benchmarks/server.py end to end on the test's demo data: a few queries each way and two
+    short load runs (no timing is checked, only that every path answered and was charged)."""
+    pytest.importorskip("psycopg")
+    from benchmarks import server
+
+    assert server.main(["--database", str(demo_files[0]), "--policy", str(demo_files[1]), "--queries", "3",
+                        "--seconds", "0.3", "--clients", "1", "2"]) == 0
+    out = capsys.readouterr().out
+    for path in ("raw DuckDB", "embedded dpsql", "wire, psycopg extended protocol", "wire, psycopg simple protocol"):
+        assert f"| {path}" in out
+    assert "| 1 |" in out and "| 2 |" in out and "answers charged" in out

@@ -54,3 +54,30 @@ def test_demo_command(demo):
     p = run("demo", env_home=home)
     assert p.returncode == 0, p.stderr
     assert str(demo[0]) in p.stdout and "± " in p.stdout and "budget spent" in p.stdout
+
+
+def test_query_format_csv_json_table(demo):
+    import csv
+    import io
+
+    home, where = str(demo[0].parent), ("--db", str(demo[0]), "--policy", str(demo[1]))
+    sql = "SELECT naics2, COUNT(*) AS n, AVG(payann) AS avg_pay FROM establishments GROUP BY naics2"
+    p = run("query", sql, "--format", "csv", *where, env_home=home)
+    assert p.returncode == 0, p.stderr
+    rows = list(csv.reader(io.StringIO(p.stdout)))
+    assert rows[0] == ["naics2", "n", "n_moe95", "avg_pay", "avg_pay_moe95"] and len(rows) == 25
+    assert all(float(r[2]) > 0 for r in rows[1:])
+    assert "charged rho=0.1" in p.stderr and "charged" not in p.stdout  # the cost apart from the data
+    p = run("query", sql, "--format", "csv", "--sigma", *where, env_home=home)
+    assert next(csv.reader(io.StringIO(p.stdout)))[:4] == ["naics2", "n", "n_moe95", "n_sigma"]
+    p = run("query", sql, "--format", "json", *where, env_home=home)
+    out = json.loads(p.stdout)
+    assert out["columns"] == ["naics2", "n", "avg_pay"] and out["receipt"]["rho"] == "0.1"
+    p = run("query", sql, "--format", "table", *where, env_home=home)
+    assert "± " in p.stdout and "(24 rows) charged rho=0.1" in p.stdout
+    p = run("query", "SELECT id FROM establishments", "--format", "json", *where, env_home=home)
+    assert p.returncode == 1 and json.loads(p.stdout)["error"]["code"] == "DP201"  # errors as JSON too
+    p = run("query", sql, "--format", "csv", "--json", *where, env_home=home)
+    assert p.returncode == 2 and "disagree" in p.stderr
+    p = run("query", "SELECT code, region FROM states", "--format", "csv", *where, env_home=home)
+    assert p.stdout.splitlines()[:2] == ["code,region", "AK,West"] and "nothing charged" in p.stderr

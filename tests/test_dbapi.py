@@ -86,3 +86,116 @@ def test_missing_database_and_policy(tmp_path, demo):
     other.write_bytes(demo[0].read_bytes())
     with pytest.raises(dpsql.OperationalError, match="no policy given"):
         dpsql.connect(other)
+
+
+# --------------------------------------------------------------------------- PEP 249's remaining surface
+
+
+def test_the_cursor_is_a_context_manager(con):
+    with con.cursor() as cur:
+        assert cur.execute("SELECT naics2, COUNT(*) FROM establishments GROUP BY naics2").fetchone()
+    with pytest.raises(dpsql.InterfaceError):
+        cur.fetchall()  # closed on leaving the block
+    with pytest.raises(dpsql.QueryRefused):
+        with con.cursor() as cur:
+            cur.execute("SELECT id FROM establishments")
+    with pytest.raises(dpsql.InterfaceError):
+        cur.execute("SELECT COUNT(*) FROM establishments")  # closed though the block raised
+
+
+def test_executemany_is_refused_and_charges_nothing(con):
+    cur = con.cursor()
+    with pytest.raises(dpsql.NotSupportedError):
+        cur.executemany("SELECT COUNT(*) FROM establishments WHERE state = ?", [["CA"], ["NY"]])
+    with pytest.raises(dpsql.NotSupportedError):
+        cur.executemany("SELECT COUNT(*) FROM establishments", [])
+    assert con.session.ledger.spent == 0 and con.session.ledger.history() == []
+
+
+def test_nextset_and_lastrowid(con):
+    cur = con.cursor()
+    with pytest.raises(dpsql.ProgrammingError):
+        cur.nextset()  # no statement yet
+    cur.execute("SELECT COUNT(*) FROM establishments")
+    assert cur.nextset() is None and cur.lastrowid is None
+    assert len(cur.fetchall()) == 1  # nextset() leaves the one result set readable
+
+
+def test_pep249_constructors():
+    import datetime
+    import time
+
+    assert dpsql.Date(2024, 2, 29) == datetime.date(2024, 2, 29)
+    assert dpsql.Time(13, 5, 7) == datetime.time(13, 5, 7)
+    assert dpsql.Timestamp(2024, 2, 29, 13, 5, 7) == datetime.datetime(2024, 2, 29, 13, 5, 7)
+    ticks = time.mktime((2024, 2, 29, 13, 5, 7, 0, 0, -1))
+    assert dpsql.DateFromTicks(ticks) == datetime.date(2024, 2, 29)
+    assert dpsql.TimeFromTicks(ticks) == datetime.time(13, 5, 7)
+    assert dpsql.TimestampFromTicks(ticks) == datetime.datetime(2024, 2, 29, 13, 5, 7)
+    assert dpsql.Binary(b"\x00\xff") == b"\x00\xff" and dpsql.Binary("é") == "é".encode()
+    assert dpsql.Binary(bytearray(b"ab")) == b"ab" and dpsql.Binary(memoryview(b"ab")) == b"ab"
+
+
+@pytest.mark.parametrize("type_name, type_object", [
+    ("VARCHAR", dpsql.STRING), ("ENUM('a', 'b')", dpsql.STRING), ("UUID", dpsql.STRING),
+    ("BIGINT", dpsql.NUMBER), ("UHUGEINT", dpsql.NUMBER), ("DECIMAL(18,3)", dpsql.NUMBER), ("DOUBLE", dpsql.NUMBER),
+    ("DATE", dpsql.DATETIME), ("TIME", dpsql.DATETIME), ("TIMESTAMP WITH TIME ZONE", dpsql.DATETIME),
+    ("BLOB", dpsql.BINARY),
+])
+def test_type_objects_compare_equal_to_their_types(type_name, type_object):
+    assert type_name == type_object and type_object == type_name
+    others = [t for t in (dpsql.STRING, dpsql.NUMBER, dpsql.DATETIME, dpsql.BINARY) if t is not type_object]
+    assert all(type_name != t for t in others)
+
+
+def _events(tmp_path):
+    """A small table with DATE, TIMESTAMP, TIME and BLOB columns, and its policy."""
+    import datetime
+
+    import duckdb
+
+    db = tmp_path / "events.duckdb"
+    with duckdb.connect(str(db)) as c:
+        c.execute("CREATE TABLE events (id BIGINT NOT NULL, region VARCHAR NOT NULL, amount BIGINT NOT NULL, "
+                  "day DATE, seen TIMESTAMP, t TIME, tag BLOB)")
+        c.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)",
+                      [(i, "north" if i % 2 else "south", i, datetime.date(2020, 1, 1) + datetime.timedelta(days=i),
+                        datetime.datetime(2020, 1, 1) + datetime.timedelta(hours=i), datetime.time(i % 24), bytes([i % 3]))
+                       for i in range(1, 200)])
+    policy = tmp_path / "events.policy.toml"
+    policy.write_text('[budget]\ndefault_rho = 0.1\ntotal_rho = 100\n\n[tables.events]\nprivacy_unit = "id"\n'
+                      '[tables.events.measures]\namount = { threshold = 100 }\n'
+                      '[tables.events.keys]\nregion = { keyset = ["north", "south"] }\n')
+    return db, policy
+
+
+def test_dates_times_timestamps_and_binary_bind_as_parameters(tmp_path):
+    import datetime
+    from decimal import Decimal
+
+    from dpsql.testing import seeded_random
+
+    db, policy = _events(tmp_path)
+    sql = ("SELECT region, COUNT(*) FROM events WHERE day >= ? AND seen < ? AND t < ? AND tag = ? AND amount > ? "
+           "GROUP BY region")
+    params = [dpsql.Date(2020, 1, 2), dpsql.Timestamp(2020, 9, 1, 0, 0, 0), dpsql.Time(23, 0, 0), dpsql.Binary(b"\x01"),
+              0]
+    with dpsql.connect(db, policy, _random_source=seeded_random(5)) as con:
+        cur = con.execute(sql, params)
+        assert [r[0] for r in cur.fetchall()] == ["north", "south"]
+        exact = con.session.plan(sql, params).where.sql("duckdb")  # the literals, bound in the order written
+        assert exact.index("DATE") < exact.index("TIMESTAMP") < exact.index("AS TIME)") < exact.index("BLOB")
+        con.execute("SELECT COUNT(*) FROM events WHERE seen >= ?", [datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc)])
+        con.execute("SELECT COUNT(*) FROM events WHERE amount >= ?", [Decimal("1.50")])
+        with pytest.raises(dpsql.ProgrammingError) as err:
+            con.execute("SELECT COUNT(*) FROM events WHERE amount > ?", [object()])
+        assert err.value.code == "DP118"
+
+
+def test_parameters_bind_in_the_order_written(con):
+    """find_all walked the tree breadth first: `a > ? AND b > ? AND c > ?` bound the last marker first."""
+    sql = ("SELECT COUNT(*) FROM establishments WHERE employees > ? AND payann > ? AND payqtr1 > ? "
+           "AND state IN (?, ?) AND naics2 BETWEEN ? AND ?")
+    where = con.session.plan(sql, [1, 2, 3, "CA", "NY", "11", "99"]).where.sql("duckdb")
+    positions = [where.index(text) for text in ("> 1", "> 2", "> 3", "'CA'", "'NY'", "'11'", "'99'")]
+    assert positions == sorted(positions), where

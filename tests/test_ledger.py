@@ -191,22 +191,28 @@ def one_charge(rho: str = "1/10", delta: str = "0", query: str = "SELECT COUNT(*
     return Charge(query=query, rho=Fraction(rho), delta=Fraction(delta), mechanism="discrete_gaussian")
 
 
-def test_threads_sharing_one_ledger_never_overspend(tmp_path):
-    """12 threads, one Ledger object, a budget that covers exactly 10 charges: exactly 10 are
-    recorded, 2 refused with DP301, and the totals are the sum of the charges."""
+@pytest.mark.parametrize("own", [False, True], ids=["one-ledger", "a-ledger-each"])
+def test_threads_sharing_one_ledger_never_overspend(tmp_path, own):
+    """12 threads, one Ledger object (or one each, as the sessions of ``dpsql serve`` have: one
+    SQLite connection each), a budget that covers exactly 10 charges: exactly 10 are recorded,
+    2 refused with DP301, and the totals are the sum of the charges."""
     led = Ledger(tmp_path / "t.ledger.sqlite", "ada", Fraction(1))
     start = threading.Barrier(12, timeout=60)
     results: list[object] = []
 
     def work(i: int) -> None:
+        mine = Ledger(led.path, "ada", Fraction(1)) if own else led
         start.wait()
         try:
-            led.check(Fraction(1, 10))  # reads interleave with other threads' transactions too
-            results.append(led.charge(one_charge(query=f"q{i}")))
+            mine.check(Fraction(1, 10))  # reads interleave with other threads' transactions too
+            results.append(mine.charge(one_charge(query=f"q{i}")))
         except BudgetExceededError as exc:
             results.append(exc.code)
         except Exception as exc:  # noqa: BLE001 - reported by the assertion below
             results.append(repr(exc))
+        finally:
+            if own:
+                mine.close()
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(12)]
     for t in threads:

@@ -33,6 +33,6 @@ def open_engine(database: str | Path, *, threads: int | None = None) -> Engine:
 
 def open_finisher() -> Finisher:
     """A fresh in-memory DuckDB for the finish stage, locked down before it holds anything."""
-    from dpsql.backends import duckdb
+    from dpsql.backends import duckdb_local
 
-    return duckdb.DuckDBFinisher()
+    return duckdb_local.DuckDBFinisher()

@@ -33,6 +33,11 @@ class Engine(Protocol):
         """Columns the schema declares NOT NULL, per table (a schema fact, not a look at rows)."""
         ...
 
+    def nonnegative_columns(self, tables: list[str]) -> dict[str, set[str]]:
+        """Columns the schema says cannot be negative (unsigned types, CHECK x >= 0), per table:
+        a schema fact, used only to post-process noisy values (clamping, notes)."""
+        ...
+
     def units_unique(self, table: str, unit: str) -> bool:
         """Whether ``unit`` identifies one row of ``table``: the data owner's declaration,
         checked (pass/fail only; the same for every query)."""
@@ -86,7 +91,20 @@ class PublicCatalog(Protocol):
     def run(self, sql: str, parameters: list[Any] | None = None
             ) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
         """(column names, type names, rows); raises :class:`CatalogQueryError` with the
-        engine's message."""
+        engine's message, KeyboardInterrupt when :meth:`interrupt` stopped it."""
+        ...
+
+    def view(self) -> PublicCatalog:
+        """A handle on the same catalog for one client, so :meth:`interrupt` stops its statements
+        only; closing it leaves the catalog open."""
+        ...
+
+    def interrupt(self) -> None:
+        """Stop the statements running through this handle (thread-safe)."""
+        ...
+
+    def define(self, sql: str, rows: list[tuple[Any, ...]] | None = None) -> None:
+        """Run one set-up statement of the server (DDL, or an INSERT of each of ``rows``)."""
         ...
 
     def close(self) -> None: ...

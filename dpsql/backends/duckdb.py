@@ -10,32 +10,54 @@ failed on ("Could not convert string 'CA' ..."). Errors are translated here, and
 
 from __future__ import annotations
 
-import threading
+import re
 from pathlib import Path
 from typing import Any
 
 import duckdb
-import numpy as np
 
-from dpsql.backends.base import CatalogQueryError, InterruptedBeforeStart
-from dpsql.errors import DatabaseFileError, DpsqlInternalError, QueryRefused
+from dpsql.backends.interrupt import StickyInterrupt
+from dpsql.backends.duckdb_local import LOCKDOWN, DuckDBCatalog, _lock_down  # noqa: F401 - LOCKDOWN re-exported
 
+from dpsql.errors import DatabaseFileError, QueryRefused
+
+#: memory a public catalog may use beyond what its tables hold (bytes)
+CATALOG_MEMORY = 1 << 30
 #: (file, size, mtime, table, unit) -> whether the unit column is unique, for this process.
 _UNIQUE_UNITS: dict[tuple[Any, ...], bool] = {}
 
-LOCKDOWN = {
-    "enable_external_access": False,
-    "autoload_known_extensions": False,
-    "autoinstall_known_extensions": False,
-    "lock_configuration": True,
-}
+_UNSIGNED = {"UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"}
+_ZERO_BOUND = re.compile(r'^(?:("[^"]+"|\w+)\s*>=?\s*0(?:\.0*)?|0(?:\.0*)?\s*<=?\s*("[^"]+"|\w+))$')
 
 
-def _lock_down(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """Apply :data:`LOCKDOWN` to an in-memory connection (the finisher, the schema twin)."""
-    for setting, value in LOCKDOWN.items():
-        con.execute(f"SET {setting} = {str(value).lower()}")
-    return con
+def _bounded_below_by_zero(expression: str) -> set[str]:
+    """The columns a CHECK expression bounds below by zero: it must be a flat AND of simple
+    comparisons (no OR, NOT, CASE or nested parentheses), one of them ``x >= 0`` / ``x > 0`` /
+    ``0 <= x`` / ``0 < x``. Anything else proves nothing (an empty set)."""
+    text = _unwrap(expression)
+    if re.search(r"\b(OR|NOT|CASE)\b", text, re.I):
+        return set()
+    out = set()
+    for part in re.split(r"\s+AND\s+", text, flags=re.I):
+        part = _unwrap(part)
+        if "(" in part or ")" in part:
+            return set()
+        if m := _ZERO_BOUND.match(part):
+            out.add((m.group(1) or m.group(2)).strip('"').lower())
+    return out
+
+
+def _unwrap(text: str) -> str:
+    """``text`` without the parentheses around all of it (``((a) AND (b))`` -> ``(a) AND (b)``)."""
+    text = text.strip()
+    while text.startswith("(") and text.endswith(")"):
+        depth = 0
+        for i, c in enumerate(text):
+            depth += {"(": 1, ")": -1}.get(c, 0)
+            if depth == 0 and i < len(text) - 1:
+                return text  # the first parenthesis closes before the end: not one group
+        text = text[1:-1].strip()
+    return text
 
 
 class DuckDBEngine:
@@ -49,11 +71,16 @@ class DuckDBEngine:
         config: dict[str, Any] = dict(LOCKDOWN)
         if threads:
             config["threads"] = threads
-        self._interrupt = _StickyInterrupt()
+        self._interrupt = StickyInterrupt()
         self._twin: duckdb.DuckDBPyConnection | None = None  # the empty schema twin (check)
         self._checked: set[str] = set()
         try:
             self._con = duckdb.connect(str(self.path), read_only=True, config=config)
+        except duckdb.ConnectionException:
+            # DuckDB shares one instance per file and process, with one configuration.
+            raise DatabaseFileError(f"database file {self.path} is already open in this process with another "
+                                    "threads setting", hint="open every connection to one file in a process with "
+                                    "the same threads= (or none).") from None
         except duckdb.Error as exc:
             raise DatabaseFileError(f"cannot open database file {self.path} read-only ({type(exc).__name__})",
                                     hint="is it a DuckDB file, and is no other process writing to it?") from None
@@ -83,6 +110,23 @@ class DuckDBEngine:
         for table, column in rows:
             if table in out:
                 out[table].add(column)
+        return out
+
+    def nonnegative_columns(self, tables: list[str]) -> dict[str, set[str]]:
+        """Columns the schema says cannot be negative: unsigned integer types, and columns a
+        CHECK constraint bounds below by zero (``CHECK (x >= 0)``, ``CHECK (0 <= x AND x < 100)``).
+        A schema fact, read from the catalog; only ever used to post-process noisy values."""
+        out: dict[str, set[str]] = {t: set() for t in tables}
+        for table, column, dtype in self._con.execute(
+                "SELECT lower(table_name), lower(column_name), data_type FROM information_schema.columns "
+                "WHERE table_schema = 'main'").fetchall():
+            if table in out and dtype.upper() in _UNSIGNED:
+                out[table].add(column)
+        for table, expression in self._con.execute(
+                "SELECT lower(table_name), expression FROM duckdb_constraints() "
+                "WHERE schema_name = 'main' AND constraint_type = 'CHECK'").fetchall():
+            if table in out:
+                out[table] |= _bounded_below_by_zero(expression or "")
         return out
 
     def units_unique(self, table: str, unit: str) -> bool:
@@ -128,6 +172,11 @@ class DuckDBEngine:
                 cur = self._con.execute(f'SELECT * FROM "{table}"')
                 width = len(cur.description)
                 con.executemany(f'INSERT INTO "{table}" VALUES ({", ".join("?" * width)})', cur.fetchall())
+            # Any client SQL may run here: one thread, and memory bounded to what it holds plus
+            # CATALOG_MEMORY, so that no catalog query can take the server's cores or memory.
+            held = con.execute("SELECT COALESCE(SUM(memory_usage_bytes), 0) FROM duckdb_memory()").fetchone()[0]
+            con.execute(f"SET memory_limit = '{int(held) + CATALOG_MEMORY}B'")
+            con.execute("SET threads = 1")
         except duckdb.Error as exc:
             con.close()
             raise DatabaseFileError(f"cannot build the public catalog of {self.path} ({type(exc).__name__}: {exc})") from None
@@ -222,145 +271,3 @@ class DuckDBEngine:
     def running(self) -> bool:
         """Whether a query is running (from the moment it passed the pending check)."""
         return self._interrupt.running
-
-
-class _StickyInterrupt:
-    """The interrupt state of one connection (:meth:`Engine.interrupt`); one run at a time, as
-    a DB-API connection is not shared between threads (``threadsafety = 1``).
-
-    DuckDB's ``interrupt()`` only stops a query that has started, and the worker thread that
-    runs it may be anywhere between the pending check and DuckDB starting the query. So a
-    request during a run is repeated every few milliseconds until that run has ended; the
-    repeats stop, under the lock, as soon as the run is over, so they never reach the next one
-    (and an interrupt of an idle DuckDB connection is forgotten when its next query starts).
-    """
-
-    REPEAT = 0.005  # seconds between repeated interrupts of a query that has not started yet
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pending = False
-        self._running: threading.Event | None = None  # set once the current run has ended
-        self._repeating: threading.Event | None = None  # the run a repeating thread serves
-
-    def start(self) -> threading.Event:
-        with self._lock:
-            if self._pending:
-                self._pending = False
-                raise InterruptedBeforeStart
-            self._running = threading.Event()
-            return self._running
-
-    def end(self, finished: threading.Event) -> None:
-        with self._lock:
-            finished.set()
-            if self._running is finished:
-                self._running = None
-
-    @property
-    def running(self) -> bool:
-        with self._lock:
-            return self._running is not None
-
-    def consume(self) -> None:
-        with self._lock:
-            self._pending = False
-
-    def clear(self) -> bool:
-        with self._lock:
-            pending, self._pending = self._pending, False
-            return pending
-
-    def request(self, con: duckdb.DuckDBPyConnection) -> None:
-        with self._lock:
-            self._pending = True
-            running = self._running
-            if running is None or self._repeating is running:
-                return
-            self._repeating = running
-        threading.Thread(target=self._repeat, args=(con, running), name="dpsql-interrupt", daemon=True).start()
-
-    def _repeat(self, con: duckdb.DuckDBPyConnection, running: threading.Event) -> None:
-        while True:
-            with self._lock:
-                if running.is_set() or not self._pending:
-                    if self._repeating is running:
-                        self._repeating = None
-                    return
-                con.interrupt()
-            running.wait(self.REPEAT)
-
-
-class DuckDBCatalog:
-    """:class:`dpsql.backends.base.PublicCatalog` on an in-memory DuckDB (a cursor per statement:
-    many server connections share it)."""
-
-    def __init__(self, con: duckdb.DuckDBPyConnection, name: str) -> None:
-        self._con = con
-        self._use = f'USE "{name}"'  # a cursor starts in DuckDB's default database
-
-    def run(self, sql: str, parameters: list[Any] | None = None
-            ) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
-        cur = self._con.cursor()
-        try:
-            cur.execute(self._use)
-            cur.execute(sql, parameters or None)
-            if cur.description is None:
-                return [], [], []
-            return [d[0] for d in cur.description], [str(d[1]) for d in cur.description], cur.fetchall()
-        except duckdb.Error as exc:
-            # Nothing private is in this database, so its message is safe to show.
-            raise CatalogQueryError(str(exc)) from None
-        finally:
-            cur.close()
-
-    def close(self) -> None:
-        self._con.close()
-
-
-class DuckDBFinisher:
-    """Runs the finish SELECT (HAVING, ORDER BY, LIMIT, arithmetic) over noisy cells.
-
-    One in-memory DuckDB per session, locked down like the engine's connection before it sees
-    anything; each query registers its noisy cells on a fresh cursor (a registered relation is
-    visible to that cursor only) and closes it. Opening a connection per query cost 15-25 ms
-    (docs/performance.md).
-    """
-
-    def __init__(self) -> None:
-        self._con = _lock_down(duckdb.connect(":memory:"))
-
-    def run(self, columns: dict[str, np.ndarray | list[Any]], sql: str) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
-        """Returns (column names, DuckDB type names, rows) of ``sql`` over ``__noisy``."""
-        cur = self._con.cursor()
-        try:
-            if columns:  # none: the query brings its own (empty) relation, to describe its result
-                cur.register("__noisy", {name: _column_array(values) for name, values in columns.items()})
-            cur.execute(sql)
-            names = [d[0] for d in cur.description]
-            types = [str(d[1]) for d in cur.description]
-            return names, types, cur.fetchall()
-        except duckdb.Error as exc:
-            # Only noisy, already charged values are in this connection: the message is safe.
-            raise DpsqlInternalError(f"post-processing of the noisy values failed ({type(exc).__name__}: {exc})") from None
-        finally:
-            cur.close()
-
-    def image(self, columns: dict[str, list[Any]], sql: str) -> tuple[Any, ...]:
-        """The values of a one-column query over public values (a GROUP BY expression over
-        keysets), sorted, NULL last."""
-        _, _, rows = self.run(columns, sql)
-        values = [r[0] for r in rows]
-        return tuple(sorted((v for v in values if v is not None), key=lambda v: (type(v).__name__, v))) + \
-            ((None,) if None in values else ())
-
-    def close(self) -> None:
-        self._con.close()
-
-
-def _column_array(values: np.ndarray | list[Any]) -> np.ndarray:
-    if isinstance(values, np.ndarray):
-        return values
-    if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return np.array(values, dtype=np.int64)
-    return np.array(values, dtype=object)  # strings stay VARCHAR (a str array would become an ENUM)

@@ -3,7 +3,8 @@
     dpsql [DATABASE] [--policy FILE]   the SQL prompt (the demo database when none is given);
                                    reads statements from standard input when it is not a terminal
     dpsql demo                     build the demo database if needed and run a sample query
-    dpsql query "SQL"              answer a query with noise; charges the budget
+    dpsql query "SQL" [--format table|csv|json]
+                                   answer a query with noise; charges the budget
     dpsql explain "SQL"            show the plan, the exact SQL and the noise; charges nothing
     dpsql ledger [--delta D]       budget spent and left in rho and delta, the (epsilon, delta)-DP of
                                    everything spent, and the history of charges
@@ -14,7 +15,8 @@
     dpsql user add|remove|list     the analysts `dpsql serve` lets in
 
 Exit status: 0 on success, 1 when dpsql refused or failed (message on stderr, or
-``{"error": {...}}`` on stdout with --json), 2 on bad command-line usage.
+``{"error": {...}}`` on stdout with --json), 2 on bad command-line usage, 141 when the reader of
+standard output went away (``| head``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 
 from dpsql import format as fmt_mod
 from dpsql.errors import DpsqlError
+from dpsql.faces import budget_commands
 
 SAMPLE_QUERY = "SELECT naics2, COUNT(*) AS establishments, SUM(payann) AS payroll, AVG(employees) AS avg_employees\n" \
                "FROM establishments GROUP BY naics2 ORDER BY naics2"
@@ -52,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Start with `dpsql` (the prompt on the demo database) or `dpsql demo`. "
                "Docs: README.md and docs/ in the source tree.")
     parser.add_argument("--version", action="version", version="dpsql 0.1.0")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # prog: each subcommand's usage line starts "dpsql query", not with the two-line usage above.
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", prog="dpsql")
 
     from dpsql.faces.server import cli as server_cli
 
@@ -66,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("sql", help="the SELECT statement ('-' reads it from standard input)")
     _connection_args(p)
     p.add_argument("--sigma", action="store_true", help="show σ instead of the 95%% margin of error")
+    p.add_argument("--format", choices=("table", "csv", "json"), help="table (the default), csv (the rows with "
+                   "a <column>_moe95 column after each noisy one, or _sigma too with --sigma; the cost on standard "
+                   "error) or json (as --json)")
 
     p = sub.add_parser("explain", help="show how a query would be answered; touches no data, charges nothing")
     p.add_argument("sql", help="the SELECT statement ('-' reads it from standard input)")
@@ -132,6 +139,21 @@ def _names_command(argv: list[str]) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``dpsql`` command; returns its exit status. When the reader of standard output goes
+    away (``dpsql ledger --json | head -1``) it stops quietly with status 141, as a program
+    killed by SIGPIPE does, instead of a BrokenPipeError traceback."""
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()  # a closed pipe shows here, not as a warning when Python exits
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # what is still buffered goes nowhere
+        return 141
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if _names_command(argv):
         parser = build_parser()
@@ -147,14 +169,17 @@ def main(argv: list[str] | None = None) -> int:
         if extra:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
-        commands = {"demo": _demo, "query": _query, "explain": _explain, "ledger": _ledger, "policy": _policy,
-                    "convert": _convert, "repl": _repl, "serve": _serve, "user": _user}
+        commands = {"demo": _demo, "query": _query, "explain": _explain, "ledger": budget_commands.ledger,
+                    "policy": budget_commands.policy, "convert": budget_commands.convert, "repl": _repl,
+                    "serve": _serve, "user": _user}
         return commands[args.command](args)
     except DpsqlError as exc:
         return _fail(args, exc.to_dict(), str(exc))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        raise  # the reader went away: main() stops quietly
     except Exception as exc:  # noqa: BLE001 - a bug: never print a message that may carry data values
         if os.environ.get("DPSQL_DEBUG"):
             raise
@@ -194,13 +219,23 @@ def _connect(args: argparse.Namespace):
 
 
 def _query(args: argparse.Namespace) -> int:
-    with _connect(args) as con:
+    if args.json and args.format not in (None, "json"):
+        print(f"dpsql query: --json and --format {args.format} disagree: give one", file=sys.stderr)
+        return 2
+    args.json = args.json or args.format == "json"  # errors as JSON too
+    from dpsql.faces.dbapi import connect
+
+    csv = args.format == "csv"  # the ± as columns, from the session's own error columns
+    with connect(args.db, args.policy, rho=args.rho, error_columns=("sigma" if args.sigma else "on") if csv else None) as con:
         result = con.cursor().execute(_sql(args)).result
     if args.json:
         print(fmt_mod.to_json(result.to_dict()))
+    elif csv:
+        sys.stdout.write(fmt_mod.csv_text(result))
+        print(fmt_mod.status(result), file=sys.stderr)
     else:
         print(fmt_mod.table(result, show="sigma" if args.sigma else "moe"))
-        print(fmt_mod.footer(result))
+        print(fmt_mod.status(result, show="sigma" if args.sigma else "moe"))
     return 0
 
 
@@ -227,144 +262,6 @@ def _repl(args: argparse.Namespace) -> int:
 
         ensure_demo(progress=lambda msg: print(f"  {msg}", file=sys.stderr, flush=True))
     return repl_main(args.database, args.policy, args.rho, display="sigma" if args.sigma else "moe")
-
-
-def _open_ledger(args: argparse.Namespace, everyone: bool = False):
-    """The ledger of the policy (no database needed), for one analyst or all."""
-    from pathlib import Path
-
-    from dpsql.ledger import Ledger, ledger_path
-    from dpsql.policy_file import default_policy_path, load_policy
-    from dpsql.session import os_user
-
-    if args.policy:
-        policy_file = Path(args.policy)
-    elif args.db:
-        policy_file = default_policy_path(Path(args.db))
-    else:
-        from dpsql.demo_db import ensure_demo
-
-        policy_file = ensure_demo()[1]
-    policy = load_policy(policy_file)
-    analyst = args.analyst or os_user()
-    b = policy.budget
-    ledger = Ledger(ledger_path(policy), analyst, b.total_rho, b.dataset_rho,
-                    total_delta=b.total_delta, dataset_delta=b.dataset_delta)
-    return policy, ledger, analyst
-
-
-def _conversion_delta(text: str | None):
-    """δ' of `dpsql ledger --delta` (default: accounting.DEFAULT_CONVERSION_DELTA)."""
-    from dpsql.privacy.accounting import DEFAULT_CONVERSION_DELTA
-    from dpsql.privacy.budget import parse_rho
-
-    if text is None:
-        return DEFAULT_CONVERSION_DELTA
-    delta = parse_rho(text, "--delta")
-    if delta >= 1:
-        raise DpsqlError("--delta must be below 1", code="DP302")
-    return delta
-
-
-def _ledger(args: argparse.Namespace) -> int:
-    from dpsql.privacy.accounting import guarantee
-    from dpsql.privacy.budget import fmt, fmt_up
-
-    conversion = _conversion_delta(args.delta)
-    _, ledger, analyst = _open_ledger(args)
-    try:
-        charges = ledger.history(None if args.all else analyst)
-        summary = ledger.summary(conversion)
-        everyone = ledger.totals
-    finally:
-        ledger.close()
-    out: dict[str, Any] = {"budget": summary}
-    if args.all:
-        g = guarantee(everyone.rho_all, everyone.delta_all, conversion)
-        out["dataset"] = {"spent": fmt(everyone.rho_all), "delta_spent": fmt(everyone.delta_all),
-                          "epsilon": fmt_up(g.epsilon_tight), "epsilon_analytic": fmt_up(g.epsilon_analytic),
-                          "delta": fmt_up(g.delta), "conversion_delta": fmt_up(g.conversion_delta)}
-    if args.json:
-        print(fmt_mod.to_json({**out, "charges": [fmt_mod.charge_dict(c) for c in charges]}))
-        return 0
-    s = summary
-    print(f"analyst {analyst}: spent rho={s['spent']} of {s['total']}, {s['remaining']} left; "
-          f"delta={s['delta_spent']} of {s['delta_total']} (partition selection), {s['delta_remaining']} left"
-          f"  (ledger {s['ledger']})")
-    print(_guarantee_line("everything this analyst has spent", s))
-    if args.all:
-        print(_guarantee_line("everything released from the data set (all analysts)", out["dataset"]))
-    print(fmt_mod.history(charges) if charges else "no charges yet")
-    return 0
-
-
-def _guarantee_line(what: str, s: dict[str, str]) -> str:
-    return (f"{what} is ({s['epsilon']}, {s['delta']})-DP for a record never split (a split record r: "
-            f"dpsql policy gives its P(r)): epsilon converts rho by the tight conversion (paper 004 Lemma 4) at "
-            f"delta'={s['conversion_delta']}, delta adds the delta spent; the analytic bound "
-            f"rho + 2 sqrt(rho ln(1/delta')) gives epsilon={s['epsilon_analytic']}")
-
-
-def _policy(args: argparse.Namespace) -> int:
-    from dpsql.privacy import policy_function as pf
-    from dpsql.privacy.budget import fmt
-
-    _, ledger, analyst = _open_ledger(args)
-    try:
-        terms = pf.collect(ledger.history(None))  # everything released from this data set
-    finally:
-        ledger.close()
-    formulas = pf.formula(terms)
-    out: dict[str, object] = {"policy_function": formulas}
-    if args.record:
-        record = pf.parse_record(args.record)
-        tables = sorted(formulas)
-        table = args.table or (tables[0] if len(tables) == 1 else None)
-        if table is None:
-            raise DpsqlError("several tables have releases: say which with --table", code="DP119")
-        total, lines = pf.evaluate(terms, table, record)
-        out["record"] = {"table": table, "values": record, "P": fmt(total), "terms": lines}
-    if args.json:
-        print(fmt_mod.to_json(out))
-        return 0
-    if not formulas:
-        print("nothing released yet: P(r) = 0 for every record")
-    for table, text in formulas.items():
-        print(f"{table}: {text}")
-    if args.record:
-        rec = out["record"]
-        print(f"\nfor the hypothetical {rec['table']} record {' '.join(args.record)}:")  # type: ignore[index]
-        for line in rec["terms"]:  # type: ignore[index]
-            print(f"  {line['why']}")
-        print(f"  P(r) = {rec['P']}")  # type: ignore[index]
-    return 0
-
-
-def _convert(args: argparse.Namespace) -> int:
-    from fractions import Fraction
-
-    from dpsql.privacy.accounting import guarantee
-    from dpsql.privacy.budget import fmt_up, parse_rho
-
-    rho = parse_rho(args.rho, "--rho")
-    delta = parse_rho(args.delta, "--delta")
-    plus = parse_rho(args.plus_delta, "--plus-delta") if args.plus_delta is not None else Fraction(0)
-    if delta >= 1 or plus >= 1:
-        raise DpsqlError("--delta and --plus-delta must be below 1", code="DP302")
-    g = guarantee(rho, plus, delta)
-    result = {"rho": args.rho, "delta": args.delta, "plus_delta": args.plus_delta or "0", "delta_total": fmt_up(g.delta),
-              "epsilon_analytic": g.epsilon_analytic, "epsilon_tight": g.epsilon_tight}
-    if args.json:
-        print(fmt_mod.to_json(result))
-        return 0
-    given = f"{args.plus_delta}-approximate {args.rho}-zCDP" if args.plus_delta else f"{args.rho}-zCDP"
-    print(f"{given} implies (epsilon, {result['delta_total']})-DP with\n"
-          f"  epsilon = {fmt_up(g.epsilon_tight)}  (tight numeric conversion at delta={args.delta}, paper 004 Lemma 4)\n"
-          f"  epsilon = {fmt_up(g.epsilon_analytic)}  (analytic bound rho + 2 sqrt(rho ln(1/delta)), paper 004 Lemma 5)")
-    if not args.plus_delta:
-        print("This converts rho alone. Partition selections also spend delta (dpsql ledger shows it): add it "
-              "with --plus-delta.")
-    return 0
 
 
 def _demo(args: argparse.Namespace) -> int:

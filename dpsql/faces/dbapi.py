@@ -6,6 +6,8 @@ rows reach the cursor, and the cursor's ``receipt`` says what it cost and how no
 
 from __future__ import annotations
 
+import datetime
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,16 +35,43 @@ class _TypeObject:
         return hash(self.prefixes)
 
 
-STRING = _TypeObject("VARCHAR", "CHAR", "TEXT", "STRING")
+STRING = _TypeObject("VARCHAR", "CHAR", "TEXT", "STRING", "ENUM", "UUID")
 NUMBER = _TypeObject("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
-                     "UINTEGER", "UBIGINT", "DOUBLE", "FLOAT", "REAL", "DECIMAL")
+                     "UINTEGER", "UBIGINT", "UHUGEINT", "DOUBLE", "FLOAT", "REAL", "DECIMAL", "NUMERIC")
 DATETIME = _TypeObject("DATE", "TIME", "TIMESTAMP")
-BINARY = _TypeObject("BLOB")
+BINARY = _TypeObject("BLOB", "BYTEA", "BINARY", "VARBINARY")
 ROWID = _TypeObject("ROWID")
+
+# PEP 249 constructors: Python's own types, which ``execute`` binds as typed literals
+# (DATE '...', TIME '...', TIMESTAMP '...', a BLOB).
+Date = datetime.date
+Time = datetime.time
+Timestamp = datetime.datetime
+
+
+def DateFromTicks(ticks: float) -> datetime.date:  # noqa: N802 - the name is fixed by PEP 249
+    """The local date of ``ticks`` seconds since the epoch (as ``time.localtime``)."""
+    return Date(*time.localtime(ticks)[:3])
+
+
+def TimeFromTicks(ticks: float) -> datetime.time:  # noqa: N802
+    """The local time of day of ``ticks`` seconds since the epoch."""
+    return Time(*time.localtime(ticks)[3:6])
+
+
+def TimestampFromTicks(ticks: float) -> datetime.datetime:  # noqa: N802
+    """The local date and time of ``ticks`` seconds since the epoch."""
+    return Timestamp(*time.localtime(ticks)[:6])
+
+
+def Binary(data: bytes | bytearray | memoryview | str) -> bytes:  # noqa: N802
+    """A binary (BLOB) value; text is encoded as UTF-8."""
+    return data.encode() if isinstance(data, str) else bytes(data)
 
 
 def connect(database: str | Path | None = None, policy: str | Path | None = None, *, rho: Any = None,
-            analyst: str = "", threads: int | None = None, _random_source: Any = None) -> Connection:
+            analyst: str = "", threads: int | None = None, error_columns: Any = None, clamp_negative: Any = None,
+            _random_source: Any = None) -> Connection:
     """Open a dpsql connection.
 
     Args:
@@ -54,10 +83,15 @@ def connect(database: str | Path | None = None, policy: str | Path | None = None
             charge; the receipt (``cursor.receipt``) shows the total and its parts.
         analyst: a name recorded with each charge.
         threads: DuckDB worker threads (default: all cores).
+        error_columns: True (or "on") adds ``<column>_moe95`` after each noisy column of every
+            answer; "sigma" (or "all") adds ``<column>_sigma`` too (``SET dpsql.error_columns``).
+        clamp_negative: True (or "on") shows negative noisy counts, and sums of measures the
+            schema bounds below by 0, as 0 (post-processing; ``SET dpsql.clamp_negative``).
         _random_source: TEST ONLY — a seeded source from :func:`dpsql.testing.seeded_random`.
             The default is the operating system's CSPRNG.
     """
-    return Connection(Session(database, policy, rho=rho, random_source=_random_source, threads=threads, analyst=analyst))
+    return Connection(Session(database, policy, rho=rho, random_source=_random_source, threads=threads, analyst=analyst,
+                              error_columns=error_columns, clamp_negative=clamp_negative))
 
 
 class Connection:
@@ -152,10 +186,23 @@ class Cursor:
         return self
 
     def executemany(self, operation: str, seq_of_parameters: Sequence[Sequence[Any]]) -> Cursor:
-        """Each parameter set is its own query, charged on its own."""
-        for params in seq_of_parameters:
-            self.execute(operation, params)
-        return self
+        """Refused (NotSupportedError), whatever the statement: every query is a charged release,
+        and PEP 249 leaves the results of ``executemany`` undefined, so all but the last answer
+        would be paid for and lost. Call :meth:`execute` once per parameter set and read each
+        answer (docs/bi.md, "DB-API")."""
+        self._check_open()
+        raise NotSupportedError("executemany is not supported: each query is a charged release, and all but the "
+                                "last answer would be lost; call execute() once per parameter set")
+
+    def nextset(self) -> None:
+        """None: a dpsql statement has one result set."""
+        self._rows()  # raises, as PEP 249 asks, when no statement has been executed
+        return None
+
+    @property
+    def lastrowid(self) -> None:
+        """None: dpsql never inserts a row."""
+        return None
 
     def fetchone(self) -> tuple[Any, ...] | None:
         rows = self._rows()
@@ -186,6 +233,12 @@ class Cursor:
 
     def setoutputsize(self, size: Any, column: Any = None) -> None:
         pass
+
+    def __enter__(self) -> Cursor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
         while (row := self.fetchone()) is not None:

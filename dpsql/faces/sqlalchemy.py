@@ -8,7 +8,7 @@ the same noise, the same budget; a refused query surfaces as ``sqlalchemy.exc.Pr
 
 URL: ``dpsql:///relative/path.duckdb``, ``dpsql:////absolute/path.duckdb`` or ``dpsql://`` (the
 demo database and its policy), with query parameters ``policy``, ``rho`` (charged per query),
-``analyst`` and ``threads``. See ``docs/bi.md``.
+``analyst``, ``threads``, ``error_columns`` and ``clamp_negative``. See ``docs/bi.md``.
 
 What the dialect adds to the DB-API:
 
@@ -49,7 +49,7 @@ from dpsql.version import __version__
 __all__ = ["DpsqlDialect", "budget", "last_receipt"]
 
 #: URL query parameters and the ``dpsql.connect`` argument each one sets.
-URL_PARAMETERS = ("policy", "rho", "analyst", "threads")
+URL_PARAMETERS = ("policy", "rho", "analyst", "threads", "error_columns", "clamp_negative")
 
 
 # --------------------------------------------------------------------------- types

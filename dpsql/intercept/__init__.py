@@ -8,8 +8,10 @@ it answers the statement, or None; a statement no handler answers goes on to
 :meth:`dpsql.session.Session.execute`, the private pipeline.
 
 Handlers never touch private rows and never charge the budget: what they return is public
-(settings, the policy, the schema of declared tables). May import: the session, results,
-errors, the SQL parser, budget values and the policy; never the faces.
+(settings, the policy, the schema of declared tables, the rows of public tables: queries that
+read public tables only run on a database that holds nothing else, :mod:`.public_tables`).
+May import: the session, results, errors, the SQL parser, budget values, the policy and the
+engine seam's error type; never the faces.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from dpsql.intercept import information_schema, probes, settings
+from dpsql.intercept import information_schema, probes, public_tables, settings
 from dpsql.result import Result
 from dpsql.session import Session
 
@@ -31,6 +33,7 @@ HANDLERS: tuple[Handler, ...] = (
     probes.answer_show_tables,
     probes.answer_describe,
     information_schema.answer_information_schema,
+    public_tables.answer_public_query,
 )
 
 
@@ -48,6 +51,10 @@ def execute(session: Session, sql: str, parameters: Any = None, rho: Any = None)
     anything else is a private release (:meth:`Session.execute`). One statement at a time per
     session, settings included."""
     with session.lock:
-        if parameters is None and (answered := answer(session, sql)) is not None:
+        if parameters is None:
+            answered = answer(session, sql)
+        else:  # a statement with parameters is never a probe, but may read public tables only
+            answered = public_tables.answer_public_query(session, sql, parameters)
+        if answered is not None:
             return answered
         return session.execute(sql, parameters, rho)

@@ -45,3 +45,19 @@ def table_comment(session: Session, table: str) -> str:
     keys = [k.name for k in tp.keys.values() if k.public]
     return (f"dpsql: one row per {tp.privacy_unit}; answers COUNT/SUM/AVG with noise; "
             f"measures: {', '.join(tp.measures) or 'none'}; GROUP BY keys: {', '.join(keys) or 'none'}")
+
+
+def keyset(session: Session, table: str, column: str) -> tuple[object, ...] | None:
+    """The public keyset of a column an analyst can GROUP BY, for ``\\describe``-style listings:
+    a private table's key with a keyset in the policy (its values, as the policy lists them), or
+    any column of a public table (its distinct non-NULL values, sorted: the keyset a GROUP BY on
+    it uses). None for every other column (private keys go through partition selection, and
+    other columns are not keys). Public information only."""
+    table, column = table.lower(), column.lower()
+    if session.policy.public_table(table) is not None:
+        if column not in session.schema.get(table, {}):
+            return None
+        return tuple(session.engine.public_values(table, column))
+    tp = session.policy.table(table)
+    key = tp.keys.get(column) if tp is not None else None
+    return key.keyset if key is not None and key.public else None

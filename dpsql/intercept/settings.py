@@ -7,8 +7,13 @@ charge nothing. DuckDB's own settings stay refused (DP102).
     SET dpsql.moe = 1000              accuracy first: target 95% MOE per cell, every aggregate
     SET dpsql.moe_count = 10          ... for counts only;  SET dpsql.moe_payann = 5000: one measure
     SET dpsql.weights = 'SUM(payann)=2, COUNT(units)=1'   how a query's budget is split
-    RESET dpsql.moe                   back to the default (also rho, epsilon, weights, all)
+    SET dpsql.error_columns = on      <column>_moe95 after each noisy column (sigma / all: and _sigma)
+    SET dpsql.clamp_negative = on     negative noisy counts and sums of non-negative measures shown as 0
+    RESET dpsql.moe                   back to the default (also rho, epsilon, weights, error_columns,
+                                      clamp_negative, all; the last two to the connection's options)
     SHOW dpsql.rho                    the current value
+
+The last two are output options (:mod:`dpsql.output`): post-processing of noisy values.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from fractions import Fraction
 
 from dpsql.errors import BudgetValueError, QueryRefused
 from dpsql.intercept.public import public_result
+from dpsql.output import error_columns_mode, shown, switch
 from dpsql.privacy.allocate import GAUSSIAN, GEOMETRIC, Settings
 from dpsql.privacy.budget import fmt, parse_rho
 from dpsql.result import Result
@@ -36,8 +42,26 @@ def _unquote(text: str) -> str:
     return text
 
 
+OUTPUT_SETTINGS = ("error_columns", "clamp_negative")
+
+
+def _set_output(session: Session, name: str, raw: str | None) -> None:
+    """SET (``raw``) or RESET (None) one of the output options."""
+    default = session.default_output
+    if name == "error_columns":
+        mode = default.error_columns if raw is None else error_columns_mode(_unquote(raw.strip()), "dpsql.error_columns")
+        session.output = replace(session.output, error_columns=mode)
+    else:
+        on = default.clamp_negative if raw is None else switch(_unquote(raw.strip()), "dpsql.clamp_negative")
+        session.output = replace(session.output, clamp_negative=on)
+
+
 def _show(session: Session, name: str) -> str:
     st = session.settings
+    if name == "error_columns":
+        return shown(session.output.error_columns)
+    if name == "clamp_negative":
+        return "on" if session.output.clamp_negative else "off"
     if name == "rho":
         return fmt(st.rho)
     if name == "epsilon":
@@ -54,7 +78,8 @@ def _show(session: Session, name: str) -> str:
 
 def _unknown(name: str) -> QueryRefused:
     return QueryRefused(f"unknown dpsql setting {name!r}", code="DP119",
-                        hint="settings: rho, epsilon, moe, moe_count, moe_<measure>, weights, mechanism (SHOW only).")
+                        hint="settings: rho, epsilon, moe, moe_count, moe_<measure>, weights, error_columns, "
+                             "clamp_negative, mechanism (SHOW only).")
 
 
 def _apply(session: Session, name: str, raw: str) -> Settings:
@@ -103,11 +128,19 @@ def _reset(session: Session, name: str) -> Settings:
 def handle(session: Session, sql: str) -> Result | None:
     if m := _SET.match(sql):
         name = m.group(1).lower()
-        session.settings = _apply(session, name, m.group(2))
+        if name in OUTPUT_SETTINGS:
+            _set_output(session, name, m.group(2))
+        else:
+            session.settings = _apply(session, name, m.group(2))
         return public_result(session, ["setting", "value"], ["VARCHAR", "VARCHAR"], [(f"dpsql.{name}", _show(session, name))])
     if m := _RESET.match(sql):
         name = m.group(1).lower()
-        session.settings = _reset(session, name)
+        if name in OUTPUT_SETTINGS:
+            _set_output(session, name, None)
+        else:
+            session.settings = _reset(session, name)
+            if name == "all":
+                session.output = session.default_output
         return public_result(session, ["setting", "value"], ["VARCHAR", "VARCHAR"], [(f"dpsql.{name}", "default")])
     if m := _SHOW.match(sql):
         name = m.group(1).lower()

@@ -23,7 +23,7 @@ from sqlglot import exp
 from dpsql.errors import NotSupportedYet
 from dpsql.policy import TablePolicy
 from dpsql.sql.keys import key_for, keys_by_text
-from dpsql.sql.parse import position
+from dpsql.sql.parse import position, written_name
 from dpsql.sql.plan import NOISY_RELATION, GroupKey, OutputColumn, Primitive, primitive_column
 from dpsql.sql.scopes import Scopes, try_casts
 
@@ -162,7 +162,7 @@ class FinishRewriter:
                 return self.primitive(Primitive("count", name, shown=self.scopes.shown(name)))
             raise self.scopes.refuse(node, "DP117", "COUNT accepts *, a column or DISTINCT of the privacy unit",
                                      "write COUNT(*) or COUNT(column).")
-        fname = node.sql_name()
+        fname = written_name(node, self.scopes.sql).upper()
         if distinct:
             raise self.scopes.refuse(node, "DP116", f"{fname}(DISTINCT ...) is not supported", f"write {fname}(measure).")
         if not isinstance(arg, exp.Column):

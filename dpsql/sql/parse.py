@@ -251,6 +251,8 @@ def parse(sql: str) -> exp.Expression:
         kind = statement_keyword(sql)
         if kind is not None and kind.split()[-1] in STATEMENT_KEYWORDS:
             raise refuse_statement(kind, sql) from None
+        if (marker := format_parameter(sql, tokens)) is not None:
+            raise marker from None
         first = exc.errors[0] if exc.errors else {}
         raise QueryRefused(
             f"could not parse the SQL: {first.get('description') or 'syntax error'}",
@@ -273,6 +275,39 @@ def parse(sql: str) -> exp.Expression:
             hint="send each SELECT separately.",
         )
     return statements[0]
+
+
+def format_parameter(sql: str, tokens: list[Token]) -> QueryRefused | None:
+    """DP118 for a ``%s`` or ``%(name)s`` parameter marker (the format / pyformat paramstyles
+    of other drivers), which sqlglot reads as a broken modulo; None when there is none."""
+    for i, token in enumerate(tokens):
+        if token.token_type != TokenType.MOD:
+            continue
+        after = [t.text for t in tokens[i + 1:i + 5]]
+        adjacent = i + 1 < len(tokens) and tokens[i + 1].start == token.end + 1
+        if adjacent and (after[:1] == ["s"] or (after[:1] == ["("] and after[2:4] == [")", "s"])):
+            line = sql.count("\n", 0, token.start) + 1
+            column = token.start - (sql.rfind("\n", 0, token.start) + 1) + 1
+            return QueryRefused("%s and %(name)s are not dpsql's parameter markers", code="DP118",
+                                line=line, column=column,
+                                hint="dpsql's paramstyle is qmark (dpsql.paramstyle): write ? for each value and pass "
+                                     "the values in order, e.g. cursor.execute('... WHERE state = ?', ['CA']).")
+    return None
+
+
+def written_name(node: exp.Expression, sql: str) -> str:
+    """A function's name as the analyst wrote it (``DATE_TRUNC``, ``strftime``), not sqlglot's
+    name for the node it becomes (``TIMESTAMP_TRUNC``, ``TIME_TO_STR``). sqlglot records where
+    the name stands for functions called by name; forms with their own syntax (CAST, ``x::INT``,
+    SUBSTRING ... FROM) fall back to the node's SQL name."""
+    start, end = node.meta.get("start"), node.meta.get("end")
+    if isinstance(start, int) and isinstance(end, int) and 0 <= start <= end < len(sql):
+        text = sql[start:end + 1]
+        if text.replace("_", "a").isalnum() and not text[0].isdigit():
+            return text
+    if isinstance(node, exp.Anonymous):
+        return str(node.this)
+    return node.sql_name() if isinstance(node, exp.Func) else node.key.upper()
 
 
 def position(node: exp.Expression, sql: str) -> tuple[int | None, int | None]:

@@ -6,6 +6,9 @@ EXPLAIN). Public information only: the text, the parameters, the policy and the 
 
 from __future__ import annotations
 
+import datetime
+import math
+from decimal import Decimal
 from typing import Any
 
 from sqlglot import exp
@@ -43,20 +46,41 @@ def plan_query(sql: str, parameters: Any, policy: Policy, schema: dict[str, dict
 def bind_parameters(tree: exp.Expression, parameters: Any) -> exp.Expression:
     """Replace ``?`` placeholders (paramstyle ``qmark``) by literals, in order."""
     values = list(parameters)
-    placeholders = list(tree.find_all(exp.Placeholder))
+    # Depth first, in the order of the text (a breadth-first walk, find_all's default, bound
+    # `a > ? AND b > ? AND c > ?` as c, a, b: the shallowest marker first).
+    placeholders = list(tree.find_all(exp.Placeholder, bfs=False))
     if len(placeholders) != len(values):
         raise QueryRefused(f"the query has {len(placeholders)} parameter(s) but {len(values)} value(s) were given",
                            code="DP118")
     for node, value in zip(placeholders, values):
-        if value is None:
-            lit: exp.Expression = exp.Null()
-        elif isinstance(value, bool):
-            lit = exp.Boolean(this=value)
-        elif isinstance(value, (int, float)):
-            lit = exp.Literal.number(value)
-        elif isinstance(value, str):
-            lit = exp.Literal.string(value)
-        else:
-            raise QueryRefused(f"parameter values must be numbers, strings or None, got {type(value).__name__}", code="DP118")
-        node.replace(lit)
+        node.replace(literal(value))
     return tree
+
+
+def literal(value: Any) -> exp.Expression:
+    """The SQL literal of one parameter value: None, bool, int, float, Decimal, str, and PEP
+    249's Date / Time / Timestamp (``datetime``) and Binary (``bytes``) as typed literals."""
+    if value is None:
+        return exp.Null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, (int, float, Decimal)):
+        if isinstance(value, (float, Decimal)) and not math.isfinite(value):
+            raise QueryRefused(f"the parameter value {value} is not a finite number", code="DP118")
+        return exp.Literal.number(str(value) if isinstance(value, Decimal) else value)
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    if isinstance(value, datetime.datetime):  # before date: a datetime is a date
+        return _typed(value.isoformat(sep=" "), "TIMESTAMPTZ" if value.tzinfo is not None else "TIMESTAMP")
+    if isinstance(value, datetime.date):
+        return _typed(value.isoformat(), "DATE")
+    if isinstance(value, datetime.time):
+        return _typed(value.isoformat(), "TIMETZ" if value.tzinfo is not None else "TIME")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return _typed("".join(f"\\x{b:02X}" for b in bytes(value)), "BLOB")
+    raise QueryRefused("parameter values must be numbers, strings, dates, times, timestamps, bytes or None, "
+                       f"got {type(value).__name__}", code="DP118")
+
+
+def _typed(text: str, type_name: str) -> exp.Expression:
+    return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build(type_name, dialect="duckdb"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dpsql.errors import NotSupportedYet, QueryRefused
-from dpsql.sql.parse import keyword_position, position, refuse_statement, statement_keyword
+from dpsql.sql.parse import keyword_position, position, refuse_statement, statement_keyword, written_name
 
 #: Aggregates dpsql protects; every other aggregate is "not supported yet".
 SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg)
@@ -131,7 +131,7 @@ def _no_star(node: exp.Expression, root: exp.Select, sql: str) -> None:
 
 def _supported_aggregates(node: exp.Expression, root: exp.Select, sql: str) -> None:
     if isinstance(node, exp.AggFunc) and not isinstance(node, SUPPORTED_AGGREGATES):
-        name = node.sql_name() if not isinstance(node, exp.Anonymous) else str(node.this).upper()
+        name = written_name(node, sql)
         line, column = position(node, sql)
         raise NotSupportedYet(f"the aggregate {name} is not supported yet", code="DP109", line=line, column=column,
                               hint="dpsql protects COUNT, SUM and AVG.")
@@ -165,11 +165,12 @@ def _no_table_column_aliases(node: exp.Expression, root: exp.Select, sql: str) -
 
 def _allowed_nodes(node: exp.Expression, root: exp.Select, sql: str) -> None:
     if isinstance(node, exp.Anonymous):
-        raise _refuse(node, sql, "DP110", f"the function {str(node.this).upper()} is not supported",
+        raise _refuse(node, sql, "DP110", f"the function {written_name(node, sql)} is not supported in dpsql queries",
                       "use comparisons, IN, BETWEEN, LIKE, IS NULL, CASE and simple functions (LOWER, SUBSTR, ROUND, ...).")
     if not isinstance(node, ALLOWED_NODES):
-        what = node.sql_name() if isinstance(node, exp.Func) else node.key.upper()
-        raise _refuse(node, sql, "DP110", f"{what} is not supported in dpsql queries",
+        what = f"the function {written_name(node, sql)} is" if isinstance(node, exp.Func) else \
+            f"{node.key.upper()} is"
+        raise _refuse(node, sql, "DP110", f"{what} not supported in dpsql queries",
                       "use comparisons, IN, BETWEEN, LIKE, IS NULL, CASE and simple functions (LOWER, SUBSTR, ROUND, ...).")
 
 

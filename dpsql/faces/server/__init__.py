@@ -1,7 +1,9 @@
 """``dpsql serve``: dpsql over the PostgreSQL wire protocol, the trust boundary (docs/server.md).
 
 ``wire`` frames messages; ``pgtypes`` encodes values; ``users`` keeps SCRAM verifiers;
-``statements`` splits and routes statements; ``pgsession`` answers session commands and fixes
-catalog queries; ``params`` infers parameter types; ``answers`` runs one statement;
-``connection`` speaks the protocol to one client; ``server`` listens; ``cli`` is the commands.
+``statements`` splits and routes statements; ``pgsession`` answers session commands;
+``pgcatalog`` answers catalog queries from an emulation of PostgreSQL's catalog; ``params``
+infers parameter types; ``answers`` runs one statement; ``connection`` speaks the protocol to
+one client (``extended``: its Parse/Bind/Describe/Execute; ``host``: what it needs of its
+server); ``server`` listens; ``cli`` is the commands.
 """

@@ -17,7 +17,8 @@ from typing import Any
 from dpsql.backends import CatalogQueryError, PublicCatalog
 from dpsql.errors import DpsqlError
 from dpsql.faces.server import pgtypes
-from dpsql.faces.server.pgsession import PgSettings, SessionCommandError, catalog_sql
+from dpsql.faces.server.pgcatalog import PgCatalog
+from dpsql.faces.server.pgsession import PgSettings, SessionCommandError
 from dpsql.faces.server.statements import route, to_qmark
 from dpsql.format import footer
 from dpsql.intercept import answer as intercept_answer
@@ -88,10 +89,7 @@ def answer(sql: str, parameters: list[Any], session: Session, catalog: PublicCat
             raise StatementError(exc.sqlstate, str(exc), exc.hint) from None
         return Answer(columns or None, ["VARCHAR"] * len(columns), rows, tag, report)
     if way == "catalog":
-        try:
-            names, types, rows = catalog.run(catalog_sql(sql), parameters or None)
-        except CatalogQueryError as exc:
-            raise StatementError("42000", str(exc).split("\n")[0]) from None
+        names, types, rows = _catalog(sql, parameters, catalog, pg)
         return Answer(names or None, types, rows, f"SELECT {len(rows)}" if names else "SELECT 0")
     qmark, order = to_qmark(sql)
     values = [_value(parameters, n) for n in order] if order else None
@@ -110,10 +108,7 @@ def describe(sql: str, parameters: list[Any], session: Session, catalog: PublicC
     if way == "session":
         return ([sql.split()[1]], ["VARCHAR"]) if sql.split()[0].lower() == "show" else None
     if way == "catalog":
-        try:
-            names, types, _ = catalog.run(catalog_sql(sql), parameters or None)
-        except CatalogQueryError as exc:
-            raise StatementError("42000", str(exc).split("\n")[0]) from None
+        names, types, _ = _catalog(sql, parameters, catalog, pg)
         return (names, types) if names else None
     qmark, order = to_qmark(sql)
     if not order:
@@ -122,6 +117,22 @@ def describe(sql: str, parameters: list[Any], session: Session, catalog: PublicC
             return (list(public.columns), list(public.types)) if public.columns else None
     names, types = session.describe(qmark, [_value(parameters, n) for n in order] if order else None)
     return names, types
+
+
+#: the catalog's OID columns are UINTEGER (PostgreSQL's oid is an unsigned 32-bit number)
+_OID = {"UINTEGER": "OID", "UINTEGER[]": "OID[]"}
+
+
+def _catalog(sql: str, parameters: list[Any], catalog: PublicCatalog, pg: PgSettings
+             ) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
+    """A statement on the catalog twin: PostgreSQL's catalog as :mod:`pgcatalog` emulates it."""
+    try:
+        if isinstance(catalog, PgCatalog):
+            names, types, rows = catalog.run(sql, parameters or None, pg)
+            return names, [_OID.get(t, t) for t in types], rows
+        return catalog.run(sql, parameters or None)
+    except CatalogQueryError as exc:
+        raise StatementError(getattr(exc, "sqlstate", "42000"), str(exc).split("\n")[0]) from None
 
 
 def _value(parameters: list[Any], number: int) -> Any:

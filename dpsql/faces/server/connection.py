@@ -1,54 +1,46 @@
 """One client connection: startup, SCRAM-SHA-256 authentication, then the simple and the
-extended query protocols (PostgreSQL protocol 3.0, chapter 55 of its documentation).
+extended query protocols (PostgreSQL protocol 3.0, chapter 55 of its documentation; the
+extended protocol's messages are :mod:`dpsql.faces.server.extended`).
 
 The analyst is the authenticated user name and nothing else: the session is opened for it
 after the SCRAM exchange, and no statement can change it. Each executed query is one call of
 the private pipeline, so it is charged once (a Describe charges nothing; a portal executed in
 parts runs once). Cancel requests and the statement timeout interrupt the engine: a query
 stopped before DuckDB started it costs nothing, one stopped later is charged and returns
-nothing (dpsql.session). The event loop never blocks on DuckDB: statements run in worker
-threads.
+nothing (dpsql.session); so does a client that disconnects while its statement runs. The
+event loop never blocks on DuckDB: statements run in worker threads. A connection takes its
+slot under the connection limit with its startup packet, before the password exchange.
 """
 
 from __future__ import annotations
 
 import asyncio
 import secrets
-from dataclasses import dataclass, field
+from collections import OrderedDict
+import sys
+import traceback
 from typing import TYPE_CHECKING, Any
 
 from dpsql.errors import DpsqlError
 from dpsql.faces.server import pgtypes, wire
-from dpsql.faces.server.host import Fatal, Host
-from dpsql.faces.server.answers import Answer, StatementError, answer, describe, from_dpsql
-from dpsql.faces.server.params import infer_types, placeholder_value
+from dpsql.faces.server.host import Fatal, Host, Interrupted
+from dpsql.faces.server.answers import Answer, StatementError, answer, from_dpsql
+from dpsql.faces.server.extended import ExtendedProtocol, Portal, Prepared
 from dpsql.faces.server.scram import ScramError, ScramServer
 from dpsql.faces.server.pgsession import REPORTED, PgSettings
-from dpsql.faces.server.statements import parameter_numbers, split
+from dpsql.faces.server.statements import split
 from dpsql.faces.server.wire import ProtocolViolation
 
 if TYPE_CHECKING:
     from dpsql.session import Session
 
-
-@dataclass
-class Prepared:
-    sql: str
-    oids: list[int]
-    described: tuple[list[str], list[str]] | None = None
+#: how often a running statement checks the statement timeout and whether its client is still there
+CHECK_EVERY = 0.1
 
 
-@dataclass
-class Portal:
-    statement: Prepared
-    values: list[Any]
-    formats: list[int]
-    answer: Answer | None = None
-    sent: int = 0
-    oids: list[int] = field(default_factory=list)
+class Connection(ExtendedProtocol):
+    """One client, from its startup packet to its last message (see the module docstring)."""
 
-
-class Connection:
     def __init__(self, server: Host, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.server, self.reader, self.writer = server, reader, writer
         self.pid = server.next_pid()
@@ -57,27 +49,55 @@ class Connection:
         self.pg: PgSettings | None = None
         self.statements: dict[str, Prepared] = {}
         self.portals: dict[str, Portal] = {}
-        self.running = False
-        self.cancelled = False
+        self.shapes: OrderedDict[tuple[str, tuple[int, ...]], tuple[list[str], list[str]] | None] = OrderedDict()
+        self.catalog = server.served.catalog.view()  # the public catalog twin; interrupts reach ours only
+        self.statement: asyncio.Future[Answer] | None = None  # the statement running in a worker
+        self.cancelled = ""  # why it was interrupted, if it was
 
     # ------------------------------------------------------------------ life
     async def serve(self) -> None:
         try:
             if await self._startup():
-                self.server.register(self)
                 await self._loop()
         except Fatal as exc:
-            await self._send(wire.error_response(exc.fields))
+            await self._farewell(exc.fields)
         except ProtocolViolation as exc:
-            await self._send(wire.error_response({"S": "FATAL", "V": "FATAL", "C": "08P01",
-                                                  "M": f"protocol violation: {exc}"}))
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
-            pass  # the client went away, or the server is stopping
+            await self._farewell({"C": "08P01", "M": f"protocol violation: {exc}"})
+        except asyncio.TimeoutError:  # the startup packet or the password did not come in time
+            await self._farewell({"C": "08006", "M": "canceling authentication due to timeout"})
+        except asyncio.CancelledError:  # the server is stopping
+            await self._farewell({"C": "57P01", "M": "terminating connection due to administrator command"})
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass  # the client went away
+        except Exception:  # noqa: BLE001 - a bug here must end this connection only, and say so
+            print("dpsql serve: internal error on a connection (please report):", file=sys.stderr)
+            traceback.print_exc()
+            await self._farewell({"C": "XX000", "M": "internal error in dpsql serve; the connection is closed"})
         finally:
-            self.server.unregister(self)
+            await self._close()
+
+    async def _farewell(self, fields: dict[str, str]) -> None:
+        """A FATAL error before closing; a client already gone does not hear it."""
+        try:
+            await self._send(wire.error_response({"S": "FATAL", "V": "FATAL", **fields}))
+        except ConnectionError:
+            pass
+
+    async def _close(self) -> None:
+        """Stop a statement still running (the server is stopping), close the session, free the slot."""
+        try:
+            if self.statement is not None:
+                if not self.statement.done():
+                    self._interrupt("server shutdown")
+                    await asyncio.wait({self.statement})
+                self.statement.exception()  # retrieved: nobody is left to hear of it
             if self.session is not None:
                 session, self.session = self.session, None
                 await self.server.in_thread(session.close)
+        except (asyncio.CancelledError, Exception):  # noqa: BLE001 - stopping twice: the process ends anyway
+            pass
+        finally:
+            self.server.unregister(self)
             try:
                 self.writer.close()
             except Exception:  # noqa: BLE001 - already closed
@@ -89,9 +109,21 @@ class Connection:
 
     def cancel(self) -> None:
         """A CancelRequest for this connection: interrupt the running statement, if any."""
-        if self.running and self.session is not None:
-            self.cancelled = True
-            self.session.engine.interrupt()
+        self._interrupt("user request")
+
+    def _interrupt(self, reason: str) -> None:
+        """Stop the running statement: the engine's interrupt is sticky (one stops the next run if
+        none runs yet); the catalog's is not, so :meth:`_wait` repeats it."""
+        if self.statement is not None and not self.statement.done():
+            self.cancelled = self.cancelled or reason
+            if self.session is not None:
+                self.session.engine.interrupt()
+            self.catalog.interrupt()
+
+    def _client_gone(self) -> bool:
+        """Whether the client closed its end (EOF, or a reset) while a statement runs. asyncio
+        records EOF even with unread messages buffered (a pipelined Sync), hence ``_eof``."""
+        return self.reader.exception() is not None or bool(getattr(self.reader, "_eof", False))
 
     # ------------------------------------------------------------------ startup
     async def _startup(self) -> bool:
@@ -117,6 +149,7 @@ class Connection:
             params = wire.startup_parameters(body)
             if self.server.full():
                 raise Fatal("53300", "sorry, too many clients already")
+            self.server.register(self)  # the slot is taken now, so clients logging in count too
             break
         else:
             raise ProtocolViolation("too many startup requests")
@@ -249,135 +282,43 @@ class Connection:
         assert self.session is not None and self.pg is not None
         if self.pg.status == "E" and sql.split()[0].lower() not in ("rollback", "abort", "commit", "end"):
             raise StatementError("25P02", "current transaction is aborted, commands ignored until end of transaction block")
-        served = self.server.served
-        self.running, self.cancelled = True, False
-        task = asyncio.ensure_future(self.server.in_thread(
-            answer, sql, values, self.session, served.catalog, self.pg, served.private_tables))
+        return await self._in_worker(answer, sql, values, offset)
+
+    async def _in_worker(self, fn: Any, sql: str, values: list[Any], offset: int = 0) -> Any:
+        """``fn`` (:func:`answer` or :func:`describe`) of one statement in a worker thread, stopped
+        by a cancel request, the statement timeout or the client's going; errors as ErrorResponses."""
+        self.cancelled = ""
+        task = self.statement = asyncio.ensure_future(self.server.in_thread(
+            fn, sql, values, self.session, self.catalog, self.pg, self.server.served.private_tables))
         try:
-            timeout = self.server.statement_timeout or None
-            try:
-                return await asyncio.wait_for(asyncio.shield(task), timeout)
-            except asyncio.TimeoutError:
-                self.cancelled = True
-                self.session.engine.interrupt()
-                return await task
+            await self._wait(task)
+            return task.result()
         except StatementError:
             raise
         except DpsqlError as exc:
             raise from_dpsql(exc, sql, offset) from None
-        except KeyboardInterrupt as exc:
-            why = "statement timeout" if not self.cancelled or self.server.statement_timeout else "user request"
-            raise StatementError("57014", f"canceling statement due to {why}: {exc}") from None
+        except Interrupted as exc:
+            raise StatementError("57014", f"canceling statement due to {self.cancelled or 'user request'}: {exc}") from None
         finally:
-            self.running = False
-            self.session.engine.clear_interrupt()
+            if task.done():  # else the server is stopping, and _close waits for it
+                self.statement = None
+                if self.session is not None:
+                    self.session.engine.clear_interrupt()
 
-    # ------------------------------------------------------------------ extended protocol
-    async def _parse(self, body: wire.Payload) -> None:
-        name, sql = body.cstring(), body.cstring()
-        oids = [body.int32() for _ in range(body.int16())]
-        body.done()
-        self.server.log(self.pg.user, "parse", sql)
-        if name and name in self.statements:
-            raise StatementError("42P05", f'prepared statement "{name}" already exists')
-        statements = split(sql)
-        if len(statements) > 1:
-            raise StatementError("42601", "cannot insert multiple commands into a prepared statement")
-        sql = statements[0] if statements else ""
-        count = max(parameter_numbers(sql), default=0)
-        given = oids + [0] * (count - len(oids))
-        inferred = await self.server.in_thread(infer_types, sql, given, self.server.served.column_type) if 0 in given else given
-        self.statements[name] = Prepared(sql, inferred)
-        await self._send(wire.PARSE_COMPLETE)
+    async def _wait(self, task: asyncio.Future[Answer]) -> None:
+        """Until ``task`` is done; interrupts it at the statement timeout or when the client has gone."""
+        loop = asyncio.get_running_loop()
+        limit = self.server.statement_timeout
+        deadline = loop.time() + limit if limit else None
+        while not task.done():
+            step = CHECK_EVERY if deadline is None else max(0.0, min(CHECK_EVERY, deadline - loop.time()))
+            await asyncio.wait({task}, timeout=step)
+            if task.done():
+                break
+            if self.cancelled:
+                self.catalog.interrupt()  # a catalog statement that had not started yet
+            elif deadline is not None and loop.time() >= deadline:
+                self._interrupt("statement timeout")
+            elif self._client_gone():
+                self._interrupt("client disconnect")
 
-    async def _bind(self, body: wire.Payload) -> None:
-        portal, name = body.cstring(), body.cstring()
-        formats = [body.int16() for _ in range(body.int16())]
-        raw = [body.value() for _ in range(body.int16())]
-        results = [body.int16() for _ in range(body.int16())]
-        body.done()
-        stmt = self._statement(name)
-        if len(raw) != len(stmt.oids):
-            raise StatementError("08P01", f"bind message supplies {len(raw)} parameters, but prepared statement "
-                                          f'"{name}" requires {len(stmt.oids)}')
-        fmt = (formats * len(raw)) if len(formats) == 1 else formats + [0] * (len(raw) - len(formats))
-        try:
-            values = [pgtypes.decode(v, o, f == 1) for v, o, f in zip(raw, stmt.oids, fmt)]
-        except pgtypes.ParameterError as exc:
-            raise StatementError("22P02", str(exc)) from None
-        self.portals[portal] = Portal(stmt, values, results)
-        await self._send(wire.BIND_COMPLETE)
-
-    def _statement(self, name: str) -> Prepared:
-        if name not in self.statements:
-            raise StatementError("26000", f'prepared statement "{name}" does not exist')
-        return self.statements[name]
-
-    async def _describe_columns(self, stmt: Prepared, values: list[Any] | None) -> tuple[list[str], list[str]] | None:
-        if values is None and stmt.described is not None:
-            return stmt.described
-        dummy = values if values is not None else [placeholder_value(o) for o in stmt.oids]
-        served = self.server.served
-        try:
-            cols = await self.server.in_thread(describe, stmt.sql, dummy, self.session, served.catalog, self.pg,
-                                               served.private_tables) if stmt.sql else None
-        except DpsqlError as exc:
-            raise from_dpsql(exc, stmt.sql, 0) from None
-        if values is None:
-            stmt.described = cols
-        return cols
-
-    async def _describe(self, body: wire.Payload) -> None:
-        what, name = body.byte(), body.cstring()
-        if what == b"S":
-            stmt = self._statement(name)
-            cols = await self._describe_columns(stmt, None)
-            out = [wire.parameter_description(stmt.oids)]
-            formats: list[int] = []
-        else:
-            if name not in self.portals:
-                raise StatementError("34000", f'portal "{name}" does not exist')
-            portal = self.portals[name]
-            cols = await self._describe_columns(portal.statement, portal.values)
-            out, formats = [], portal.formats
-        if cols is None:
-            await self._send(*out, wire.NO_DATA)
-            return
-        oids = [pgtypes.oid_of(t) for t in cols[1]]
-        fmt = _formats(formats, len(oids))
-        if what == b"P":
-            self.portals[name].oids = oids
-        await self._send(*out, wire.row_description((n, o, pgtypes.size_of(o), f) for n, o, f in zip(cols[0], oids, fmt)))
-
-    async def _execute(self, body: wire.Payload) -> None:
-        name, limit = body.cstring(), body.int32()
-        body.done()
-        if name not in self.portals:
-            raise StatementError("34000", f'portal "{name}" does not exist')
-        portal = self.portals[name]
-        if not portal.statement.sql:
-            await self._send(wire.EMPTY_QUERY)
-            return
-        if portal.answer is None:
-            portal.answer = await self._run(portal.statement.sql, portal.values)
-        ans = portal.answer
-        out = [wire.parameter_status(k, v) for k, v in ans.report.items()]
-        if ans.notice and portal.sent == 0:
-            out.append(wire.notice_response({"S": "NOTICE", "V": "NOTICE", "C": "00000", "M": ans.notice}))
-        if ans.columns is not None:
-            oids = portal.oids or [pgtypes.oid_of(t) for t in ans.types]
-            end = len(ans.rows) if limit <= 0 else min(len(ans.rows), portal.sent + limit)
-            out.append(await self._rows(ans.rows[portal.sent:end], oids, _formats(portal.formats, len(oids))))
-            portal.sent = end
-            if end < len(ans.rows):
-                await self._send(*out, wire.PORTAL_SUSPENDED)
-                return
-        await self._send(*out, wire.command_complete(ans.tag))
-
-
-def _formats(codes: list[int], n: int) -> list[int]:
-    if not codes:
-        return [0] * n
-    if len(codes) == 1:
-        return codes * n
-    return codes[:n] + [0] * (n - len(codes))

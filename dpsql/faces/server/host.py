@@ -1,4 +1,5 @@
-"""What a connection needs of its server, and the error that ends a connection.
+"""What a connection needs of its server, the error that ends a connection, and the one that
+stops a statement.
 
 :class:`Host` is the part of :class:`dpsql.faces.server.server.Server` a
 :class:`~dpsql.faces.server.connection.Connection` uses, so the two modules do not import each
@@ -20,6 +21,13 @@ class Fatal(Exception):
     def __init__(self, sqlstate: str, message: str, hint: str = "") -> None:
         super().__init__(message)
         self.fields = {"S": "FATAL", "V": "FATAL", "C": sqlstate, "M": message, "H": hint}
+
+
+class Interrupted(Exception):
+    """A statement stopped by an interrupt (a cancel request, the statement timeout, a client
+    gone): the worker thread's KeyboardInterrupt as an ordinary exception, with its fixed text.
+    A KeyboardInterrupt must never reach the event loop: asyncio re-raises it from the loop,
+    and the whole server stops (``Server.in_thread`` converts it in the worker)."""
 
 
 class Host(Protocol):

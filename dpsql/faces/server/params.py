@@ -16,6 +16,7 @@ import sqlglot
 from sqlglot import exp
 
 from dpsql.faces.server import pgtypes
+from dpsql.faces.server.pgcatalog.casts import array_casts
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.In, exp.Between, exp.Like, exp.ILike)
 
@@ -25,7 +26,7 @@ def infer_types(sql: str, given: list[int], column_type: Callable[[str], str | N
     ``column_type`` names a served column's DuckDB type."""
     out = list(given)
     try:
-        tree = sqlglot.parse_one(sql, read="postgres")
+        tree = sqlglot.parse_one(array_casts(sql), read="postgres")
     except sqlglot.errors.SqlglotError:
         tree = None
     found: dict[int, int] = {}
@@ -48,8 +49,9 @@ def _from_context(node: exp.Expression, column_type: Callable[[str], str | None]
     parent = node.parent
     if isinstance(parent, (exp.Limit, exp.Offset)):
         return pgtypes.INT8
-    if isinstance(parent, exp.Cast):
-        return pgtypes.oid_of(parent.to.sql("duckdb"))
+    if isinstance(parent, exp.Cast):  # UINTEGER: PostgreSQL's oid, as the catalog rewrite spells it
+        duck = parent.to.sql("duckdb")
+        return pgtypes.oid_of({"UINTEGER": "OID", "UINTEGER[]": "OID[]"}.get(duck, duck))
     if isinstance(parent, _COMPARISONS):
         for side in parent.iter_expressions():
             if isinstance(side, exp.Column):
@@ -68,6 +70,8 @@ def placeholder_value(oid: int) -> Any:
         return 1.0
     if oid == pgtypes.BOOL:
         return True
+    if oid in pgtypes.ELEMENTS:
+        return []
     if oid == pgtypes.DATE:
         return "2000-01-01"
     if oid in (pgtypes.TIMESTAMP, pgtypes.TIMESTAMPTZ):

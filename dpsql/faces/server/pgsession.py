@@ -1,14 +1,11 @@
-"""PostgreSQL's session and transaction commands, and the catalog twin's dialect fixes.
+"""PostgreSQL's session and transaction commands.
 
 Clients send ``SET application_name``, ``SET extra_float_digits = 3``, ``BEGIN`` and ``SHOW
 search_path`` on their own; none of them touches data, so the connection answers them here
 from its settings (:class:`PgSettings`). dpsql is read-only, so a transaction only changes
 the status byte clients check (idle, in a transaction, failed).
 
-:func:`catalog_sql` turns the PostgreSQL spellings clients use in catalog queries into ones
-DuckDB's own ``pg_catalog`` emulation understands (``OPERATOR(pg_catalog.~)``, ``COLLATE
-pg_catalog.default``, ``'t'::regclass``, ``pg_catalog.f(...)``, ``version()``); those queries
-run on the public catalog twin, which holds no private row (docs/server.md).
+Catalog queries (``pg_catalog``, ``information_schema``) are :mod:`dpsql.faces.server.pgcatalog`'s.
 """
 
 from __future__ import annotations
@@ -30,7 +27,9 @@ DEFAULTS = {
     "default_transaction_isolation": "read committed", "transaction_read_only": "on",
     "default_transaction_read_only": "on", "max_identifier_length": "63", "lc_collate": "C", "lc_ctype": "C",
     "extra_float_digits": "1", "application_name": "", "statement_timeout": "0", "bytea_output": "hex",
-    "in_hot_standby": "off",
+    "in_hot_standby": "off", "max_index_keys": "32", "max_function_args": "100", "block_size": "8192",
+    "lc_messages": "C", "lc_monetary": "C", "lc_numeric": "C", "lc_time": "C", "default_text_search_config": "pg_catalog.simple",
+    "row_security": "on", "idle_in_transaction_session_timeout": "0", "lock_timeout": "0",
 }
 #: settings PostgreSQL reports to the client (ParameterStatus) at start and when they change
 REPORTED = ("server_version", "server_encoding", "client_encoding", "DateStyle", "TimeZone", "IntervalStyle",
@@ -39,6 +38,8 @@ REPORTED = ("server_version", "server_encoding", "client_encoding", "DateStyle",
 
 _SET = re.compile(r"^\s*SET\s+(?:SESSION\s+|LOCAL\s+)?(?:(TIME\s+ZONE)\s+|([\w.\"]+)\s*(?:=|\bTO\b)\s*)(.*?)\s*$",
                   re.I | re.S)
+#: SET ROLE x, SET [SESSION | LOCAL] SESSION AUTHORIZATION x: PostgreSQL's spellings without "=" or TO
+_IDENTITY = re.compile(r"^\s*SET\s+(?:(?:SESSION|LOCAL)\s+)?(?:ROLE|SESSION\s+AUTHORIZATION|AUTHORIZATION)\b", re.I)
 _SHOW = re.compile(r"^\s*SHOW\s+([\w.\"]+|ALL|TIME\s+ZONE|TRANSACTION\s+ISOLATION\s+LEVEL)\s*$", re.I)
 _RESET = re.compile(r"^\s*RESET\s+([\w.\"]+|ALL)\s*$", re.I)
 
@@ -111,6 +112,8 @@ class PgSettings:
         raise SessionCommandError(f"{first.upper()} is not available on dpsql, which is read-only", "25006")
 
     def _set(self, sql: str) -> tuple[str, list[str], list[tuple[str, ...]], dict[str, str]]:
+        if _IDENTITY.match(sql):
+            raise SessionCommandError("the analyst is the authenticated user and cannot be changed", "42501")
         m = _SET.match(sql)
         if not m:
             if re.match(r"^\s*SET\s+(SESSION\s+CHARACTERISTICS|TRANSACTION)\b", sql, re.I):
@@ -141,25 +144,3 @@ class PgSettings:
         if value is None:
             raise SessionCommandError(f'unrecognized configuration parameter "{name}"', "42704")
         return "SHOW", [alias if alias != "TimeZone" else "TimeZone"], [(value,)], {}
-
-
-_CATALOG_FIXES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"OPERATOR\s*\(\s*(?:pg_catalog\s*\.\s*)?([~!<>=*+\-/%#@^|&]+)\s*\)", re.I), r" \1 "),
-    (re.compile(r"\bCOLLATE\s+(?:pg_catalog\s*\.\s*)?(?:\"default\"|default|\"C\"|\"POSIX\")", re.I), ""),
-    (re.compile(r"\b(?:pg_catalog\s*\.\s*)?version\s*\(\s*\)", re.I), "'" + VERSION_TEXT.replace("'", "''") + "'"),
-    (re.compile(r"'(?:[A-Za-z_]\w*\.)?\"?([A-Za-z_]\w*)\"?'\s*::\s*(?:pg_catalog\s*\.\s*)?regclass", re.I),
-     r"(SELECT oid FROM pg_catalog.pg_class WHERE relname = '\1' LIMIT 1)"),
-    (re.compile(r"::\s*(?:pg_catalog\s*\.\s*)?(?:regclass|regtype|regproc|regprocedure|regnamespace|regrole|oid)\b",
-                re.I), "::BIGINT"),
-    (re.compile(r"\bpg_catalog\s*\.\s*(\w+)\s*\(", re.I), r"\1("),
-    (re.compile(r"\bpg_catalog\s*\.\s*(pg_roles|pg_user|pg_inherits|pg_auth_members|pg_extension|pg_policy|"
-                r"pg_statistic_ext|pg_publication|pg_publication_rel|pg_trigger|pg_rewrite|pg_foreign_table|"
-                r"pg_partitioned_table|pg_collation|pg_range|pg_event_trigger)\b", re.I), r"\1"),
-)
-
-
-def catalog_sql(sql: str) -> str:
-    """``sql`` in the spelling DuckDB's ``pg_catalog`` emulation reads (see the module docstring)."""
-    for pattern, replacement in _CATALOG_FIXES:
-        sql = pattern.sub(replacement, sql)
-    return sql

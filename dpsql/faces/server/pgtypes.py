@@ -33,14 +33,24 @@ _BY_DUCKDB = {
     "BIGINT": INT8, "UINTEGER": INT8, "UBIGINT": NUMERIC, "HUGEINT": NUMERIC, "UHUGEINT": NUMERIC,
     "FLOAT": FLOAT4, "REAL": FLOAT4, "DOUBLE": FLOAT8, "VARCHAR": TEXT, "DATE": DATE, "TIME": TIME,
     "TIMESTAMP": TIMESTAMP, "TIMESTAMP WITH TIME ZONE": TIMESTAMPTZ, "BLOB": BYTEA, "UUID": TEXT,
+    "OID": OID,  # not a DuckDB type: the catalog's name for its UINTEGER OID columns (answers.py)
 }
 _EPOCH = dt.date(2000, 1, 1)
 _EPOCH_TS = dt.datetime(2000, 1, 1)
 
 
+#: element type oid -> its array type oid (a DuckDB list of these is announced as the array)
+ARRAYS = {BOOL: 1000, INT2: 1005, INT4: 1007, TEXT: 1009, INT8: 1016, OID: 1028, FLOAT4: 1021, FLOAT8: 1022, NUMERIC: 1231,
+          DATE: 1182, TIMESTAMP: 1115, TIMESTAMPTZ: 1185}
+ELEMENTS = {array: element for element, array in ARRAYS.items()}  # array type oid -> its element's
+_ELEMENT = ELEMENTS
+
+
 def oid_of(duckdb_type: str) -> int:
     """The PostgreSQL type announced for a DuckDB result type (text for anything unusual)."""
     name = duckdb_type.upper()
+    if name.endswith("[]") and "[" not in name[:-2]:  # a one-dimensional list: PostgreSQL's array of it
+        return ARRAYS.get(oid_of(name[:-2]), TEXT)
     if name.startswith("DECIMAL") or name.startswith("NUMERIC"):
         return NUMERIC
     return _BY_DUCKDB.get(name, TEXT)
@@ -77,16 +87,32 @@ def _text(value: Any, oid: int) -> str:
         return value.isoformat()
     if isinstance(value, (bytes, bytearray, memoryview)):
         return "\\x" + bytes(value).hex()
+    if isinstance(value, (list, tuple)):
+        return "{" + ",".join(_array_item(v) for v in value) + "}"
     return str(value)
 
 
+def _array_item(value: Any) -> str:
+    """One element of PostgreSQL's array text: quoted when it holds a delimiter, NULL unquoted."""
+    if value is None:
+        return "NULL"
+    text = _text(value, TEXT)
+    if text == "" or text.upper() == "NULL" or any(c in text for c in ',{}"\\ \t\n'):
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return text
+
+
 def _binary(value: Any, oid: int) -> bytes:
+    if oid in _ELEMENT and isinstance(value, (list, tuple)):
+        return _array_send(value, _ELEMENT[oid])
     if oid == BOOL:
         return b"\x01" if value else b"\x00"
     if oid == INT2:
         return struct.pack("!h", int(value))
-    if oid in (INT4, OID):
+    if oid == INT4:
         return struct.pack("!i", int(value))
+    if oid == OID:
+        return struct.pack("!I", int(value))
     if oid == INT8:
         return struct.pack("!q", int(value))
     if oid == FLOAT4:
@@ -106,6 +132,21 @@ def _binary(value: Any, oid: int) -> bytes:
     if oid == BYTEA and isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
     return _text(value, oid).encode("utf-8")
+
+
+def _array_send(values: list[Any] | tuple[Any, ...], element: int) -> bytes:
+    """PostgreSQL's array_send of a one-dimensional array: dimensions, null flag, element type,
+    (length, lower bound 1), then each element as its length and binary value (-1: NULL)."""
+    if not values:
+        return struct.pack("!iii", 0, 0, element)
+    out = [struct.pack("!iiiii", 1, int(any(v is None for v in values)), element, len(values), 1)]
+    for v in values:
+        if v is None:
+            out.append(struct.pack("!i", -1))
+        else:
+            item = _binary(v, element)
+            out.append(struct.pack("!i", len(item)) + item)
+    return b"".join(out)
 
 
 def _numeric_send(d: Decimal) -> bytes:
@@ -139,6 +180,8 @@ def decode(raw: bytes | None, oid: int, binary: bool) -> Any:
     booleans; dates and times as ISO text)."""
     if raw is None:
         return None
+    if oid in ELEMENTS:
+        return _decode_array(raw, ELEMENTS[oid], binary)
     if binary:
         return _decode_binary(raw, oid)
     try:
@@ -152,12 +195,38 @@ def decode(raw: bytes | None, oid: int, binary: bool) -> Any:
             return float(text)
         if oid == NUMERIC:
             number = Decimal(text)
-            return int(number) if number == number.to_integral_value() and "." not in text else float(number)
+            return _number(number) if "." not in text else float(number)
         if oid == BOOL:
             return text.strip().lower() in ("t", "true", "1", "yes", "on", "y")
-    except ValueError:
+    except (ValueError, ArithmeticError):  # ArithmeticError: decimal's InvalidOperation
         raise ParameterError(f"the parameter value {text[:40]!r} is not a valid {NAMES.get(oid, oid)}") from None
     return text
+
+
+def _decode_array(raw: bytes, element: int, binary: bool) -> list[Any]:
+    """A one-dimensional array parameter (array_recv, or the text form ``{1,2}``) as a list."""
+    if not binary:
+        text = raw.decode("utf-8", "replace").strip()
+        if not (text.startswith("{") and text.endswith("}")):
+            raise ParameterError(f"the parameter value {text[:40]!r} is not an array")
+        items = [i.strip() for i in text[1:-1].split(",")] if text[1:-1].strip() else []
+        return [None if i.upper() == "NULL" else decode(i.strip('"').encode("utf-8"), element, False) for i in items]
+    try:
+        ndim, _, _ = struct.unpack("!iii", raw[:12])
+        if ndim == 0:
+            return []
+        if ndim != 1:
+            raise ParameterError("dpsql reads one-dimensional array parameters only")
+        count, _ = struct.unpack("!ii", raw[12:20])
+        out, at = [], 20
+        for _ in range(count):
+            (length,) = struct.unpack("!i", raw[at:at + 4])
+            at += 4
+            out.append(None if length < 0 else _decode_binary(raw[at:at + length], element))
+            at += max(length, 0)
+        return out
+    except struct.error:
+        raise ParameterError("a binary array parameter is truncated") from None
 
 
 class ParameterError(Exception):
@@ -176,10 +245,9 @@ def _decode_binary(raw: bytes, oid: int) -> Any:
         if oid in (TIMESTAMP, TIMESTAMPTZ):
             return (_EPOCH_TS + dt.timedelta(microseconds=struct.unpack("!q", raw)[0])).isoformat(sep=" ")
         if oid == NUMERIC:
-            number = _numeric_recv(raw)
-            return int(number) if number == number.to_integral_value() else float(number)
-    except (struct.error, OverflowError):
-        raise ParameterError(f"a binary parameter of type {NAMES.get(oid, oid)} has the wrong length") from None
+            return _number(_numeric_recv(raw))
+    except (struct.error, OverflowError, ValueError):
+        raise ParameterError(f"a binary parameter of type {NAMES.get(oid, oid)} is malformed") from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -187,11 +255,25 @@ def _decode_binary(raw: bytes, oid: int) -> Any:
 
 
 def _numeric_recv(raw: bytes) -> Decimal:
-    ndigits, weight, sign, dscale = struct.unpack("!hhHh", raw[:8])
-    if sign == 0xC000:
-        return Decimal("NaN")
-    groups = struct.unpack(f"!{ndigits}H", raw[8:8 + 2 * ndigits])
-    with localcontext() as ctx:
-        ctx.prec = 4 * max(ndigits, 1) + 4 * abs(weight) + 8
-        value = sum((Decimal(g).scaleb(4 * (weight - i)) for i, g in enumerate(groups)), Decimal(0))
-    return -value if sign == 0x4000 else value
+    """PostgreSQL's numeric_recv: base-10000 digits, a weight, a sign (NaN and ±Infinity too).
+    Built from its digit string, in time linear in its length whatever the weight."""
+    ndigits, weight, sign, _dscale = struct.unpack("!hhHh", raw[:8])
+    special = {0xC000: "NaN", 0xD000: "Infinity", 0xF000: "-Infinity"}
+    if sign in special:
+        return Decimal(special[sign])
+    if sign not in (0, 0x4000) or ndigits < 0 or len(raw) != 8 + 2 * ndigits:
+        raise ValueError("a malformed binary numeric")
+    groups = struct.unpack(f"!{ndigits}H", raw[8:])
+    if any(g > 9999 for g in groups):
+        raise ValueError("a binary numeric digit above 9999")
+    digits = "".join(f"{g:04d}" for g in groups) or "0"
+    return Decimal(f"{'-' if sign == 0x4000 else ''}{digits}E{4 * (weight - ndigits + 1)}")
+
+
+def _number(d: Decimal) -> int | float:
+    """An integral NUMERIC of at most 40 digits as an int (HUGEINT holds 39), any other as a
+    float: a parameter never becomes a Python int of a billion digits, which
+    ``int(Decimal("1e999999999"))`` would compute for minutes. ValueError for a signalling NaN."""
+    if d.is_finite() and d.adjusted() < 40 and d == d.to_integral_value():
+        return int(d)
+    return float(d)

@@ -24,49 +24,14 @@ from typing import Any, TypeVar
 
 from dpsql.faces.server import wire
 from dpsql.faces.server.connection import Connection
+from dpsql.faces.server.host import Interrupted
+from dpsql.faces.server.pgcatalog import PgCatalog, policy_comments
 from dpsql.faces.server.users import UserStore
 from dpsql.home import home
+from dpsql.intercept.catalog import column_role, table_comment
 from dpsql.session import Session
 
 T = TypeVar("T")
-
-#: objects the catalog twin gains so PostgreSQL clients' catalog queries run (docs/server.md)
-COMPAT = (
-    "CREATE MACRO pg_get_userbyid(id) AS 'dpsql'",
-    "CREATE MACRO pg_encoding_to_char(id) AS 'UTF8'",
-    "CREATE MACRO pg_backend_pid() AS 0",
-    "CREATE MACRO pg_get_indexdef(a, b := 0, c := false) AS NULL",
-    "CREATE MACRO pg_get_constraintdef(a, b := false) AS NULL",
-    "CREATE MACRO pg_get_statisticsobjdef_columns(a) AS NULL",
-    "CREATE MACRO pg_relation_is_publishable(a) AS false",
-    "CREATE MACRO pg_get_partkeydef(a) AS NULL",
-    "CREATE MACRO pg_tablespace_location(a) AS ''",
-    "CREATE MACRO array_lower(a, d) AS 1",
-    "CREATE MACRO array_upper(a, d) AS len(a)",
-    "CREATE VIEW pg_roles AS SELECT 10::BIGINT AS oid, 'dpsql' AS rolname, false AS rolsuper, true AS rolinherit, "
-    "false AS rolcreaterole, false AS rolcreatedb, true AS rolcanlogin, false AS rolreplication, -1 AS rolconnlimit, "
-    "NULL::VARCHAR AS rolvaliduntil, false AS rolbypassrls, NULL::VARCHAR[] AS rolconfig WHERE false",
-    "CREATE VIEW pg_user AS SELECT 'dpsql' AS usename, 10::BIGINT AS usesysid WHERE false",
-    "CREATE VIEW pg_inherits AS SELECT 0::BIGINT AS inhrelid, 0::BIGINT AS inhparent, 0 AS inhseqno, "
-    "false AS inhdetachpending WHERE false",
-    "CREATE VIEW pg_auth_members AS SELECT 0::BIGINT AS roleid, 0::BIGINT AS member WHERE false",
-    "CREATE VIEW pg_extension AS SELECT 0::BIGINT AS oid, '' AS extname, '' AS extversion WHERE false",
-    "CREATE VIEW pg_policy AS SELECT 0::BIGINT AS oid, '' AS polname, 0::BIGINT AS polrelid, '' AS polcmd, "
-    "true AS polpermissive, NULL::BIGINT[] AS polroles, NULL AS polqual, NULL AS polwithcheck WHERE false",
-    "CREATE VIEW pg_statistic_ext AS SELECT 0::BIGINT AS oid, 0::BIGINT AS stxrelid, '' AS stxname, "
-    "0::BIGINT AS stxnamespace, NULL::VARCHAR[] AS stxkind, -1 AS stxstattarget WHERE false",
-    "CREATE VIEW pg_publication AS SELECT 0::BIGINT AS oid, '' AS pubname, false AS puballtables WHERE false",
-    "CREATE VIEW pg_publication_rel AS SELECT 0::BIGINT AS prpubid, 0::BIGINT AS prrelid WHERE false",
-    "CREATE VIEW pg_trigger AS SELECT 0::BIGINT AS oid, 0::BIGINT AS tgrelid, '' AS tgname, false AS tgisinternal, "
-    "'O' AS tgenabled, 0::BIGINT AS tgparentid WHERE false",
-    "CREATE VIEW pg_rewrite AS SELECT 0::BIGINT AS oid, '' AS rulename, 0::BIGINT AS ev_class WHERE false",
-    "CREATE VIEW pg_foreign_table AS SELECT 0::BIGINT AS ftrelid, 0::BIGINT AS ftserver WHERE false",
-    "CREATE VIEW pg_partitioned_table AS SELECT 0::BIGINT AS partrelid WHERE false",
-    "CREATE VIEW pg_collation AS SELECT 100::BIGINT AS oid, 'default' AS collname WHERE false",
-    "CREATE VIEW pg_range AS SELECT 0::BIGINT AS rngtypid, 0::BIGINT AS rngsubtype WHERE false",
-    "CREATE VIEW pg_event_trigger AS SELECT 0::BIGINT AS oid, '' AS evtname WHERE false",
-)
-
 
 def state_folder(database: str | Path | None) -> Path:
     """The server's own folder (users, ledger): DPSQL_HOME/server for the demo, else
@@ -98,10 +63,11 @@ class Served:
                     progress(f"checking that {table}.{pol.tables[table].privacy_unit} is one row per unit")
                 probe.check_unit_column(table)
             self.name = Path(self.database).stem
-            self.catalog = probe.engine.public_catalog([*pol.tables, *pol.public_tables], list(pol.public_tables),
-                                                       self.name)
-            for ddl in COMPAT:
-                self.catalog.run(ddl)
+            twin = probe.engine.public_catalog([*pol.tables, *pol.public_tables], list(pol.public_tables), self.name)
+            tables = sorted([*pol.tables, *pol.public_tables])
+            comments = policy_comments(tables, functools.partial(table_comment, probe),
+                                       functools.partial(column_role, probe), self.schema)
+            self.catalog = PgCatalog.build(twin, self.name, {t.lower() for t in pol.public_tables}, comments)
         finally:
             probe.close()
 
@@ -158,7 +124,9 @@ class Server:
             conn.cancel()
 
     async def in_thread(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self.pool, functools.partial(fn, *args))
+        """``fn(*args)`` in a worker thread; a KeyboardInterrupt there (an interrupted statement)
+        comes back as :class:`~dpsql.faces.server.host.Interrupted`."""
+        return await asyncio.get_running_loop().run_in_executor(self.pool, functools.partial(_uninterrupted, fn, *args))
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -194,6 +162,13 @@ class Server:
             self.served.catalog.close()
             if self._log is not None:
                 self._log.close()
+
+
+def _uninterrupted(fn: Callable[..., T], *args: Any) -> T:
+    try:
+        return fn(*args)
+    except KeyboardInterrupt as exc:  # fixed text (dpsql.session); never let it reach the event loop
+        raise Interrupted(str(exc)) from None
 
 
 def tls_context(cert: str, key: str) -> ssl.SSLContext:

@@ -1,0 +1,148 @@
+"""The in-memory DuckDBs that never hold a private row: the finish stage's (noisy, already
+charged cells) and the wire server's public catalog twin (the schema with no row, the public
+tables' rows), and the lockdown every DuckDB connection of dpsql gets (:mod:`dpsql.backends.duckdb`
+opens the data file itself). Their own error messages may therefore be shown.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from dpsql.backends.base import CatalogQueryError
+from dpsql.errors import DpsqlInternalError
+
+LOCKDOWN = {
+    "enable_external_access": False,
+    "autoload_known_extensions": False,
+    "autoinstall_known_extensions": False,
+    "lock_configuration": True,
+}
+
+
+def _lock_down(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """Apply :data:`LOCKDOWN` to an in-memory connection (the finisher, the schema twin)."""
+    for setting, value in LOCKDOWN.items():
+        con.execute(f"SET {setting} = {str(value).lower()}")
+    return con
+
+
+class DuckDBCatalog:
+    """:class:`dpsql.backends.base.PublicCatalog` on an in-memory DuckDB (a cursor per statement:
+    many server connections share it). :meth:`view` gives each client its own handle, whose
+    :meth:`interrupt` stops that client's statements only."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, name: str, owner: bool = True) -> None:
+        self._con, self._name, self._owner = con, name, owner
+        self._use = f'USE "{name}"'  # a cursor starts in DuckDB's default database
+        self._lock = threading.Lock()
+        self._running: set[duckdb.DuckDBPyConnection] = set()
+
+    def view(self) -> DuckDBCatalog:
+        """The same catalog, for one client: :meth:`close` leaves the database open."""
+        return DuckDBCatalog(self._con, self._name, owner=False)
+
+    def run(self, sql: str, parameters: list[Any] | None = None
+            ) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
+        cur = self._con.cursor()
+        with self._lock:
+            self._running.add(cur)
+        try:
+            cur.execute(self._use)
+            # One query, read as DuckDB itself reads it: nothing any client sends may change the
+            # twin that every connection shares (CREATE, INSERT, ATTACH, SET, several statements).
+            statements = cur.extract_statements(sql)
+            if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+                raise CatalogQueryError("only one query (SELECT, VALUES, TABLE) runs on the catalog")
+            cur.execute(sql, parameters or None)
+            if cur.description is None:
+                return [], [], []
+            return [d[0] for d in cur.description], [str(d[1]) for d in cur.description], cur.fetchall()
+        except duckdb.InterruptException:
+            raise KeyboardInterrupt("the statement read public information only; nothing was charged") from None
+        except duckdb.Error as exc:
+            # Nothing private is in this database, so its message is safe to show.
+            raise CatalogQueryError(str(exc)) from None
+        except (TypeError, ValueError, OverflowError) as exc:  # a parameter DuckDB cannot bind
+            raise CatalogQueryError(f"{type(exc).__name__}: {exc}") from None
+        finally:
+            with self._lock:
+                self._running.discard(cur)
+            cur.close()
+
+    def interrupt(self) -> None:
+        """Stop the statements running through this handle (a statement not started yet is not
+        stopped: call again while it runs)."""
+        with self._lock:
+            for cur in self._running:
+                cur.interrupt()
+
+    def define(self, sql: str, rows: list[tuple[Any, ...]] | None = None) -> None:
+        """Run one statement of the server's own set-up (DDL, or an INSERT of ``rows``): never a
+        client's."""
+        cur = self._con.cursor()
+        try:
+            cur.execute(self._use)
+            if rows is None:
+                cur.execute(sql)
+            elif rows:
+                cur.executemany(sql, rows)
+        except duckdb.Error as exc:
+            raise CatalogQueryError(str(exc)) from None
+        finally:
+            cur.close()
+
+    def close(self) -> None:
+        if self._owner:
+            self._con.close()
+
+
+class DuckDBFinisher:
+    """Runs the finish SELECT (HAVING, ORDER BY, LIMIT, arithmetic) over noisy cells.
+
+    One in-memory DuckDB per session, locked down like the engine's connection before it sees
+    anything; each query registers its noisy cells on a fresh cursor (a registered relation is
+    visible to that cursor only) and closes it. Opening a connection per query cost 15-25 ms
+    (docs/performance.md).
+    """
+
+    def __init__(self) -> None:
+        self._con = _lock_down(duckdb.connect(":memory:"))
+
+    def run(self, columns: dict[str, np.ndarray | list[Any]], sql: str) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
+        """Returns (column names, DuckDB type names, rows) of ``sql`` over ``__noisy``."""
+        cur = self._con.cursor()
+        try:
+            if columns:  # none: the query brings its own (empty) relation, to describe its result
+                cur.register("__noisy", {name: _column_array(values) for name, values in columns.items()})
+            cur.execute(sql)
+            names = [d[0] for d in cur.description]
+            types = [str(d[1]) for d in cur.description]
+            return names, types, cur.fetchall()
+        except duckdb.Error as exc:
+            # Only noisy, already charged values are in this connection: the message is safe.
+            raise DpsqlInternalError(f"post-processing of the noisy values failed ({type(exc).__name__}: {exc})") from None
+        finally:
+            cur.close()
+
+    def image(self, columns: dict[str, list[Any]], sql: str) -> tuple[Any, ...]:
+        """The values of a one-column query over public values (a GROUP BY expression over
+        keysets), sorted, NULL last."""
+        _, _, rows = self.run(columns, sql)
+        values = [r[0] for r in rows]
+        return tuple(sorted((v for v in values if v is not None), key=lambda v: (type(v).__name__, v))) + \
+            ((None,) if None in values else ())
+
+    def close(self) -> None:
+        self._con.close()
+
+
+def _column_array(values: np.ndarray | list[Any]) -> np.ndarray:
+    if isinstance(values, np.ndarray):
+        return values
+    if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return np.array(values, dtype=np.int64)
+    return np.array(values, dtype=object)  # strings stay VARCHAR (a str array would become an ENUM)

@@ -1,0 +1,168 @@
+"""How an answer is shown: error columns, clamping at zero, and notes on impossible values.
+
+Everything here is post-processing of noisy values that are already charged, decided from public
+information only (the query's plan, the schema): it costs no privacy (post-processing, Dwork and
+Roth 2014, Proposition 2.1) and reads no exact value.
+
+* **Error columns** (``SET dpsql.error_columns = on``, ``connect(error_columns=True)``, the URL's
+  ``?error_columns=on``): after each noisy column ``c`` of the answer, a column ``c_moe95`` with
+  each row's 95% margin of error (and with ``sigma`` or ``all``, also ``c_sigma``), taken from the
+  receipt's per-column errors, so pandas, BI tools and the wire server carry error bars in the
+  rows themselves. A column whose error dpsql cannot state (an expression over several
+  aggregates) gets none.
+* **Clamping** (``SET dpsql.clamp_negative = on``): a noisy count, or a noisy sum of a measure
+  that cannot be negative, below 0 is shown as 0. It is applied to the noisy cells before HAVING,
+  ORDER BY, LIMIT and AVG = SUM / COUNT run, so they all see the same values, and the receipt
+  says so. The margin of error keeps covering the true value: if the noisy value v < 0 and the
+  true value t >= 0 lies in [v - m, v + m], it lies in [0 - m, 0 + m] too.
+* **Notes**: when a shown value is negative for a quantity that cannot be (a count; the sum or
+  average of a measure that cannot be negative), the receipt says that this is noise.
+
+"Cannot be negative" comes from public information only: a COUNT always; SUM and AVG of a
+measure the schema bounds below by zero (an unsigned type, or ``CHECK (x >= 0)``; see
+:meth:`dpsql.backends.base.Engine.nonnegative_columns`). The policy says nothing about signs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpsql.errors import QueryRefused
+from dpsql.result import ColumnError
+from dpsql.sql.plan import Plan, primitive_column
+
+#: the values ``dpsql.error_columns`` takes, and what each means: off, moe (``_moe95``), all (and ``_sigma``)
+ERROR_COLUMN_VALUES = {"off": "off", "false": "off", "no": "off", "0": "off",
+                       "on": "moe", "true": "moe", "yes": "moe", "1": "moe", "moe": "moe", "moe95": "moe",
+                       "sigma": "all", "all": "all"}
+_SWITCH = {"on": True, "true": True, "yes": True, "1": True, "off": False, "false": False, "no": False, "0": False}
+
+
+@dataclass(frozen=True)
+class Output:
+    """A session's output options (module docstring)."""
+
+    error_columns: str = "off"  # "off", "moe" (<column>_moe95) or "all" (and <column>_sigma)
+    clamp_negative: bool = False
+
+
+def error_columns_mode(value: Any, name: str = "error_columns") -> str:
+    """``off``, ``moe`` or ``all`` from a setting's value (on/off, true/false, moe, sigma, all)."""
+    key = str(value).strip().lower() if not isinstance(value, bool) else ("on" if value else "off")
+    if key not in ERROR_COLUMN_VALUES:
+        raise QueryRefused(f"{name} takes on, off, sigma or all, not {value!r}", code="DP119",
+                           hint="on adds <column>_moe95 after each noisy column; sigma (or all) adds <column>_sigma too.")
+    return ERROR_COLUMN_VALUES[key]
+
+
+def switch(value: Any, name: str) -> bool:
+    """True or False from a setting's value (on/off, true/false, yes/no, 1/0)."""
+    key = str(value).strip().lower() if not isinstance(value, bool) else ("on" if value else "off")
+    if key not in _SWITCH:
+        raise QueryRefused(f"{name} takes on or off, not {value!r}", code="DP119")
+    return _SWITCH[key]
+
+
+def shown(mode: str) -> str:
+    """How SHOW dpsql.error_columns prints a mode."""
+    return {"off": "off", "moe": "on", "all": "all"}[mode]
+
+
+# --------------------------------------------------------------------------- cannot be negative
+
+
+def nonnegative_primitives(plan: Plan, nonnegative: dict[str, set[str]]) -> set[int]:
+    """The primitives that cannot be negative: every count, and the sums of measures in
+    ``nonnegative`` (the schema's facts, :meth:`Engine.nonnegative_columns`)."""
+    columns = nonnegative.get(plan.table.name, set())
+    return {i for i, p in enumerate(plan.primitives) if p.kind == "count" or p.column in columns}
+
+
+def _nonnegative_outputs(plan: Plan, prims: set[int]) -> list[bool]:
+    """Per column of the answer: exactly a primitive that cannot be negative, or AVG of one."""
+    return [(oc.primitive is not None and oc.primitive in prims)
+            or (oc.ratio is not None and oc.ratio[0] in prims and oc.ratio[1] in prims) for oc in plan.outputs]
+
+
+def clamp(columns: dict[str, Any], plan: Plan, prims: set[int]) -> tuple[dict[str, Any], int]:
+    """The noisy cells with the primitives ``prims`` clamped at 0, and how many cells changed."""
+    out, changed = dict(columns), 0
+    for i in sorted(prims):
+        values = np.asarray(columns[primitive_column(i)])
+        negative = values < 0
+        changed += int(negative.sum())
+        out[primitive_column(i)] = np.where(negative, np.zeros_like(values), values)
+    return out, changed
+
+
+def notes(plan: Plan, names: list[str], rows: list[tuple[Any, ...]], prims: set[int], clamped: int | None
+          ) -> tuple[str, ...]:
+    """What the receipt says about post-processing and impossible values: the clamp (when on)
+    and, per column that cannot be negative, how many shown values are below 0."""
+    out = []
+    if clamped is not None:
+        labels = [plan.primitives[i].label for i in sorted(prims)]
+        if labels:
+            out.append(f"clamped at 0 (post-processing of the noisy values, no privacy cost; the ± still covers "
+                       f"the true value): {', '.join(labels)}; {clamped} noisy value{'s' if clamped != 1 else ''} "
+                       "below 0 shown as 0")
+        else:
+            out.append("dpsql.clamp_negative is on, but no aggregate of this query is known to be non-negative "
+                       "(COUNT is; SUM and AVG when the schema bounds the measure below by 0)")
+    for j, (name, can_not) in enumerate(zip(names, _nonnegative_outputs(plan, prims))):
+        below = sum(1 for r in rows if isinstance(r[j], (int, float)) and r[j] < 0) if can_not else 0
+        if below:
+            out.append(f"{name}: {below} value{'s' if below != 1 else ''} below 0, though it cannot be negative: "
+                       "that is the noise (SET dpsql.clamp_negative = on shows them as 0)")
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- error columns
+
+
+def _extra(name: str, mode: str) -> list[tuple[str, int]]:
+    """(column name, 2 for the MOE / 1 for σ) of the error columns after a noisy column."""
+    return [] if mode == "off" else [(f"{name}_moe95", 2)] + ([(f"{name}_sigma", 1)] if mode == "all" else [])
+
+
+def error_column_types(plan: Plan, names: list[str], types: list[str], mode: str) -> tuple[list[str], list[str]]:
+    """(names, types) of the answer with its error columns (a Describe, before any value)."""
+    out_names, out_types = [], []
+    for name, typ, oc in zip(names, types, plan.outputs):
+        out_names.append(name)
+        out_types.append(typ)
+        if oc.primitive is not None or oc.ratio is not None:
+            for extra, _ in _extra(name, mode):
+                out_names.append(extra)
+                out_types.append("DOUBLE")
+    return out_names, out_types
+
+
+def with_error_columns(names: list[str], types: list[str], rows: list[tuple[Any, ...]],
+                       errors: list[ColumnError | None], mode: str
+                       ) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
+    """The answer with ``<column>_moe95`` (and ``_sigma``) after each column that has errors."""
+    if mode == "off":
+        return names, types, rows
+    out_names, out_types, picks = [], [], []  # picks: (column index, None) or (column index, 1 σ / 2 MOE)
+    for j, (name, typ, err) in enumerate(zip(names, types, errors)):
+        out_names.append(name)
+        out_types.append(typ)
+        picks.append((j, 0))
+        if err is not None:
+            for extra, k in _extra(name, mode):
+                out_names.append(extra)
+                out_types.append("DOUBLE")
+                picks.append((j, k))
+
+    def cell(r: int, j: int, k: int) -> Any:
+        if k == 0:
+            return rows[r][j]
+        err = errors[j]
+        assert err is not None
+        return (err.sigma if k == 1 else err.moe95)[r]
+
+    return out_names, out_types, [tuple(cell(r, j, k) for j, k in picks) for r in range(len(rows))]
