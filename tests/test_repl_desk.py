@@ -356,6 +356,15 @@ def test_csv_output_format(con):
     assert "(24 rows) charged" in err and "charged" not in out  # stdout stays CSV
 
 
+def test_copy_with_error_columns_on_and_of_a_public_table(con):
+    out, err, rc = drive(con, f"SET dpsql.error_columns = all;{ENTER}"
+                              f"\\copy (SELECT naics2, COUNT(*) AS n FROM establishments GROUP BY naics2) TO STDOUT CSV HEADER{ENTER}"
+                              f"\\copy states TO STDOUT CSV HEADER{ENTER}")
+    assert rc == 0 and err == ""
+    assert "\nnaics2,n,n_moe95,n_sigma\n" in out  # not doubled
+    assert "\ncode,name,fips,region,division\n" in out and "COPY 51" in out  # public: exact, no error columns
+
+
 def test_error_columns_already_in_the_answer_are_not_doubled():
     result = fake_result(["k", "n", "n_moe95"], [("a", 5, 7.0)], {"n": [7.0]})
     assert render(result, View(format="csv")) == "k,n,n_moe95\na,5,7.0"
@@ -491,6 +500,11 @@ def test_chart_many_rows_and_no_numbers():
     with pytest.raises(ChartError, match="no numeric column"):
         chart(fake_result(["k"], [("a",)], {}), width=80)
     assert "█" in chart(fake_result(["v"], [(Decimal("2.5"),)], {}), width=40)  # a total: no key, no MOE
+
+
+def test_chart_labels_leave_out_error_columns():
+    result = fake_result(["k", "n", "n_moe95", "n_sigma"], [("a", 5, 7.0, 3.2)], {"n": [7.0]})
+    assert chart(result, width=60).splitlines()[1].startswith("a │")
 
 
 def test_chart_labels_are_cut_and_nonfinite_values_skipped():
