@@ -539,6 +539,7 @@ HABITS = [  # (typed, what shows): every habit the table says works, and the one
     ("\\reset", "Query buffer reset"), ("\\pset format csv", "Output format is csv."),
     ("EXPLAIN SELECT COUNT(*) FROM establishments;", "\\explain in the prompt"), ("COPY (SELECT 1) TO 'x.csv';", "DP102"),
     (".mode line", "unknown command .mode"), ("\\watch", "unknown command \\watch"), ("\\l", "unknown command \\l"),
+    ("\\dn", "unknown command \\dn"), ("\\c other", "unknown command \\c"),
 ]
 
 
@@ -547,7 +548,7 @@ def test_every_habit_in_the_table_does_what_it_says(con):
     shown = answer(out) + err
     for typed, shows in HABITS:
         assert shows in shown, typed
-    assert err.count("unknown command") == 3 and con.session.ledger.charges == []
+    assert err.count("unknown command") == 5 and con.session.ledger.charges == []
 
 
 def test_no_pager_for_a_script_on_standard_input(con, pager):
