@@ -356,6 +356,15 @@ def test_csv_output_format(con):
     assert "(24 rows) charged" in err and "charged" not in out  # stdout stays CSV
 
 
+def test_copy_with_error_columns_on_and_of_a_public_table(con):
+    out, err, rc = drive(con, f"SET dpsql.error_columns = all;{ENTER}"
+                              f"\\copy (SELECT naics2, COUNT(*) AS n FROM establishments GROUP BY naics2) TO STDOUT CSV HEADER{ENTER}"
+                              f"\\copy states TO STDOUT CSV HEADER{ENTER}")
+    assert rc == 0 and err == ""
+    assert "\nnaics2,n,n_moe95,n_sigma\n" in out  # not doubled
+    assert "\ncode,name,fips,region,division\n" in out and "COPY 51" in out  # public: exact, no error columns
+
+
 def test_error_columns_already_in_the_answer_are_not_doubled():
     result = fake_result(["k", "n", "n_moe95"], [("a", 5, 7.0)], {"n": [7.0]})
     assert render(result, View(format="csv")) == "k,n,n_moe95\na,5,7.0"
@@ -493,6 +502,11 @@ def test_chart_many_rows_and_no_numbers():
     assert "█" in chart(fake_result(["v"], [(Decimal("2.5"),)], {}), width=40)  # a total: no key, no MOE
 
 
+def test_chart_labels_leave_out_error_columns():
+    result = fake_result(["k", "n", "n_moe95", "n_sigma"], [("a", 5, 7.0, 3.2)], {"n": [7.0]})
+    assert chart(result, width=60).splitlines()[1].startswith("a │")
+
+
 def test_chart_labels_are_cut_and_nonfinite_values_skipped():
     result = fake_result(["k", "v"], [("x" * 60, 1.0), ("inf", math.inf)], {})
     lines = chart(result, width=80).splitlines()
@@ -525,6 +539,7 @@ HABITS = [  # (typed, what shows): every habit the table says works, and the one
     ("\\reset", "Query buffer reset"), ("\\pset format csv", "Output format is csv."),
     ("EXPLAIN SELECT COUNT(*) FROM establishments;", "\\explain in the prompt"), ("COPY (SELECT 1) TO 'x.csv';", "DP102"),
     (".mode line", "unknown command .mode"), ("\\watch", "unknown command \\watch"), ("\\l", "unknown command \\l"),
+    ("\\dn", "unknown command \\dn"), ("\\c other", "unknown command \\c"),
 ]
 
 
@@ -533,4 +548,12 @@ def test_every_habit_in_the_table_does_what_it_says(con):
     shown = answer(out) + err
     for typed, shows in HABITS:
         assert shows in shown, typed
-    assert err.count("unknown command") == 3 and con.session.ledger.charges == []
+    assert err.count("unknown command") == 5 and con.session.ledger.charges == []
+
+
+def test_no_pager_for_a_script_on_standard_input(con, pager):
+    """`dpsql < q.sql` with the output on a terminal: no pager, as psql (standard input is no terminal)."""
+    with terminal(columns=120, lines=10) as (tty, screen):
+        repl = Repl(con, out=tty, err=io.StringIO(), progress=False)
+        assert repl.script([f"{COUNT_BY_STATE};\n"]) == 0
+        assert "\nWY " in screen.text() and not pager.exists()

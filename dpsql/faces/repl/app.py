@@ -137,15 +137,15 @@ class Repl:
         return False
 
     def emit(self, text: str | None, *, answer: bool = False, page: str = "") -> None:
-        """Show ``text``. An answer's rows (``answer``) go to the `\\o` file when there is one. On a
-        terminal, with the pager on, ``page="table"`` text taller or wider than the screen goes
-        through the pager, ``page="text"`` (help, listings) when taller; messages never do."""
+        """Show ``text``. An answer's rows (``answer``) go to the `\\o` file when there is one. At the
+        prompt on a terminal, with the pager on, ``page="table"`` text taller or wider than the
+        screen goes through the pager, ``page="text"`` (help, listings) when taller; messages never do."""
         if not text:
             return
         if answer and self.view.file is not None:
             print(text + "\n", file=self.view.file, flush=True)
             return
-        if page and self.view.pager != "off":
+        if page and self.view.pager != "off" and self.prompting:  # as psql: not for `dpsql < file`
             size = output.terminal_size(self.out)
             if output.wants_pager(text, self.view.pager, size, wide=page == "table"):
                 command = output.pager_command()

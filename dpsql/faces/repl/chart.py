@@ -61,7 +61,9 @@ def chart(result: Result, column: str | None = None, *, width: int = 80, limit: 
             raise ChartError(f"column {column!r} is not numeric (numeric columns: {', '.join(numeric) or 'none'})")
     c = result.columns.index(column)
     err = errs.get(column)
-    keys = [i for i, name in enumerate(result.columns) if name != column and name not in errs]
+    # Labels: the key columns, i.e. neither noisy nor the error columns `SET dpsql.error_columns` adds.
+    extra = {f"{c}{suffix}" for c in errs for suffix in ("_moe95", "_sigma")}
+    keys = [i for i, name in enumerate(result.columns) if name != column and name not in errs and name not in extra]
     texts = fmt_mod.cells(result, "moe")
     rows = []
     for r, row in enumerate(result.rows[:limit]):

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from prompt_toolkit.utils import get_cwidth
 
 from dpsql import format as fmt_mod
+from dpsql.faces.repl.export import csv_text
 
 if TYPE_CHECKING:
     from dpsql.result import Result
@@ -51,8 +52,6 @@ def render(result: Result, view: View, show: str = "moe", width: int | None = No
     ``width`` is the terminal's, for ``\\x auto``; None when the output is not a terminal.
     """
     if view.format == "csv":
-        from dpsql.faces.repl.export import csv_text
-
         return csv_text(result).rstrip("\n")
     aligned = fmt_mod.table(result, show)
     if view.expanded == "on" or (view.expanded == "auto" and width is not None and text_width(aligned) > width):
