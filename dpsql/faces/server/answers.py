@@ -16,7 +16,6 @@ from typing import Any
 
 from dpsql.backends import CatalogQueryError, PublicCatalog
 from dpsql.errors import DpsqlError
-from dpsql.faces.server import pgtypes
 from dpsql.faces.server.pgcatalog import PgCatalog
 from dpsql.faces.server.pgsession import PgSettings, SessionCommandError
 from dpsql.faces.server.statements import route, to_qmark
@@ -146,7 +145,3 @@ def _tag(sql: str, result: Result) -> str:
     if first in ("SET", "RESET") and not result.columns:
         return first
     return f"SELECT {len(result.rows)}"
-
-
-def oids(types: list[str]) -> list[int]:
-    return [pgtypes.oid_of(t) for t in types]
