@@ -3,6 +3,7 @@ user's own steps, run for real."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -102,6 +103,31 @@ def test_a_reader_that_goes_away_stops_the_command_quietly(demo, args):
     assert "Traceback" not in err and "BrokenPipe" not in err and "DP900" not in err, err
     # argparse itself ignores a failed write of --help (status 0); dpsql's own output: 141, as SIGPIPE
     assert p.returncode == (0 if "--help" in args else 141)
+
+
+def _charges(demo) -> int:
+    p = _cli("ledger", "--json", "--db", str(demo[0]), "--policy", str(demo[1]), home=str(demo[0].parent))
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    return len(json.loads(out)["charges"])
+
+
+def test_a_reader_that_goes_away_stops_the_piped_prompt(demo):
+    """`dpsql < queries.sql | head`: the prompt stops at the first answer it cannot write, quietly,
+    and runs (and charges) none of the queries after it."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        p = subprocess.Popen([sys.executable, "-m", "dpsql", str(demo[0]), "--policy", str(demo[1])],
+                             stdin=subprocess.PIPE, stdout=write, stderr=subprocess.PIPE, text=True,
+                             env=dict(os.environ, DPSQL_HOME=str(demo[0].parent)))
+    finally:
+        os.close(write)
+    before = _charges(demo)
+    _, err = p.communicate(COUNT_BY_SECTOR + ";\n" + COUNT_BY_SECTOR + ";\n", timeout=120)
+    assert "Traceback" not in err and "BrokenPipe" not in err and "DP900" not in err, err
+    assert p.returncode == 141
+    assert _charges(demo) == before + 1  # the first query ran; the second never did
 
 
 # --------------------------------------------------------------------------- messages in the user's words

@@ -125,6 +125,8 @@ class Repl:
             return True
         except (commands.Quit, KeyboardInterrupt, _Cancelled):
             raise
+        except BrokenPipeError:
+            raise  # the reader of standard output went away (`dpsql < q.sql | head`): stop, run nothing more
         except commands.UsageError as exc:
             self._error(str(exc))
         except DpsqlError as exc:
