@@ -161,9 +161,9 @@ class Session:
     def plan(self, sql: str, parameters: Any = None) -> Plan:
         return plan_query(sql, parameters, self.policy, self.schema, self.not_null)
 
-    def explain(self, sql: str, rho: Any = None) -> Explanation:
+    def explain(self, sql: str, rho: Any = None, parameters: Any = None) -> Explanation:
         """What ``sql`` would cost and release; charges nothing, reads no private row."""
-        plan = self.plan(sql)
+        plan = self.plan(sql, parameters)
         allocs = allocations(plan, settings_for(self.settings, rho), self.policy)
         return explain(sql, plan, allocs, self.policy, self.domain, self.schema[plan.table.name])
 

@@ -142,9 +142,9 @@ DESCRIBE establishments;
 # error: DP102
 SUMMARIZE establishments;
 
-# title: explain
+# title: explain analyze would run the query (plain EXPLAIN is answered before the pipeline, free)
 # error: DP102
-EXPLAIN SELECT COUNT(*) FROM establishments;
+EXPLAIN ANALYZE SELECT COUNT(*) FROM establishments;
 
 # title: use
 # error: DP102

@@ -58,6 +58,26 @@ def test_explain_touches_nothing(con):
     assert con.session.ledger.spent == 0
 
 
+def test_explain_typed_as_sql_answers_the_explanation_for_free(con, capfd):
+    """What psql users and BI SQL editors type: the same explanation as con.explain, one line per
+    row under PostgreSQL's column name, charging nothing (and no parser warning on stderr)."""
+    sql = "SELECT naics2, SUM(payann) FROM establishments WHERE state = ? GROUP BY naics2"
+    cur = con.cursor()
+    cur.execute("EXPLAIN " + sql.replace("?", "'CA'"))
+    assert [d[0] for d in cur.description] == ["QUERY PLAN"]
+    lines = [row[0] for row in cur.fetchall()]
+    assert "rho for this query: 0.1 (1 noisy aggregate(s))" in lines
+    assert any('SUM("payann")' in line for line in lines)
+    assert con.session.ledger.spent == 0 and cur.receipt.rho == 0
+    assert capfd.readouterr().err == ""
+    with pytest.raises(dpsql.ProgrammingError, match="DP201") as refused:
+        cur.execute("explain\n  SELECT id FROM establishments")
+    assert (refused.value.line, refused.value.column) == (2, 10)  # where `id` stands in the text sent
+    with pytest.raises(dpsql.ProgrammingError, match="DP102.*EXPLAIN ANALYZE"):
+        cur.execute("EXPLAIN ANALYZE " + sql.replace("?", "'CA'"))
+    assert con.session.ledger.spent == 0
+
+
 def test_closed_connection(demo):
     con = dpsql.connect(*demo)
     con.close()

@@ -63,7 +63,10 @@ def test_psql(server):
     described = psql("\\d establishments")
     assert described.returncode == 0, described.stderr
     assert "payann" in described.stdout and "state" in described.stdout
-    assert charges(server, "alice") == before  # the catalog is free
+    explained = psql("EXPLAIN " + QUERY.format(p=5))
+    assert explained.returncode == 0, explained.stderr
+    assert "QUERY PLAN" in explained.stdout and "rho for this query: 0.1" in explained.stdout
+    assert charges(server, "alice") == before  # the catalog and EXPLAIN are free
 
     answer = psql(QUERY.format(p=5))
     assert answer.returncode == 0, answer.stderr
@@ -97,6 +100,8 @@ def test_psycopg(server):
         rows = cur.fetchall()
         assert len(rows) == 51 and all(isinstance(n, int) for _, n, _ in rows)
         assert any(n > 0 for _, n, _ in rows)
+        plan = con.execute("EXPLAIN " + QUERY.format(p="%s"), [5]).fetchall()  # extended protocol
+        assert any("rho for this query" in line for line, in plan)
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="DP201"):
             con.execute("SELECT id FROM establishments")
         con.rollback()

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from dpsql.intercept import information_schema, probes, public_tables, settings
+from dpsql.intercept import explain, information_schema, probes, public_tables, settings
 from dpsql.result import Result
 from dpsql.session import Session
 
@@ -32,6 +32,7 @@ HANDLERS: tuple[Handler, ...] = (
     probes.answer_constant_select,
     probes.answer_show_tables,
     probes.answer_describe,
+    explain.answer_explain,
     information_schema.answer_information_schema,
     public_tables.answer_public_query,
 )
@@ -53,8 +54,9 @@ def execute(session: Session, sql: str, parameters: Any = None, rho: Any = None)
     with session.lock:
         if parameters is None:
             answered = answer(session, sql)
-        else:  # a statement with parameters is never a probe, but may read public tables only
-            answered = public_tables.answer_public_query(session, sql, parameters)
+        else:  # a statement with parameters is never a probe, but may be explained or read public tables only
+            answered = (explain.answer_explain(session, sql, parameters)
+                        or public_tables.answer_public_query(session, sql, parameters))
         if answered is not None:
             return answered
         return session.execute(sql, parameters, rho)

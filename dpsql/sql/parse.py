@@ -190,9 +190,8 @@ def tree_depth(tree: exp.Expression) -> int:
         todo.extend((child, depth + 1) for child in node.iter_expressions())
     return deepest
 
-#: First keywords of statements that are not queries. A statement sqlglot cannot parse
-#: (EXPORT DATABASE, IMPORT DATABASE, ...) but that starts with one is refused as "not a
-#: SELECT" (DP102) rather than as a syntax error (DP100): it is well-formed, just not allowed.
+#: First keywords of statements that are not queries, refused as "not a SELECT" (DP102) before
+#: sqlglot parses them, also when it cannot (EXPORT DATABASE, ...): well-formed, not allowed.
 STATEMENT_KEYWORDS = frozenset({
     "ALTER", "ANALYZE", "ATTACH", "BEGIN", "CALL", "CHECKPOINT", "COMMENT", "COMMIT", "COPY", "CREATE",
     "DEALLOCATE", "DELETE", "DESCRIBE", "DETACH", "DROP", "EXECUTE", "EXPLAIN", "EXPORT", "FORCE", "GRANT",
@@ -208,6 +207,8 @@ _STATEMENT_HINTS: dict[str, str] = {
     "INSTALL": "extensions cannot be installed or loaded: dpsql's connection is locked down.",
     "LOAD": "extensions cannot be installed or loaded: dpsql's connection is locked down.",
     "DESCRIBE": "the columns of the declared tables are in the policy (\\describe in the dpsql prompt).",
+    "COPY": "to save an answer as a CSV file, type \\copy (SELECT ...) TO 'answer.csv' CSV HEADER in the dpsql "
+            "prompt, or use dpsql query --format csv; dpsql never reads or writes files for SQL.",
     "EXPLAIN": "use dpsql explain (or \\explain in the prompt) to see how a query is rewritten, at no cost.",
 }
 _DEFAULT_STATEMENT_HINT = ("dpsql answers aggregate SELECT queries only; it never changes, exports or imports the "
@@ -235,6 +236,11 @@ def parse(sql: str) -> exp.Expression:
     if len(sql) > MAX_SQL_LENGTH:
         raise too_complex(f"the text has {len(sql):,} characters, more than the limit of {MAX_SQL_LENGTH:,}", sql,
                           limit="length")
+    kind = statement_keyword(sql)
+    if kind is not None and kind.split()[-1] in STATEMENT_KEYWORDS:
+        # Refused on its first word: sqlglot would parse many of these only as a Command, with
+        # a warning of its own on standard error.
+        raise refuse_statement(kind, sql)
     dialect = sqlglot.Dialect.get_or_raise("duckdb")
     try:
         tokens = dialect.tokenize(sql)
@@ -248,9 +254,6 @@ def parse(sql: str) -> exp.Expression:
         # is refused the same way rather than escaping as a RecursionError.
         raise too_complex("it nests too deeply for the parser", sql, limit="depth") from None
     except ParseError as exc:
-        kind = statement_keyword(sql)
-        if kind is not None and kind.split()[-1] in STATEMENT_KEYWORDS:
-            raise refuse_statement(kind, sql) from None
         if (marker := format_parameter(sql, tokens)) is not None:
             raise marker from None
         first = exc.errors[0] if exc.errors else {}

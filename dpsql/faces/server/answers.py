@@ -22,6 +22,7 @@ from dpsql.faces.server.statements import route, to_qmark
 from dpsql.format import footer
 from dpsql.intercept import answer as intercept_answer
 from dpsql.intercept import execute
+from dpsql.intercept.explain import answer_explain
 from dpsql.result import Result
 from dpsql.session import Session
 
@@ -110,11 +111,11 @@ def describe(sql: str, parameters: list[Any], session: Session, catalog: PublicC
         names, types, _ = _catalog(sql, parameters, catalog, pg)
         return (names, types) if names else None
     qmark, order = to_qmark(sql)
-    if not order:
-        public = intercept_answer(session, qmark)
-        if public is not None:
-            return (list(public.columns), list(public.types)) if public.columns else None
-    names, types = session.describe(qmark, [_value(parameters, n) for n in order] if order else None)
+    values = [_value(parameters, n) for n in order] if order else None
+    public = intercept_answer(session, qmark) if not order else answer_explain(session, qmark, values)
+    if public is not None:
+        return (list(public.columns), list(public.types)) if public.columns else None
+    names, types = session.describe(qmark, values)
     return names, types
 
 
