@@ -66,6 +66,18 @@ def test_errors_of_public_queries_are_shown_as_they_are(con):
     assert err.value.code == "DP120" and "population" in str(err.value)
 
 
+def test_a_public_answer_has_a_row_cap(con):
+    """The 51 states four times over would be 6.8 million rows held in memory: refused with the
+    cap named; under it, every row comes back."""
+    from dpsql.backends.duckdb_local import MAX_PUBLIC_ROWS
+
+    with pytest.raises(dpsql.ProgrammingError, match=f"more than {MAX_PUBLIC_ROWS:,} rows") as err:
+        con.execute("SELECT a.code FROM states a, states b, states c, states d")
+    assert err.value.code == "DP120"
+    assert len(con.execute("SELECT a.code, b.code FROM states a, states b").fetchall()) == 51 * 51
+    assert con.session.ledger.spent == 0
+
+
 def test_the_public_database_holds_no_private_table(con):
     db = con.session.public_database()
     names, _, rows = db.run("SELECT table_name FROM duckdb_tables() ORDER BY 1")

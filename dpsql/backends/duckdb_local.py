@@ -23,6 +23,11 @@ LOCKDOWN = {
 }
 
 
+#: Rows one statement over public information may return (a cross join of reference tables
+#: grows fast: the 51 states four times over are 6.8 million rows, kept in memory whole).
+MAX_PUBLIC_ROWS = 1_000_000
+
+
 def _lock_down(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     """Apply :data:`LOCKDOWN` to an in-memory connection (the finisher, the schema twin)."""
     for setting, value in LOCKDOWN.items():
@@ -60,7 +65,11 @@ class DuckDBCatalog:
             cur.execute(sql, parameters or None)
             if cur.description is None:
                 return [], [], []
-            return [d[0] for d in cur.description], [str(d[1]) for d in cur.description], cur.fetchall()
+            rows = cur.fetchmany(MAX_PUBLIC_ROWS + 1)
+            if len(rows) > MAX_PUBLIC_ROWS:
+                raise CatalogQueryError(f"the answer has more than {MAX_PUBLIC_ROWS:,} rows; "
+                                        "add a LIMIT, a WHERE or an aggregate")
+            return [d[0] for d in cur.description], [str(d[1]) for d in cur.description], rows
         except duckdb.InterruptException:
             raise KeyboardInterrupt("the statement read public information only; nothing was charged") from None
         except duckdb.Error as exc:
