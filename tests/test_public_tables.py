@@ -66,6 +66,18 @@ def test_errors_of_public_queries_are_shown_as_they_are(con):
     assert err.value.code == "DP120" and "population" in str(err.value)
 
 
+def test_explaining_a_public_query_says_it_is_exact_and_free(con, demo):
+    """`dpsql explain` and SQL EXPLAIN (and `\\explain`, tests/test_repl.py) of a query of public tables only say how it is
+    answered (they used to refuse it as 'SELECT * would return private rows')."""
+    sql = "SELECT region, COUNT(*) FROM states GROUP BY region"
+    rows = [r[0] for r in con.execute("EXPLAIN " + sql).fetchall()]
+    assert rows[0].startswith("public tables only: answered exactly") and rows[-1] == sql + ";"
+    p = subprocess.run([sys.executable, "-m", "dpsql", "explain", sql, "--db", str(demo[0]), "--policy", str(demo[1])],
+                       capture_output=True, text=True, timeout=60, env=dict(os.environ, DPSQL_HOME=str(demo[0].parent)))
+    assert p.returncode == 0 and p.stdout.startswith("public tables only: answered exactly"), p.stderr
+    assert con.session.ledger.spent == 0
+
+
 def test_a_public_answer_has_a_row_cap(con):
     """The 51 states four times over would be 6.8 million rows held in memory: refused with the
     cap named; under it, every row comes back."""

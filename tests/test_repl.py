@@ -90,6 +90,15 @@ def test_meta_commands(con):
     assert "spent rho=0.25 of 10, 9.75 left" in out
 
 
+def test_explain_in_the_prompt_for_private_and_public_queries(con):
+    out, err, rc = drive(con, f"\\explain SELECT region, COUNT(*) FROM states GROUP BY region{ENTER}"
+                              f"EXPLAIN SELECT naics2, COUNT(*) FROM establishments GROUP BY naics2;{ENTER}")
+    assert rc == 0 and err == "", err
+    assert "public tables only: answered exactly" in out
+    assert "QUERY PLAN" in out and "rho for this query: 0.1" in out
+    assert con.session.ledger.spent == 0
+
+
 def test_public_tables_in_the_prompt(con):
     """\\tables lists the public tables, \\describe shows one, Tab completes one after JOIN, and
     a joined query runs and is charged like the same query without the join."""

@@ -240,9 +240,11 @@ def _query(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
+    from dpsql.intercept.explain import explanation_text
+
     with _connect(args) as con:
-        ex = con.explain(_sql(args))
-    print(fmt_mod.to_json(ex.to_dict()) if args.json else fmt_mod.explanation(ex))
+        print(fmt_mod.to_json(con.explain(_sql(args)).to_dict()) if args.json
+              else explanation_text(con.session, _sql(args)))
     return 0
 
 

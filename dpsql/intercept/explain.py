@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dpsql.errors import QueryRefused
 from dpsql.format import explanation
+from dpsql.intercept.probes import parsed
 from dpsql.intercept.public import public_result
+from dpsql.intercept.public_tables import reads_only_public
 from typing import Any
 
 from dpsql.result import Result
@@ -32,5 +34,15 @@ def answer_explain(session: Session, sql: str, parameters: Any = None) -> Result
             code="DP102", line=line, column=column,
             hint="EXPLAIN SELECT ... shows how dpsql answers a query, what it costs and its error bars, "
                  "without running it.")
-    text = explanation(session.explain(query, parameters=parameters))
+    text = explanation_text(session, query, parameters)
     return public_result(session, ["QUERY PLAN"], ["VARCHAR"], [(row,) for row in text.split("\n")])
+
+
+def explanation_text(session: Session, sql: str, parameters: Any = None) -> str:
+    """How ``sql`` would be answered, as text: dpsql's explanation of a private release, or, for
+    a query of public tables only, that it is answered exactly and for free."""
+    tree = parsed(sql)
+    if tree is not None and session.policy.public_tables and reads_only_public(tree, sql, session):
+        return ("public tables only: answered exactly from the public tables' rows, on a database that holds "
+                "nothing private; no noise, nothing charged.\n\n" + sql.strip().rstrip(";") + ";")
+    return explanation(session.explain(sql, parameters=parameters))

@@ -13,6 +13,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from dpsql import format as fmt_mod
+from dpsql.intercept.explain import explanation_text
 from dpsql.privacy import policy_function as pf
 from dpsql.privacy.budget import fmt
 
@@ -185,7 +186,7 @@ def _explain(repl: ReplState, arg: str) -> str:
     if not sql:
         raise UsageError("usage: \\explain SELECT …")
     repl.last_sql = sql
-    return fmt_mod.explanation(repl.session.explain(sql))
+    return explanation_text(repl.session, sql)
 
 
 @command("\\budget", args="[DELTA']",
