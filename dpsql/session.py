@@ -29,9 +29,10 @@ from typing import Any
 
 from dpsql import domain, output
 from dpsql.backends import InterruptedBeforeStart, PublicCatalog, open_engine, open_finisher
+from dpsql.backends.files import kind_of
 from dpsql.decide import Decision, allocations, decision, selection_params, settings_for
 from dpsql.domain import PublicDomain
-from dpsql.errors import DpsqlError, PolicyFileError, QueryFailed
+from dpsql.errors import DatabaseFileError, DpsqlError, PolicyFileError, QueryFailed
 from dpsql.explain import explain
 from dpsql.finish import describe, finish
 from dpsql.ledger import Charge, Ledger, ledger_path
@@ -84,6 +85,10 @@ class Session:
             database = demo_db
             policy = policy if policy is not None else demo_policy
         database = Path(database)
+        if kind_of(database) != "duckdb":  # a CSV or Parquet file: dpsql init makes a database of it
+            raise DatabaseFileError(f"{database} is a {kind_of(database)} file, not a DuckDB database",
+                                    hint=f"dpsql init {database} reads it into a DuckDB file and drafts its policy "
+                                         "(docs/own_data.md).")
         # The database first: a missing or unreadable file is the error to report (DP402), not
         # the policy that would sit beside it.
         self.engine = open_engine(database, threads=threads)

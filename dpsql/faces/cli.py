@@ -13,6 +13,7 @@
                                    rho-zCDP (P-approximate) as (epsilon, D [+ P])-DP, two ways
     dpsql serve [DATABASE]         serve it over the PostgreSQL protocol (psql, JDBC, BI tools)
     dpsql user add|remove|list     the analysts `dpsql serve` lets in
+    dpsql init DATA [--unit C]     a database and a starter policy from a CSV, Parquet or DuckDB file
 
 Exit status: 0 on success, 1 when dpsql refused or failed (message on stderr, or
 ``{"error": {...}}`` on stdout with --json), 2 on bad command-line usage, 141 when the reader of
@@ -35,13 +36,15 @@ SAMPLE_QUERY = "SELECT naics2, COUNT(*) AS establishments, SUM(payann) AS payrol
 
 
 def _connection_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", metavar="FILE", help="DuckDB database file (default: the demo database)")
+    p.add_argument("database", nargs="?", metavar="DATABASE", help="DuckDB database file, as for the prompt "
+                   "(or --db; default: the demo database)")
+    p.add_argument("--db", metavar="FILE", help="the database file, as an option")
     p.add_argument("--policy", metavar="FILE", help="policy file (default: <db>.policy.toml beside the database)")
     p.add_argument("--rho", metavar="R", help="zCDP budget for this query (default: the policy's default_rho)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
-COMMANDS = ("demo", "query", "explain", "ledger", "policy", "convert", "serve", "user")
+COMMANDS = ("demo", "query", "explain", "ledger", "policy", "convert", "serve", "user", "init")
 REPL_USAGE = "dpsql [DATABASE] [--policy FILE] [--rho R] [--sigma]"
 
 
@@ -61,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     from dpsql.faces.server import cli as server_cli
 
     server_cli.add_commands(sub)
+    from dpsql.faces import init_cmd
+
+    init_cmd.add_command(sub)
 
     p = sub.add_parser("demo", help="build the demo database if needed, show where it is, run a sample query")
     p.add_argument("--rows", type=int, default=200_000, help="establishments rows (default 200000)")
@@ -171,7 +177,7 @@ def _main(argv: list[str] | None) -> int:
     try:
         commands = {"demo": _demo, "query": _query, "explain": _explain, "ledger": budget_commands.ledger,
                     "policy": budget_commands.policy, "convert": budget_commands.convert, "repl": _repl,
-                    "serve": _serve, "user": _user}
+                    "serve": _serve, "user": _user, "init": _init}
         return commands[args.command](args)
     except DpsqlError as exc:
         return _fail(args, exc.to_dict(), str(exc))
@@ -186,6 +192,12 @@ def _main(argv: list[str] | None) -> int:
         return _fail(args, {"code": "DP900", "message": f"internal error ({type(exc).__name__}); this is a bug in dpsql"},
                      f"DP900: internal error ({type(exc).__name__}); this is a bug in dpsql. "
                      "Set DPSQL_DEBUG=1 to see the traceback (it may show private values: only for the data owner).")
+
+
+def _init(args: argparse.Namespace) -> int:
+    from dpsql.faces.init_cmd import init
+
+    return init(args)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -212,10 +224,17 @@ def _sql(args: argparse.Namespace) -> str:
     return sys.stdin.read() if args.sql == "-" else args.sql
 
 
+def _database(args: argparse.Namespace) -> str | None:
+    """The database of `dpsql query|explain`: DATABASE after the SQL, or --db (not both)."""
+    if args.database and args.db and args.database != args.db:
+        raise SystemExit(f"dpsql {args.command}: give the database once, as DATABASE or as --db")
+    return args.database or args.db
+
+
 def _connect(args: argparse.Namespace):
     from dpsql.faces.dbapi import connect
 
-    return connect(args.db, args.policy, rho=args.rho)
+    return connect(_database(args), args.policy, rho=args.rho)
 
 
 def _query(args: argparse.Namespace) -> int:
@@ -226,7 +245,7 @@ def _query(args: argparse.Namespace) -> int:
     from dpsql.faces.dbapi import connect
 
     csv = args.format == "csv"  # the ± as columns, from the session's own error columns
-    with connect(args.db, args.policy, rho=args.rho, error_columns=("sigma" if args.sigma else "on") if csv else None) as con:
+    with connect(_database(args), args.policy, rho=args.rho, error_columns=("sigma" if args.sigma else "on") if csv else None) as con:
         result = con.cursor().execute(_sql(args)).result
     if args.json:
         print(fmt_mod.to_json(result.to_dict()))

@@ -1,0 +1,109 @@
+"""The data owner's side of DuckDB (``dpsql init``): read a CSV, a Parquet file or a folder of
+Parquet files into a new DuckDB file, and describe a DuckDB file's tables so that a starter
+policy can be drafted from it.
+
+Only the data owner runs this, on their own machine, before any analyst is served: it is not on
+the query path and reads the files with DuckDB's own readers (no Python loop over rows). What it
+learns from the rows (which column is unique, the values of a column the owner declares public)
+goes into the policy only where the owner asked for it (docs/own_data.md, "What comes from
+the data").
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from dpsql.backends.files import kind_of
+from dpsql.errors import DatabaseFileError
+
+def _source_sql(path: Path, kind: str) -> str:
+    quoted = str(path).replace("'", "''")
+    if kind == "csv":
+        return f"read_csv('{quoted}', auto_detect = true, header = true)"
+    if path.is_dir():
+        files = list(path.rglob("*.parquet"))
+        if not files:
+            raise DatabaseFileError(f"the folder {path} holds no .parquet file",
+                                    hint="point dpsql init at a CSV file, a Parquet file, a folder of Parquet "
+                                         "files or a DuckDB file.")
+        pattern = str(path / "**" / "*.parquet").replace("'", "''")
+        hive = any("=" in p.relative_to(path).parts[0] for p in files if len(p.relative_to(path).parts) > 1)
+        return f"read_parquet('{pattern}', union_by_name = true, hive_partitioning = {str(hive).lower()})"
+    return f"read_parquet('{quoted}')"
+
+
+def import_table(source: Path, database: Path, table: str, *, progress: bool = False) -> int:
+    """Read ``source`` (CSV or Parquet) into a new table ``table`` of a new DuckDB file
+    ``database``, written whole: to a temporary file first, renamed into place only when the
+    import succeeded, so a failure leaves nothing behind. Returns the number of rows."""
+    kind = kind_of(source)
+    if kind == "duckdb":
+        raise DatabaseFileError(f"{source} is not a CSV or Parquet file")
+    partial = database.with_name(f".{database.name}.{os.getpid()}.partial")
+    for leftover in (partial, partial.with_name(partial.name + ".wal")):
+        leftover.unlink(missing_ok=True)
+    try:
+        con = duckdb.connect(str(partial))
+        try:
+            if progress:  # DuckDB's own bar, on the terminal, for reads that take more than a moment
+                con.execute("SET enable_progress_bar = true")
+                con.execute("SET enable_progress_bar_print = true")
+            con.execute(f'CREATE TABLE "{table}" AS SELECT * FROM {_source_sql(source, kind)}')
+            rows = con.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0]
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+        os.replace(partial, database)
+    except duckdb.Error as exc:
+        raise DatabaseFileError(f"DuckDB could not read {source} ({type(exc).__name__}): {str(exc).splitlines()[0]}",
+                                hint="check the file's format (a header line for CSV), or convert it with DuckDB "
+                                     "first and run dpsql init on the .duckdb file.") from None
+    finally:
+        for leftover in (partial, partial.with_name(partial.name + ".wal")):
+            leftover.unlink(missing_ok=True)
+    if progress:
+        sys.stderr.flush()
+    return int(rows)
+
+
+class Inspector:
+    """A DuckDB file opened read-only to draft its policy (its owner's machine)."""
+
+    def __init__(self, database: Path) -> None:
+        try:
+            self._con = duckdb.connect(str(database), read_only=True)
+        except duckdb.Error as exc:
+            raise DatabaseFileError(f"cannot open {database} as a DuckDB file ({type(exc).__name__})",
+                                    hint="dpsql init reads a CSV file, a Parquet file or folder, or a DuckDB file.") from None
+
+    def close(self) -> None:
+        self._con.close()
+
+    def tables(self) -> list[str]:
+        rows = self._con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+                                 "AND schema_name = 'main' AND NOT temporary ORDER BY table_name").fetchall()
+        return [r[0] for r in rows]
+
+    def columns(self, table: str) -> list[tuple[str, str]]:
+        """(name, DuckDB type) of each column, in order."""
+        rows = self._con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? "
+                                 "AND database_name = current_database() AND schema_name = 'main' "
+                                 "ORDER BY column_index", [table]).fetchall()
+        return [(r[0], r[1]) for r in rows]
+
+    def identifies_rows(self, table: str, column: str) -> bool:
+        """Whether ``column`` has no NULL and no repeated value (a candidate privacy unit)."""
+        q = f'SELECT COUNT(*) = COUNT(DISTINCT "{column}") AND COUNT(*) = COUNT("{column}") FROM "{table}"'
+        return bool(self._con.execute(q).fetchone()[0])
+
+    def values(self, table: str, column: str, limit: int) -> list[Any] | None:
+        """The distinct non-NULL values of a column the owner declares public, sorted; None when
+        there are more than ``limit`` of them."""
+        rows = self._con.execute(f'SELECT DISTINCT "{column}" FROM "{table}" WHERE "{column}" IS NOT NULL '
+                                 f'ORDER BY 1 LIMIT {int(limit) + 1}').fetchall()
+        return None if len(rows) > limit else [r[0] for r in rows]

@@ -1,0 +1,212 @@
+"""``dpsql init DATA``: your own data in minutes. A CSV file, a Parquet file or folder is read into
+a DuckDB file dpsql owns (a DuckDB file is used as it is), and a starter policy is drafted from
+its schema (:mod:`dpsql.faces.policy_draft`), checked by opening it as an analyst would, and only
+then left in place: on any failure nothing new stays on disk.
+
+The privacy unit is asked for (or given with ``--unit``); a column with no NULL and no repeated
+value, named like an identifier, is offered as the default. Columns declared public
+(``--public a,b``) get their keyset from the data; every other key is private.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+from dpsql.backends.duckdb_files import Inspector, import_table, kind_of
+from dpsql.errors import DatabaseFileError, PolicyFileError
+from dpsql.faces.policy_draft import TableDraft, is_integer, is_text, policy_text
+from dpsql.policy_file import default_policy_path
+
+#: a keyset read from a public column may hold at most this many values
+MAX_PUBLIC_VALUES = 10_000
+_ID_NAME = re.compile(r"(^|_)(id|key|uuid|number|no)$", re.IGNORECASE)
+
+
+def add_command(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("init", help="make a database and a starter policy from a CSV, Parquet or DuckDB file",
+                       description="Reads DATA (a CSV file, a Parquet file or folder, or a DuckDB file) into a DuckDB "
+                                   "file dpsql owns and drafts its policy, every line commented for review. "
+                                   "Example: dpsql init customers.csv --unit id --public region")
+    p.add_argument("data", help="a .csv file, a .parquet file or folder of them, or a .duckdb file")
+    p.add_argument("--unit", metavar="COLUMN", help="the privacy-unit column (one row per person, firm...); "
+                                                    "asked when standard input is a terminal")
+    p.add_argument("--public", metavar="COLS", default="",
+                   help="comma-separated columns whose values are public: their keysets are read from the data")
+    p.add_argument("--threshold", metavar="COL=T", action="append", default=[],
+                   help="split threshold of a measure (repeatable); without it the draft writes a placeholder")
+    p.add_argument("--table", help="table name for imported data (default: the file's name); for a DuckDB file, "
+                                   "the one table to draft (default: every table with the unit column)")
+    p.add_argument("--db", metavar="FILE", help="the DuckDB file to write (default: DATA with .duckdb)")
+    p.add_argument("--policy", metavar="FILE", help="the policy to write (default: <db>.policy.toml beside it)")
+    p.add_argument("--yes", action="store_true", help="accept the guessed unit column without asking")
+    p.add_argument("--force", action="store_true", help="overwrite the database and policy if they exist")
+
+
+def _table_name(path: Path) -> str:
+    stem = path.name.split(".")[0] if path.is_file() else path.name
+    name = re.sub(r"[^0-9A-Za-z_]", "_", stem).strip("_").lower() or "data"
+    return name if not name[0].isdigit() else f"t_{name}"
+
+
+def _thresholds(items: list[str]) -> dict[str, Decimal]:
+    out = {}
+    for item in items:
+        col, _, value = item.partition("=")
+        try:
+            t = Decimal(value)
+        except InvalidOperation:
+            t = Decimal(0)
+        if not col or t <= 0:
+            raise PolicyFileError(f"--threshold {item!r}: write COLUMN=T with T a positive number, e.g. amount=500")
+        out[col.strip()] = t
+    return out
+
+
+def _ask(question: str, default: str | None) -> str:
+    suffix = f" [{default}]" if default else ""
+    print(f"{question}{suffix}: ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline().strip()
+    return answer or (default or "")
+
+
+def _unit(args: argparse.Namespace, ins: Inspector, table: str, columns: list[tuple[str, str]]) -> tuple[str, str]:
+    """(the unit column, how it was chosen)."""
+    names = [c for c, _ in columns]
+    if args.unit:
+        if args.unit not in names:
+            raise PolicyFileError(f"--unit {args.unit}: table {table} has no such column",
+                                  hint=f"its columns: {', '.join(names)}")
+        return args.unit, "given with --unit"
+    candidates = [c for c, t in columns if _ID_NAME.search(c) and (is_integer(t) or is_text(t))]
+    guess = next((c for c in candidates if ins.identifies_rows(table, c)), None)
+    interactive = sys.stdin.isatty() and not args.yes
+    if interactive:
+        print(f"Table {table}: columns {', '.join(names)}", file=sys.stderr)
+        answer = _ask("Which column identifies the privacy unit (one row per person, firm, device)?", guess)
+        if answer not in names:
+            raise PolicyFileError(f"{answer or 'no column'!r} is not a column of {table}",
+                                  hint=f"its columns: {', '.join(names)}")
+        return answer, "chosen at the prompt"
+    if guess is not None and args.yes:
+        return guess, "guessed (no NULL, no repeated value) and accepted with --yes"
+    hint = (f"dpsql guesses {guess} (no NULL, no repeated value): pass --unit {guess}, or --yes to accept it."
+            if guess else f"its columns: {', '.join(names)}")
+    raise PolicyFileError(f"which column of {table} identifies the privacy unit? give --unit COLUMN", hint=hint)
+
+
+def init(args: argparse.Namespace) -> int:
+    source = Path(args.data).expanduser()
+    if not source.exists():
+        raise DatabaseFileError(f"{source} does not exist", hint="give a CSV file, a Parquet file or folder, or a DuckDB file.")
+    kind = kind_of(source)
+    imported = kind != "duckdb"
+    database = Path(args.db) if args.db else (source if not imported else source.with_name(_table_name(source) + ".duckdb"))
+    policy = Path(args.policy) if args.policy else default_policy_path(database)
+    for path in ([database] if imported else []) + [policy]:
+        if path.exists() and not args.force:
+            raise PolicyFileError(f"{path} exists already; dpsql init does not overwrite it",
+                                  hint="pass --force to replace it, or --db / --policy to write elsewhere.")
+    public = [c.strip() for c in args.public.split(",") if c.strip()]
+    thresholds = _thresholds(args.threshold)
+    ledger = policy.with_name(policy.stem + ".ledger.sqlite")  # made by the check below, if new
+    written: list[Path] = [] if ledger.exists() else [ledger]
+    try:
+        if imported:
+            table = args.table or _table_name(source)
+            show = sys.stderr.isatty()
+            print(f"reading {source} ({kind}) into {database} ...", file=sys.stderr, flush=True)
+            rows = import_table(source, database, table, progress=show)
+            written.append(database)
+            print(f"  table {table}: {rows:,} rows", file=sys.stderr)
+        drafts = _drafts(args, database, public, thresholds)
+        text = policy_text(database.name, args.data, drafts)
+        partial = policy.with_name(f".{policy.name}.partial")
+        partial.write_text(text + "\n", encoding="utf-8")
+        partial.replace(policy)
+        written.append(policy)
+        _check(database, policy, drafts)
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise
+    _tell(database, policy, drafts, thresholds)
+    return 0
+
+
+def _drafts(args: argparse.Namespace, database: Path, public: list[str], thresholds: dict[str, Decimal]
+            ) -> list[TableDraft]:
+    ins = Inspector(database)
+    try:
+        tables = [args.table] if args.table else ins.tables()
+        if not tables or (args.table and args.table not in ins.tables()):
+            raise DatabaseFileError(f"{database} has no table {args.table or ''}".strip(),
+                                    hint=f"its tables: {', '.join(ins.tables()) or 'none'}")
+        drafts = []
+        for table in tables:
+            columns = ins.columns(table)
+            if args.unit and len(tables) > 1 and args.unit not in {c for c, _ in columns}:
+                continue  # a DuckDB file's other tables (reference data, say) are left out
+            unit, note = _unit(args, ins, table, columns)
+            if not ins.identifies_rows(table, unit):
+                raise PolicyFileError(f"{table}.{unit} has repeated values or NULLs, so it cannot be the privacy unit: "
+                                      "dpsql needs one row per unit",
+                                      hint="give the column that identifies a person (firm, device), or first make "
+                                           "one row per unit (e.g. GROUP BY the unit with SUMs) and init that.")
+            draft = TableDraft(table, unit, note, columns, thresholds={c: t for c, t in thresholds.items()})
+            for col in public:
+                typ = dict(columns).get(col)
+                if typ is None:
+                    continue
+                if not (is_text(typ) or is_integer(typ)):
+                    raise PolicyFileError(f"--public {col}: a public keyset is text or whole numbers; {col} is {typ}")
+                values = ins.values(table, col, MAX_PUBLIC_VALUES)
+                if values is None:
+                    raise PolicyFileError(f"--public {col}: more than {MAX_PUBLIC_VALUES:,} distinct values",
+                                          hint="a public keyset lists every value; leave the column private "
+                                               "(GROUP BY it goes through partition selection).")
+                draft.public[col] = values
+            drafts.append(draft)
+        unknown = [c for c in public if not any(c in dict(d.columns) for d in drafts)]
+        unknown += [c for c in thresholds if not any(c in dict(d.measures()) for d in drafts)]
+        if unknown:
+            raise PolicyFileError(f"no such column (or not a measure, for --threshold): {', '.join(unknown)}")
+        if not drafts:
+            raise PolicyFileError(f"no table of {database} has the column {args.unit}")
+        return drafts
+    finally:
+        ins.close()
+
+
+def _check(database: Path, policy: Path, drafts: list[TableDraft]) -> None:
+    """Open the pair as an analyst would and explain a first query (free): the policy loads, the
+    unit column is one row per unit, and a query over it plans."""
+    from dpsql.faces.dbapi import connect
+
+    with connect(database, policy) as con:
+        for draft in drafts:
+            con.session.check_unit_column(draft.name)
+        con.explain(first_query(drafts[0]))
+
+
+def first_query(t: TableDraft) -> str:
+    keys = t.keys()
+    measures = t.measures()
+    select = ["COUNT(*) AS n"] + ([f'SUM("{measures[0][0]}") AS total'] if measures else [])
+    if keys:
+        key = f'"{keys[0][0]}"'
+        return f"SELECT {key}, {', '.join(select)} FROM \"{t.name}\" GROUP BY {key}"
+    return f"SELECT {', '.join(select)} FROM \"{t.name}\""
+
+
+def _tell(database: Path, policy: Path, drafts: list[TableDraft], thresholds: dict[str, Decimal]) -> None:
+    placeholders = [c for d in drafts for c, _ in d.measures() if c not in thresholds]
+    print(f"database: {database}\npolicy:   {policy}")
+    if placeholders:
+        print(f"\nReview the policy first: the split thresholds of {', '.join(placeholders)} are placeholders "
+              f"(set them, or run dpsql advise --db {database}).")
+    print(f"\nNext: dpsql {database}                      (the prompt)\n"
+          f"      dpsql query '{first_query(drafts[0])}' --db {database}")

@@ -1,0 +1,145 @@
+"""The text of a starter policy (``dpsql init``): every line commented, so that the data owner can
+review each decision before anyone is served.
+
+What the draft takes from the rows, and why (docs/own_data.md, "What comes from the data"):
+the policy is public, so nothing read from private rows is written into it except the values of
+columns the owner declares public (``--public``). The split thresholds are therefore not
+computed from the data: the owner gives them (``--threshold col=T``), or the draft writes a
+placeholder and says so on the line; ``dpsql advise`` is the way to choose them from the data
+(DP quantiles, charged to the budget).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+#: the threshold written when the owner gave none: a placeholder, flagged on its line
+PLACEHOLDER_THRESHOLD = 1000
+_INTEGER = re.compile(r"^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|INT[1248]|U?HUGEINT)$")
+_DECIMAL = re.compile(r"^DECIMAL\((\d+),\s*(\d+)\)$")
+_FLOAT = {"FLOAT", "DOUBLE", "REAL", "FLOAT4", "FLOAT8"}
+_TEXT = {"VARCHAR", "TEXT", "STRING"}
+_TIME = re.compile(r"^(DATE|TIME|TIMESTAMP.*|INTERVAL)$")
+
+
+def is_integer(type_name: str) -> bool:
+    return bool(_INTEGER.match(type_name.upper()))
+
+
+def is_numeric(type_name: str) -> bool:
+    t = type_name.upper()
+    return is_integer(t) or t in _FLOAT or bool(_DECIMAL.match(t))
+
+
+def is_text(type_name: str) -> bool:
+    return type_name.upper() in _TEXT or type_name.upper().startswith("ENUM")
+
+
+def granularity(type_name: str) -> Decimal | None:
+    """The granularity a DECIMAL(p, s) column states in its type (10^-s); None otherwise."""
+    m = _DECIMAL.match(type_name.upper())
+    return Decimal(1).scaleb(-int(m.group(2))) if m and int(m.group(2)) > 0 else None
+
+
+@dataclass
+class TableDraft:
+    """The owner's decisions for one table."""
+
+    name: str
+    unit: str
+    unit_note: str
+    columns: list[tuple[str, str]]
+    public: dict[str, list[Any]] = field(default_factory=dict)   # column -> keyset (declared public)
+    thresholds: dict[str, Decimal] = field(default_factory=dict)  # given by the owner
+
+    def measures(self) -> list[tuple[str, str]]:
+        return [(c, t) for c, t in self.columns if c != self.unit and c not in self.public and is_numeric(t)]
+
+    def keys(self) -> list[tuple[str, str]]:
+        return [(c, t) for c, t in self.columns
+                if c != self.unit and (c in self.public or (is_text(t) and not is_numeric(t)) or t.upper() == "BOOLEAN")]
+
+    def others(self) -> list[tuple[str, str]]:
+        taken = {c for c, _ in self.measures()} | {c for c, _ in self.keys()} | {self.unit}
+        return [(c, t) for c, t in self.columns if c not in taken]
+
+
+def _toml_key(name: str) -> str:
+    return name if re.match(r"^[A-Za-z0-9_-]+$", name) else json.dumps(name)
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    return json.dumps(str(v), ensure_ascii=False)
+
+
+def _number(d: Decimal) -> str:
+    text = format(d.normalize(), "f")
+    return text
+
+
+def policy_text(database: str, source: str, tables: list[TableDraft]) -> str:
+    """The whole starter policy, as TOML with a comment on every decision."""
+    out = [f"# dpsql policy for {database}, drafted by `dpsql init {source}` on {date.today().isoformat()}.",
+           "# Review every line before serving anyone: this file is public (analysts read it with \\d and",
+           "# \\describe) and it decides what is protected. Each field: docs/policy.md. This draft: docs/own_data.md.",
+           "",
+           "[budget]",
+           "default_rho = 0.1     # zCDP rho charged per query unless the analyst asks for another (SET dpsql.rho)",
+           "total_rho = 5.0       # what one analyst may spend in all; durable, restarts do not restore it",
+           "total_delta = 1e-6    # delta of partition selections (GROUP BY a private key, 1e-7 each here):",
+           "                      # keep it well below 1 / (number of units)",
+           "",
+           "[selection]",
+           "delta = 1e-7          # per GROUP BY of a private key: at most 10 of them under total_delta",
+           "",
+           "[noise]",
+           'mechanism = "discrete_gaussian"   # zCDP; "geometric" for pure epsilon-DP',
+           ""]
+    for t in tables:
+        out += [f"[tables.{_toml_key(t.name)}]",
+                f"privacy_unit = {_value(t.unit)}   # {t.unit_note}; each unit is one row, checked when dpsql connects",
+                ""]
+        measures = t.measures()
+        out.append(f"[tables.{_toml_key(t.name)}.measures]")
+        if not measures:
+            out.append("# (no numeric column: COUNT(*) only)")
+        for c, typ in measures:
+            gran = granularity(typ)
+            if c in t.thresholds:
+                thr, note = t.thresholds[c], "split threshold T, given by the data owner"
+            else:
+                thr, note = Decimal(PLACEHOLDER_THRESHOLD), ("PLACEHOLDER split threshold, not read from the data: "
+                                                             f"set it (dpsql advise --measure {c} suggests one)")
+            fields = [f"threshold = {_number(thr)}"]
+            if gran is not None:
+                fields.append(f"granularity = {_number(gran)}")
+                note += f"; noised in whole units of {_number(gran)}, as its type {typ} states"
+            elif typ.upper() in _FLOAT:
+                note += "; a floating-point column is noised in whole units (add granularity = 0.01 for cents)"
+            out.append(f"{_toml_key(c)} = {{ {', '.join(fields)} }}   # {typ}: SUM/AVG; {note}")
+        out += ["", f"[tables.{_toml_key(t.name)}.keys]"]
+        keys = t.keys()
+        if not keys:
+            out.append("# (no text column: no GROUP BY key)")
+        for c, typ in keys:
+            if c in t.public:
+                values = ", ".join(_value(v) for v in t.public[c])
+                out.append(f"{_toml_key(c)} = {{ keyset = [{values}] }}   # {typ}: public keyset "
+                           f"({len(t.public[c])} values, read from the data because you declared the column public)")
+            else:
+                out.append(f"{_toml_key(c)} = {{}}   # {typ}: private key, GROUP BY it goes through DP partition "
+                           "selection; delete the line if it is not for grouping (names, e-mails)")
+        for c, typ in t.others():
+            why = "dates and times as keys are not supported yet" if _TIME.match(typ.upper()) else "neither a measure nor a key"
+            out.append(f"# {c}: {typ}, {why}; usable in WHERE")
+        out.append("")
+    return "\n".join(out)

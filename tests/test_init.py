@@ -1,0 +1,142 @@
+"""`dpsql init`: from a CSV file, a Parquet folder or a DuckDB file to answered queries, with
+nothing written by hand but what `dpsql init` asks (docs/own_data.md), driven as a user drives it:
+the real command in a subprocess, at a real terminal (a pty) when it asks a question."""
+
+from __future__ import annotations
+
+import csv
+import os
+import pty
+import random
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import dpsql
+
+
+def _dpsql(*args: str, cwd: Path, stdin: str | None = "", timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, DPSQL_HOME=str(cwd), COLUMNS="120")
+    return subprocess.run([sys.executable, "-m", "dpsql", *args], cwd=cwd, input=stdin, capture_output=True,
+                          text=True, env=env, timeout=timeout)
+
+
+def _customers(path: Path, n: int = 5000, duplicate: bool = False) -> Path:
+    rng = random.Random(7)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["customer_id", "region", "plan", "signup", "spend", "visits"])
+        for i in range(n):
+            w.writerow([1 if duplicate and i < 2 else i + 1, rng.choice(["north", "south", "east", "west"]),
+                        rng.choice(["free", "pro", "team"]), f"2023-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
+                        round(rng.lognormvariate(3, 1.5), 2), rng.randint(0, 40)])
+    return path
+
+
+def _every_query(con: dpsql.Connection, table: str, policy: Path) -> int:
+    """Every aggregate the drafted policy offers, grouped by every key: none is refused."""
+    spec = tomllib.loads(policy.read_text())["tables"][table]
+    measures, keys = list(spec["measures"]), list(spec["keys"])
+    answered = 0
+    for key in [None, *keys]:
+        aggs = ["COUNT(*)"] + [f"{f}({m})" for m in measures for f in ("SUM", "AVG")]
+        sql = f"SELECT {key + ', ' if key else ''}{', '.join(aggs)} FROM {table}" + (f" GROUP BY {key}" if key else "")
+        con.cursor().execute(sql)
+        answered += 1
+    return answered
+
+
+def test_from_a_csv_file_to_answers(tmp_path):
+    _customers(tmp_path / "customers.csv")
+    p = _dpsql("init", "customers.csv", "--unit", "customer_id", "--public", "region", "--threshold", "spend=500",
+               cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    db, policy = tmp_path / "customers.duckdb", tmp_path / "customers.policy.toml"
+    assert f"database: {db.name}" in p.stdout and f"policy:   {policy.name}" in p.stdout
+    assert "table customers: 5,000 rows" in p.stderr
+    text = policy.read_text()
+    spec = tomllib.loads(text)["tables"]["customers"]
+    assert spec["privacy_unit"] == "customer_id"
+    assert spec["measures"] == {"spend": {"threshold": 500}, "visits": {"threshold": 1000}}
+    assert spec["keys"] == {"region": {"keyset": ["east", "north", "south", "west"]}, "plan": {}}
+    assert "PLACEHOLDER split threshold" in text and "# signup: DATE" in text
+    assert all(line.startswith(("#", "[", " ")) or "#" in line for line in text.splitlines() if line.strip())
+    answer = _dpsql("query", "SELECT region, COUNT(*) AS n FROM customers GROUP BY region", "customers.duckdb",
+                    cwd=tmp_path)
+    assert answer.returncode == 0, answer.stderr
+    assert [line.split()[0] for line in answer.stdout.splitlines()[2:6]] == ["east", "north", "south", "west"]
+    with dpsql.connect(db, policy) as con:
+        assert _every_query(con, "customers", policy) == 3
+
+
+def test_the_unit_is_asked_at_a_terminal(tmp_path):
+    _customers(tmp_path / "customers.csv", n=500)
+    main, child = pty.openpty()
+    env = dict(os.environ, DPSQL_HOME=str(tmp_path))
+    proc = subprocess.Popen([sys.executable, "-m", "dpsql", "init", "customers.csv"], cwd=tmp_path, stdin=child,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    os.close(child)
+    os.write(main, b"\n")  # Enter: the offered default
+    out, err = proc.communicate(timeout=120)
+    os.close(main)
+    assert proc.returncode == 0, err
+    assert "Which column identifies the privacy unit (one row per person, firm, device)? [customer_id]" in err
+    assert tomllib.loads((tmp_path / "customers.policy.toml").read_text())["tables"]["customers"]["privacy_unit"] \
+        == "customer_id"
+
+
+def test_from_a_parquet_folder_to_answers(tmp_path):
+    _customers(tmp_path / "c.csv", n=3000)
+    with duckdb.connect() as con:  # the test's own Parquet folder, partitioned by region (hive style)
+        con.execute(f"COPY (SELECT * FROM read_csv('{tmp_path / 'c.csv'}')) TO '{tmp_path / 'sales'}' "
+                    "(FORMAT parquet, PARTITION_BY (region))")
+    p = _dpsql("init", "sales", "--yes", "--public", "region,plan", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    policy = tmp_path / "sales.policy.toml"
+    spec = tomllib.loads(policy.read_text())["tables"]["sales"]
+    assert spec["privacy_unit"] == "customer_id" and spec["keys"]["region"]["keyset"] == ["east", "north", "south", "west"]
+    with dpsql.connect(tmp_path / "sales.duckdb", policy) as con:
+        assert _every_query(con, "sales", policy) == 3
+        assert len(con.execute("SELECT plan, SUM(spend) FROM sales GROUP BY plan").fetchall()) == 3
+
+
+def test_a_duckdb_file_gets_a_policy_for_its_tables_with_the_unit(tmp_path):
+    db = tmp_path / "shop.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE TABLE orders AS SELECT i AS id, i % 7 AS store, 'x' || (i % 3) AS channel, i * 3 AS amount "
+                    "FROM range(1, 2001) t(i)")
+        con.execute("CREATE TABLE stores AS SELECT i AS store, 'S' || i AS name FROM range(7) t(i)")
+    p = _dpsql("init", "shop.duckdb", "--unit", "id", "--public", "channel", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    doc = tomllib.loads((tmp_path / "shop.policy.toml").read_text())
+    assert list(doc["tables"]) == ["orders"]  # stores has no id column: left out
+    with dpsql.connect(db) as con:  # the policy beside the database is found
+        assert len(con.execute("SELECT channel, SUM(amount) FROM orders GROUP BY channel").fetchall()) == 3
+
+
+def test_refusals_leave_nothing_behind(tmp_path):
+    _customers(tmp_path / "customers.csv", n=300)
+    p = _dpsql("init", "customers.csv", cwd=tmp_path)  # no terminal, no --unit: say what to pass
+    assert p.returncode == 1 and "give --unit COLUMN" in p.stderr and "--unit customer_id" in p.stderr
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["customers.csv"]
+    _customers(tmp_path / "dups.csv", n=300, duplicate=True)
+    p = _dpsql("init", "dups.csv", "--unit", "customer_id", cwd=tmp_path)  # not one row per unit
+    assert p.returncode == 1 and "repeated values or NULLs" in p.stderr
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["customers.csv", "dups.csv"]
+    p = _dpsql("init", "customers.csv", "--unit", "nope", cwd=tmp_path)
+    assert p.returncode == 1 and "no such column" in p.stderr and "customer_id" in p.stderr
+    assert _dpsql("init", "customers.csv", "--unit", "customer_id", cwd=tmp_path).returncode == 0
+    again = _dpsql("init", "customers.csv", "--unit", "customer_id", cwd=tmp_path)
+    assert again.returncode == 1 and "exists already" in again.stderr and "--force" in again.stderr
+
+
+def test_a_data_file_given_as_the_database_says_to_init_it(tmp_path):
+    _customers(tmp_path / "customers.csv", n=10)
+    for args in (["customers.csv"], ["query", "SELECT COUNT(*) FROM t", "customers.csv"]):
+        p = _dpsql(*args, cwd=tmp_path, stdin="")
+        assert p.returncode == 1 and "is a csv file, not a DuckDB database" in p.stderr, p.stderr
+        assert "dpsql init customers.csv" in p.stderr
