@@ -35,7 +35,7 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
                     "dpsql.privacy.policy_function", "dpsql.ledger", "dpsql.policy", "dpsql.policy_file",
                     "dpsql.demo_db", "dpsql.home",
                     # dpsql init: the data owner's importer (backends/duckdb_files.py)
-                    "dpsql.backends.duckdb_files"),
+                    "dpsql.backends.duckdb_files", "dpsql.backends.files"),
 }
 
 

@@ -15,8 +15,9 @@ import re
 import sys
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import Any
 
-from dpsql.backends.duckdb_files import Inspector, import_table, kind_of
+from dpsql.backends.files import kind_of
 from dpsql.errors import DatabaseFileError, PolicyFileError
 from dpsql.faces.policy_draft import TableDraft, is_integer, is_text, policy_text
 from dpsql.policy_file import default_policy_path
@@ -73,7 +74,7 @@ def _ask(question: str, default: str | None) -> str:
     return answer or (default or "")
 
 
-def _unit(args: argparse.Namespace, ins: Inspector, table: str, columns: list[tuple[str, str]]) -> tuple[str, str]:
+def _unit(args: argparse.Namespace, ins: Any, table: str, columns: list[tuple[str, str]]) -> tuple[str, str]:
     """(the unit column, how it was chosen)."""
     names = [c for c, _ in columns]
     if args.unit:
@@ -119,6 +120,8 @@ def init(args: argparse.Namespace) -> int:
             table = args.table or _table_name(source)
             show = sys.stderr.isatty()
             print(f"reading {source} ({kind}) into {database} ...", file=sys.stderr, flush=True)
+            from dpsql.backends.duckdb_files import import_table
+
             rows = import_table(source, database, table, progress=show)
             written.append(database)
             print(f"  table {table}: {rows:,} rows", file=sys.stderr)
@@ -139,6 +142,8 @@ def init(args: argparse.Namespace) -> int:
 
 def _drafts(args: argparse.Namespace, database: Path, public: list[str], thresholds: dict[str, Decimal]
             ) -> list[TableDraft]:
+    from dpsql.backends.duckdb_files import Inspector  # duckdb: only when the command runs
+
     ins = Inspector(database)
     try:
         tables = [args.table] if args.table else ins.tables()

@@ -13,7 +13,6 @@ demo, ``<database>.dpsql-server/`` beside a database file.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import getpass
 import ipaddress
 import sys
@@ -127,6 +126,8 @@ def serve(args: argparse.Namespace) -> int:
             f"connect with: psql -h {host} -p {port} -U NAME")
 
     try:
+        import asyncio  # here, not at the top: every dpsql command builds this parser
+
         asyncio.run(server.run(args.host, args.port, started))
     except OSError as exc:
         raise SystemExit(f"dpsql serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
