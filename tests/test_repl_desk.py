@@ -537,7 +537,7 @@ HABITS = [  # (typed, what shows): every habit the table says works, and the one
     ("\\! echo shell-1", "shell-1"), (".shell echo shell-2", "shell-2"), (".system echo shell-3", "shell-3"),
     ("\\include /nonexistent/1", "could not read /nonexistent/1"), (".read /nonexistent/2", "could not read /nonexistent/2"),
     ("\\reset", "Query buffer reset"), ("\\pset format csv", "Output format is csv."),
-    ("EXPLAIN SELECT COUNT(*) FROM establishments;", "\\explain in the prompt"), ("COPY (SELECT 1) TO 'x.csv';", "DP102"),
+    ("EXPLAIN SELECT COUNT(*) FROM establishments;", "rho for this query: 0.1"), ("COPY (SELECT 1) TO 'x.csv';", "DP102"),
     (".mode line", "unknown command .mode"), ("\\watch", "unknown command \\watch"), ("\\l", "unknown command \\l"),
     ("\\dn", "unknown command \\dn"), ("\\c other", "unknown command \\c"),
 ]
