@@ -41,7 +41,7 @@ def _connection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
-COMMANDS = ("demo", "query", "explain", "ledger", "policy", "convert", "serve", "user")
+COMMANDS = ("demo", "query", "explain", "ledger", "policy", "convert", "serve", "user", "workload")
 REPL_USAGE = "dpsql [DATABASE] [--policy FILE] [--rho R] [--sigma]"
 
 
@@ -61,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     from dpsql.faces.server import cli as server_cli
 
     server_cli.add_commands(sub)
+    from dpsql.faces import workload_cmd
+
+    workload_cmd.add_command(sub)
 
     p = sub.add_parser("demo", help="build the demo database if needed, show where it is, run a sample query")
     p.add_argument("--rows", type=int, default=200_000, help="establishments rows (default 200000)")
@@ -171,7 +174,7 @@ def _main(argv: list[str] | None) -> int:
     try:
         commands = {"demo": _demo, "query": _query, "explain": _explain, "ledger": budget_commands.ledger,
                     "policy": budget_commands.policy, "convert": budget_commands.convert, "repl": _repl,
-                    "serve": _serve, "user": _user}
+                    "serve": _serve, "user": _user, "workload": _workload}
         return commands[args.command](args)
     except DpsqlError as exc:
         return _fail(args, exc.to_dict(), str(exc))
@@ -186,6 +189,12 @@ def _main(argv: list[str] | None) -> int:
         return _fail(args, {"code": "DP900", "message": f"internal error ({type(exc).__name__}); this is a bug in dpsql"},
                      f"DP900: internal error ({type(exc).__name__}); this is a bug in dpsql. "
                      "Set DPSQL_DEBUG=1 to see the traceback (it may show private values: only for the data owner).")
+
+
+def _workload(args: argparse.Namespace) -> int:
+    from dpsql.faces.workload_cmd import workload
+
+    return workload(args)
 
 
 def _serve(args: argparse.Namespace) -> int:

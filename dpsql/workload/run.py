@@ -1,0 +1,119 @@
+"""The real run of a workload: decide everything, charge once, then write every output whole.
+
+Phases (docs/workloads.md, the same as one query's, docs/privacy.md):
+
+1. :func:`dpsql.workload.plan.plan` and :meth:`Session.decide` for every query (the plan path
+   of one query; the budget is checked for the whole workload, not per query), the output
+   folder checked: every refusal happens here, before any private row is read;
+2-4. :meth:`Session.execute_decided`: every exact query and its noise, then ONE durable charge
+   of the workload's composed cost, whose policy terms are every query's (P(r) adds up);
+5. outputs in long format (one row per released cell: query, group, measure, value, sigma,
+   moe95), each written to a temporary file in the output folder and renamed into place.
+
+Workloads that this module cannot yet run for real (SafeTab levels, random partitions) are
+refused in phase 1 with DP109; their dry run works.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from dpsql.errors import DpsqlInternalError, NotSupportedYet, WorkloadFileError
+from dpsql.ledger import Charge
+from dpsql.privacy.allocate import GAUSSIAN
+from dpsql.result import Result
+from dpsql.workload.plan import WorkloadPlan, plan
+from dpsql.workload.spec import Workload
+
+__all__ = ["run", "long_rows", "LONG_COLUMNS"]
+
+LONG_COLUMNS = ("query", "group", "measure", "value", "sigma", "moe95")
+
+
+def _check_out_dir(out_dir: Path, workload: Workload) -> None:
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WorkloadFileError(f"cannot create the output folder {out_dir} ({exc.strerror or type(exc).__name__})",
+                                hint="pass --out DIR naming a folder you can write to.") from None
+    if not os.access(out_dir, os.W_OK):
+        raise WorkloadFileError(f"cannot write to the output folder {out_dir}", hint="pass --out DIR naming a folder you can write to.")
+    clash = [str(out_dir / f"{workload.name}.{f}") for f in workload.formats if (out_dir / f"{workload.name}.{f}").exists()]
+    if clash:
+        raise WorkloadFileError(f"the output file(s) {', '.join(clash)} exist already; a workload never overwrites "
+                                "a release", hint="choose another --out folder or move the old files away.")
+
+
+def run(session: Any, workload: Workload, out_dir: str | Path) -> tuple[WorkloadPlan, list[Result], list[Path]]:
+    """Answer ``workload`` on ``session``'s data: one charge, then its outputs in ``out_dir``."""
+    if workload.safetab is not None or workload.random_partition is not None:
+        raise NotSupportedYet("this workload can be planned (--dry-run) but not yet run: the real run of [safetab] "
+                              "levels and [random_partition] is not built; nothing was read or charged",
+                              hint="run it with --dry-run, or keep only [[query]] entries for a real run.")
+    p = plan(session, workload)
+    decisions = []
+    for q in workload.queries:
+        settings = replace(session.default_settings(), mechanism=GAUSSIAN)
+        settings = replace(settings, rho=q.rho) if q.rho is not None else replace(settings, moe={"*": q.moe})
+        decisions.append(session.decide(q.sql, settings=settings, check_budget=False))
+    if ([d.rho for d in decisions], [d.delta for d in decisions]) != ([q.rho for q in p.queries], [q.delta for q in p.queries]):
+        raise DpsqlInternalError("the workload's plan and its queries' decisions disagree; this is a bug in dpsql")
+    out = Path(out_dir)
+    _check_out_dir(out, workload)
+    session.ledger.check(p.rho, p.delta)  # refuse early; the binding check is the charge itself
+    charge = Charge(query=f"WORKLOAD {workload.name}: " + "; ".join(q.sql for q in workload.queries),
+                    rho=p.rho, delta=p.delta, mechanism=GAUSSIAN,
+                    policy_terms=tuple(t for d in decisions for t in d.terms),  # sequential: P(r) terms add
+                    analyst=session.analyst, session=session.session_id, dataset=str(session.database))
+    results = session.execute_decided(decisions, charge)
+    rows = long_rows([q.name for q in workload.queries], results)
+    written = [_write_whole(out / f"{workload.name}.{fmt_}", _render(fmt_, rows)) for fmt_ in workload.formats]
+    return p, results, written
+
+
+def long_rows(names: list[str], results: list[Result]) -> list[tuple[Any, ...]]:
+    """One row per released cell: (query, group, measure, value, sigma, moe95). The group is
+    the row's other columns as ``name=value`` pairs."""
+    out = []
+    for name, r in zip(names, results):
+        measures = [c for c in r.columns if c in r.receipt.columns]
+        keys = [i for i, c in enumerate(r.columns) if c not in r.receipt.columns]
+        for j, row in enumerate(r.rows):
+            group = ", ".join(f"{r.columns[i]}={row[i]}" for i in keys)
+            for m in measures:
+                e = r.receipt.columns[m]
+                out.append((name, group, m, row[r.columns.index(m)], e.sigma[j], e.moe95[j]))
+    return out
+
+
+def _render(fmt_: str, rows: list[tuple[Any, ...]]) -> str:
+    if fmt_ == "json":
+        return json.dumps([dict(zip(LONG_COLUMNS, r)) for r in rows], default=str, indent=1) + "\n"
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(LONG_COLUMNS)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def _write_whole(path: Path, text: str) -> Path:
+    """Write ``text`` to a temporary file beside ``path``, flush it to disk, rename it into
+    place: a reader sees the whole file or none."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,163 @@
+"""The workload file, its dry run and its real run (dpsql/workload/, docs/workloads.md)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from dpsql.errors import BudgetExceededError, NotSupportedYet, WorkloadFileError
+from dpsql.privacy.accounting import epsilon_analytic, epsilon_tight
+from dpsql.workload import spec
+from dpsql.workload.composition import level_budget
+from dpsql.workload.plan import plan
+from dpsql.workload.run import LONG_COLUMNS, run
+
+ROOT = Path(__file__).resolve().parents[1]
+SAFETAB = ROOT / "examples" / "safetab_workload.toml"
+
+QUERIES = """
+[workload]
+name = "states"
+
+[[query]]
+name = "by_state"
+sql = "SELECT state, COUNT(*) AS n, SUM(employees) AS emp FROM establishments GROUP BY state"
+rho = "1/100"
+
+[[query]]
+name = "by_sector"
+sql = "SELECT naics2, COUNT(*) AS n FROM establishments GROUP BY naics2"
+moe = 50
+
+[output]
+formats = ["csv", "json"]
+"""
+
+
+def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "dpsql", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_safetab_dry_run_reproduces_tables_1_and_4():
+    p = plan(None, spec.load(SAFETAB))
+    assert [round(float(lv.budget.total_rho), 3) for lv in p.levels] == [0.533, 0.533, 0.159, 0.159, 0.008, 0.008, 0.008]
+    assert [round(float(lv.budget.stage2_rho), 3) for lv in p.levels] == [0.48, 0.48, 0.143, 0.143, 0.007, 0.007, 0.007]
+    assert round(p.epsilon_analytic, 1) == 12.8 and round(p.epsilon_tight, 1) == 12.2
+    assert round(p.epsilon_pure, 2) == 15.31
+    assert p.epsilon_tight == epsilon_tight(float(p.rho), 1e-10) or p.epsilon_tight >= epsilon_tight(float(p.rho), 1e-10)
+    assert p.epsilon_analytic >= epsilon_analytic(float(p.rho), 1e-10)
+
+
+def test_safetab_charge_is_the_generalised_parallel_composition():
+    w = spec.load(SAFETAB)
+    p = plan(None, w)
+    # Lemma 10 per level (stability x one group's rho), the levels adding up (Theorem 3)
+    expected = sum((9 * level_budget(lv.moe, 9, Fraction(1, 10)).group_rho for lv in w.safetab.levels), Fraction(0))
+    assert p.rho == expected
+    # charging every group's two releases as a query of its own costs the sum over groups
+    separate = sum((lv.groups * level_budget(lv.moe, 9, Fraction(1, 10)).group_rho for lv in w.safetab.levels), Fraction(0))
+    assert p.separate_rho == separate > 100 * p.rho
+
+
+def test_safetab_dry_run_cli_prints_totals_and_charges_nothing():
+    r = _cli("workload", str(SAFETAB), "--dry-run", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["dry_run"] is True
+    assert round(out["epsilon"]["tight"], 1) == 12.2 and round(out["epsilon"]["analytic"], 1) == 12.8
+    assert [lv["moe_target"] for lv in out["levels"]] == [6, 6, 11, 11, 50, 50, 50]
+    text = _cli("workload", str(SAFETAB), "--dry-run")
+    assert "nothing was read or charged" in text.stdout and "15.31" in text.stdout
+
+
+def test_safetab_real_run_is_refused_before_reading(demo, tmp_path):
+    from dpsql.session import Session
+
+    s = Session(*demo)
+    try:
+        with pytest.raises(NotSupportedYet):
+            run(s, spec.load(SAFETAB), tmp_path / "out")
+        assert s.ledger.spent == 0 and not (tmp_path / "out").exists()
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("text, what", [
+    ("[workload]\nname='x'\n", "nothing to plan"),
+    ("[[query]]\nsql='SELECT COUNT(*) FROM establishments'\n", "exactly one of rho"),
+    ("[[query]]\nsql='SELECT COUNT(*) FROM establishments'\nrho=0.1\nmoe=3\n", "exactly one of rho"),
+    ("[[query]]\nsql='SELECT 1'\nrho=-1\n", "positive budget"),
+    ("[[query]]\nsql='x'\nrho=0.1\nbogus=1\n", "unknown key"),
+    ("[safetab]\nthresholds=[5, 3]\ndetail=['a','b','c']\n", "increasing"),
+    ("[safetab]\nthresholds=[5]\ndetail=['a']\n", "one level of detail more"),
+    ("[safetab]\n[[safetab.level]]\nmoe=6\nstability=0\ngroups=1\n", "positive integer"),
+    ("[[query]]\nsql='x'\nrho=0.1\n[output]\nformats=['xlsx']\n", "formats"),
+    ("not toml [", "not valid TOML"),
+])
+def test_bad_workload_files_are_refused_with_dp501(text, what):
+    with pytest.raises(WorkloadFileError) as err:
+        spec.parse(text)
+    assert err.value.code == "DP501" and what in str(err.value)
+
+
+def test_query_workload_dry_run_uses_the_query_plan_path(session):
+    w = spec.parse(QUERIES)
+    p = plan(session, w)
+    by_state = session.explain(w.queries[0].sql, rho="1/100")
+    assert p.queries[0].rho == by_state.rho == Fraction(1, 100)
+    assert p.queries[0].noise == by_state.noise
+    assert all(m <= 50 for n in p.queries[1].noise for m in n["moe95"])  # the MOE target holds
+    assert p.rho == p.queries[0].rho + p.queries[1].rho == p.separate_rho  # sequential composition
+    assert session.ledger.spent == 0
+
+
+def test_query_workload_real_run_charges_once_and_writes_long_outputs(session, tmp_path):
+    w = spec.parse(QUERIES)
+    p, results, written = run(session, w, tmp_path / "out")
+    charges = session.ledger.charges
+    assert len(charges) == 1 and charges[0].rho == p.rho == session.ledger.spent
+    # the policy function P(r) gets every query's terms
+    assert len(charges[0].policy_terms) == sum(len(q.policy_terms) for q in p.queries) > 0
+    assert {x.name for x in written} == {"states.csv", "states.json"}
+    rows = list(csv.DictReader((tmp_path / "out" / "states.csv").open()))
+    assert tuple(rows[0]) == LONG_COLUMNS
+    assert {r["query"] for r in rows} == {"by_state", "by_sector"}
+    assert len([r for r in rows if r["query"] == "by_state"]) == 2 * 51  # n and emp, the public keyset of states
+    assert all(float(r["moe95"]) > 0 for r in rows)
+    assert json.loads((tmp_path / "out" / "states.json").read_text()) == [
+        {k: (v if k not in ("value", "sigma", "moe95") else pytest.approx(float(v))) for k, v in r.items()} for r in rows]
+    assert not list((tmp_path / "out").glob(".*.tmp"))
+    # a second run never overwrites a release: refused before reading, nothing charged
+    with pytest.raises(WorkloadFileError):
+        run(session, w, tmp_path / "out")
+    assert len(session.ledger.charges) == 1
+
+
+def test_query_workload_over_budget_is_refused_whole(session, tmp_path):
+    # each query fits in the budget of 10 alone (9.9995 and 0.0008); together they do not
+    text = QUERIES.replace('rho = "1/100"', 'rho = 9.9995')
+    with pytest.raises(BudgetExceededError):
+        run(session, spec.parse(text), tmp_path / "out")
+    assert session.ledger.spent == 0 and not list((tmp_path / "out").iterdir())
+
+
+def test_a_refused_query_refuses_the_whole_workload(session, tmp_path):
+    text = QUERIES.replace("SUM(employees)", "MAX(employees)")
+    with pytest.raises(Exception) as err:
+        run(session, spec.parse(text), tmp_path / "out")
+    assert getattr(err.value, "code", "").startswith("DP1")
+    assert session.ledger.spent == 0
+
+
+def test_random_partition_reports_both_error_parts(session):
+    text = QUERIES + "\n[random_partition]\nunits = 32768\n"
+    p = plan(session, spec.parse(text))
+    assert p.rho == max(q.rho for q in p.queries) < p.separate_rho  # parallel composition
+    assert [q.part_units for q in p.queries] == [16384, 16384]
+    assert p.queries[0].sampling_sigma == pytest.approx((0.25 * (1 / 16384 - 1 / 32768)) ** 0.5)
