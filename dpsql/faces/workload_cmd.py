@@ -90,6 +90,8 @@ def plan_text(p: WorkloadPlan) -> str:
             lines.append(f"  {lv.name:<20} {b.moe:>4} {b.stability:>3} {float(b.stage2_rho):>12.4f} "
                          f"{float(b.total_rho):>10.4f} {lv.stage1_sigma:>7.2f} {lv.stage1_moe95:>5} "
                          f"{lv.stage2_sigma:>7.2f} {lv.stage2_moe95:>5} {lv.groups:>7} {float(lv.separate_rho):>20.4f}")
+        lines.append("  (moe = ceil(1.96 sigma), as dpsql reports it; eq. 37's rho = 1.92/MOE^2 puts 1.96 sigma 0.02% "
+                     "above the target, so the ceiling is one more than the paper's floor; docs/workloads.md)")
     lines.append(f"total rho = {float(p.rho):.4f} ({fmt(p.rho)}), delta spent = {float(p.delta):.3g}; "
                  f"as separate queries rho = {float(p.separate_rho):.4f}")
     lines.append(f"(epsilon, delta) at conversion delta {p.conversion_delta:g}: epsilon = {p.epsilon_tight:.4f} tight "

@@ -135,11 +135,12 @@ def plan(session: Any, workload: Workload) -> WorkloadPlan:
     levels = _level_plans(workload)
     q_rho = [q.rho for q in queries]
     if workload.random_partition is not None:
-        query_rho, composition = parallel(q_rho), "random partition: max over queries"
+        query_rho, parts = parallel(q_rho), ["queries on a random partition: the max over queries"]
     else:
-        query_rho, composition = sequential(q_rho), "sequential: sum over queries"
+        query_rho, parts = sequential(q_rho), ["queries: their sum"] if queries else []
     if levels:
-        composition += "; SafeTab levels: stability x group budget, summed over levels"
+        parts.append("SafeTab levels: stability x one group's rho, summed over levels")
+    composition = "; ".join(parts)
     level_rho = sequential(generalised_parallel([lv.budget.group_rho], lv.budget.stability) for lv in levels)
     rho = query_rho + level_rho
     delta = sequential(q.delta for q in queries)
