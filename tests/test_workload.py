@@ -161,3 +161,98 @@ def test_random_partition_reports_both_error_parts(session):
     assert p.rho == max(q.rho for q in p.queries) < p.separate_rho  # parallel composition
     assert [q.part_units for q in p.queries] == [16384, 16384]
     assert p.queries[0].sampling_sigma == pytest.approx((0.25 * (1 / 16384 - 1 / 32768)) ** 0.5)
+
+
+# ---------------------------------------------------------------------------------------------
+# SafeTab's adaptive two-stage tabulation, for real, on the demo's persons
+# ---------------------------------------------------------------------------------------------
+
+SAFETAB_DEMO = ROOT / "examples" / "safetab_demo_workload.toml"
+
+
+def _exact_counts(db: Path, tmp: Path) -> tuple[dict, dict]:
+    """Exact counts straight from (a copy of) the file, the test's reference, not dpsql's path:
+    per (geography, code, key pairs) and per (geography, code) group total."""
+    import collections
+    import shutil
+
+    import duckdb
+
+    copy = tmp / "reference.duckdb"  # the session holds the file open with its own configuration
+    shutil.copyfile(db, copy)
+    con = duckdb.connect(str(copy), read_only=True)
+    rows = con.execute("SELECT state, sex, age4, age9, age23, race1, race2, race3, race4, race5, race6, race7, race8 "
+                       "FROM persons").fetchall()
+    con.close()
+    cells: collections.Counter = collections.Counter()
+    totals: collections.Counter = collections.Counter()
+    for state, sex, a4, a9, a23, *races in rows:
+        for code in {r for r in races if r is not None}:
+            for geo in ("", state):
+                totals[(geo, code)] += 1
+                for keys in ((), (("sex", sex), ("age4", a4)), (("sex", sex), ("age9", a9)), (("sex", sex), ("age23", a23))):
+                    cells[(geo, code, keys)] += 1
+    return cells, totals
+
+
+def test_safetab_demo_runs_charges_once_and_errors_match_sigma(session, demo, tmp_path):
+    w = spec.load(SAFETAB_DEMO)
+    p, _, written = run(session, w, tmp_path / "out")
+    charges = session.ledger.charges
+    assert len(charges) == 1 and charges[0].rho == p.rho == session.ledger.spent
+    # the charge is the generalised parallel composition: per level 9 x one group's rho (Lemma 10)
+    per_level = 9 * level_budget(6, 9, Fraction(1, 10)).group_rho
+    assert p.rho == 2 * per_level == Fraction(16, 15)
+    assert p.separate_rho == (12 + 612) * level_budget(6, 9, Fraction(1, 10)).group_rho > 30 * p.rho
+    assert [t["rho_exact"] for t in charges[0].policy_terms] == [str(per_level)] * 2
+
+    released = list(csv.DictReader((tmp_path / "out" / "safetab_demo.csv").open()))
+    exact, totals = _exact_counts(demo[0], tmp_path)
+    groups = {(r["level"], r["geography"], r["race"]): (float(r["stage1_total"]), r["detail"]) for r in released}
+    assert len(groups) == 12 + 12 * 51  # every group released at exactly one level of detail
+    details = ["total", "sex x age (4 bins)", "sex x age (9 bins)", "sex x age (23 bins)"]
+    for (_, geo, code), (t, detail) in groups.items():
+        assert detail == details[sum(t >= th for th in (971, 4971, 19971))]  # Algorithm 2's thresholds
+    assert len({d for _, d in groups.values()}) >= 3  # the demo exercises several levels of detail
+
+    # Each released cell's error against the exact count, in units of its stated sigma: seeded,
+    # so deterministic; the checks allow 5 standard errors for N cells.
+    z, inside = [], 0
+    for r in released:
+        keys = tuple(tuple(kv.split("=", 1)) for kv in r["group"].split(", ")) if r["group"] else ()
+        err = float(r["value"]) - exact[(r["geography"], r["race"], keys)]
+        sigma = float(r["sigma"])
+        assert sigma == pytest.approx((1 / (2 * float(level_budget(6, 9, Fraction(1, 10)).group_stage2_rho))) ** 0.5)
+        z.append(err / sigma)
+        inside += abs(err) <= float(r["moe95"])
+    n = len(z)
+    assert n > 700
+    mean = sum(z) / n
+    sd = (sum((x - mean) ** 2 for x in z) / (n - 1)) ** 0.5
+    assert abs(mean) < 5 / n**0.5
+    assert abs(sd - 1) < 5 / (2 * n) ** 0.5
+    assert inside / n >= 0.95 - 5 * (0.05 * 0.95 / n) ** 0.5
+    # stage-1 totals: noisy versions of the group totals, with stage 1's sigma
+    s1 = (1 / (2 * float(level_budget(6, 9, Fraction(1, 10)).group_stage1_rho))) ** 0.5
+    z1 = [(t - totals[(geo, code)]) / s1 for (_, geo, code), (t, _) in groups.items()]
+    sd1 = (sum(x * x for x in z1) / len(z1)) ** 0.5
+    assert abs(sd1 - 1) < 5 / (2 * len(z1)) ** 0.5
+
+
+def test_safetab_stability_below_the_race_columns_is_refused():
+    text = SAFETAB_DEMO.read_text().replace("stability = 9", "stability = 1")
+    with pytest.raises(WorkloadFileError, match="stability 1 is below the 8 race columns"):
+        spec.parse(text)
+
+
+def test_safetab_demo_cli_dry_run_then_real_run(demo, tmp_path):
+    db, policy = demo
+    dry = _cli("workload", str(SAFETAB_DEMO), "--dry-run", "--db", str(db), "--policy", str(policy))
+    assert dry.returncode == 0, dry.stderr
+    assert "nothing was read or charged" in dry.stdout
+    real = _cli("workload", str(SAFETAB_DEMO), "--db", str(db), "--policy", str(policy), "--out", str(tmp_path / "o"),
+                "--json")
+    assert real.returncode == 0, real.stderr
+    out = json.loads(real.stdout)
+    assert out["dry_run"] is False and out["rho"] == "1.06667" and out["charge_id"] is not None
+    assert sorted(Path(x).name for x in out["written"]) == ["safetab_demo.csv", "safetab_demo.json"]

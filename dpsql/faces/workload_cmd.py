@@ -47,7 +47,8 @@ def workload(args: argparse.Namespace) -> int:
             _print(plan(session, w), args, None)
             return 0
         p, results, written = run(session, w, args.out)
-        _print(p, args, {"charge_id": results[0].receipt.charge_id if results else None,
+        charges = session.ledger.charges
+        _print(p, args, {"charge_id": charges[-1].id if charges else None,
                          "budget_remaining": fmt(session.ledger.remaining), "written": [str(x) for x in written]})
         return 0
     finally:

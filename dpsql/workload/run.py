@@ -20,7 +20,7 @@ import csv
 import io
 import json
 import os
-import tempfile
+import secrets
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from dpsql.ledger import Charge
 from dpsql.privacy.allocate import GAUSSIAN
 from dpsql.result import Result
 from dpsql.workload.plan import WorkloadPlan, plan
+from dpsql.workload.safetab import run_safetab
 from dpsql.workload.spec import Workload
 
 __all__ = ["run", "long_rows", "LONG_COLUMNS"]
@@ -53,10 +54,12 @@ def _check_out_dir(out_dir: Path, workload: Workload) -> None:
 
 def run(session: Any, workload: Workload, out_dir: str | Path) -> tuple[WorkloadPlan, list[Result], list[Path]]:
     """Answer ``workload`` on ``session``'s data: one charge, then its outputs in ``out_dir``."""
-    if workload.safetab is not None or workload.random_partition is not None:
-        raise NotSupportedYet("this workload can be planned (--dry-run) but not yet run: the real run of [safetab] "
-                              "levels and [random_partition] is not built; nothing was read or charged",
-                              hint="run it with --dry-run, or keep only [[query]] entries for a real run.")
+    if workload.random_partition is not None or (workload.safetab is not None and workload.queries):
+        raise NotSupportedYet("this workload can be planned (--dry-run) but not yet run: the real run of "
+                              "[random_partition], and of [safetab] mixed with [[query]], is not built; nothing was "
+                              "read or charged", hint="run it with --dry-run, or split it into two workload files.")
+    if workload.safetab is not None:
+        return _run_safetab(session, workload, Path(out_dir))
     p = plan(session, workload)
     decisions = []
     for q in workload.queries:
@@ -93,20 +96,21 @@ def long_rows(names: list[str], results: list[Result]) -> list[tuple[Any, ...]]:
     return out
 
 
-def _render(fmt_: str, rows: list[tuple[Any, ...]]) -> str:
+def _render(fmt_: str, rows: list[tuple[Any, ...]], columns: tuple[str, ...] = LONG_COLUMNS) -> str:
     if fmt_ == "json":
-        return json.dumps([dict(zip(LONG_COLUMNS, r)) for r in rows], default=str, indent=1) + "\n"
+        return json.dumps([dict(zip(columns, r)) for r in rows], default=str, indent=1) + "\n"
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(LONG_COLUMNS)
+    w.writerow(columns)
     w.writerows(rows)
     return buf.getvalue()
 
 
 def _write_whole(path: Path, text: str) -> Path:
-    """Write ``text`` to a temporary file beside ``path``, flush it to disk, rename it into
-    place: a reader sees the whole file or none."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Write ``text`` to a new temporary file beside ``path`` (mode 0666 less the umask, as any
+    new file), flush it to disk, rename it into place: a reader sees the whole file or none."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
@@ -114,6 +118,27 @@ def _write_whole(path: Path, text: str) -> Path:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     return path
+
+
+SAFETAB_COLUMNS = ("level", "geography", "race", "stage1_total", "detail", "group", "value", "sigma", "moe95")
+
+
+def _run_safetab(session: Any, workload: Workload, out: Path) -> tuple[WorkloadPlan, list[Result], list[Path]]:
+    s = workload.safetab
+    assert s is not None
+    if s.table is None:
+        raise NotSupportedYet("this SafeTab workload names no table ([safetab].table, races, codes, detail_keys), so "
+                              "it can only be planned; nothing was read or charged", hint="run it with --dry-run.")
+    p = plan(session, workload)
+    _check_out_dir(out, workload)
+    rho, cells, _groups = run_safetab(session, s, workload.name)
+    if rho != p.rho:
+        raise DpsqlInternalError("the SafeTab charge and its plan disagree; this is a bug in dpsql")
+    rows = [(c.level, c.geography, c.code, c.stage1_total, c.detail, ", ".join(f"{k}={v}" for k, v in c.keys), c.value, c.sigma, c.moe95)
+            for c in cells]
+    written = [_write_whole(out / f"{workload.name}.{f}", _render(f, rows, SAFETAB_COLUMNS)) for f in workload.formats]
+    return p, [], written
+

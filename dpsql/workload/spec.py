@@ -15,8 +15,9 @@ analyst's public text; nothing is read from data. Errors are DP501 with the offe
 
 from __future__ import annotations
 
+import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ class Level:
     moe: int
     stability: int
     groups: int  # population groups at this level, from the public mapping
+    geography: str | None = None  # the column that splits the level's groups (None: the nation)
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,12 @@ class SafeTab:
     thresholds: tuple[int, ...]
     detail: tuple[str, ...]  # the stage-2 levels of detail, one more than thresholds
     levels: tuple[Level, ...]
+    # For a real run (dpsql/workload/safetab.py): the table, its race-code columns, the codes
+    # (one population group per code and geography) and each level of detail's GROUP BY keys.
+    table: str | None = None
+    races: tuple[str, ...] = ()
+    codes: tuple[str, ...] = ()
+    detail_keys: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -167,7 +175,7 @@ def parse(text: str, default_name: str = "workload") -> Workload:
 
 
 def _safetab(s: dict[str, Any]) -> SafeTab:
-    _known(s, {"stage1_share", "thresholds", "detail", "level"}, "[safetab]")
+    _known(s, {"stage1_share", "thresholds", "detail", "level", "table", "races", "codes", "detail_keys"}, "[safetab]")
     share = _fraction(s.get("stage1_share", "1/10"), "[safetab].stage1_share")
     if not 0 < share < 1:
         raise _fail("[safetab].stage1_share must be in (0, 1)")
@@ -181,9 +189,41 @@ def _safetab(s: dict[str, Any]) -> SafeTab:
     levels = []
     for i, lv in enumerate(s.get("level", [])):
         where = f"safetab.level[{i}]"
-        _known(lv, {"name", "moe", "stability", "groups"}, where)
+        _known(lv, {"name", "moe", "stability", "groups", "geography"}, where)
+        geo = lv.get("geography")
+        if geo is not None:
+            _ident(geo, f"{where}.geography")
         levels.append(Level(name=str(lv.get("name", f"level {i + 1}")), moe=_positive_int(lv, "moe", where),
-                            stability=_positive_int(lv, "stability", where), groups=_positive_int(lv, "groups", where)))
+                            stability=_positive_int(lv, "stability", where), groups=_positive_int(lv, "groups", where),
+                            geography=geo))
     if not levels:
         raise _fail("[safetab] needs at least one [[safetab.level]]")
-    return SafeTab(stage1_share=share, thresholds=tuple(thresholds), detail=tuple(detail), levels=tuple(levels))
+    out = SafeTab(stage1_share=share, thresholds=tuple(thresholds), detail=tuple(detail), levels=tuple(levels))
+    if "table" not in s:
+        return out
+    table = _ident(s["table"], "[safetab].table")
+    races = s.get("races")
+    codes = s.get("codes")
+    keys = s.get("detail_keys")
+    if not isinstance(races, list) or not races:
+        raise _fail("[safetab].races must list the race-code columns")
+    if not isinstance(codes, list) or not codes or not all(isinstance(c, str) and _CODE.fullmatch(c) for c in codes):
+        raise _fail("[safetab].codes must list the race codes (letters, digits, '_', '-')")
+    if (not isinstance(keys, list) or len(keys) != len(detail) or not all(isinstance(k, list) for k in keys)):
+        raise _fail("[safetab].detail_keys must give the GROUP BY columns of each level of detail")
+    for lv in levels:
+        if lv.stability < len(races):  # a unit has at most len(races) codes: the bound that can be checked
+            raise _fail(f"level {lv.name!r}: stability {lv.stability} is below the {len(races)} race columns a person "
+                        "can fill; it must bound the number of groups a person is in")
+    return replace(out, table=table, races=tuple(_ident(r, "[safetab].races") for r in races), codes=tuple(codes),
+                   detail_keys=tuple(tuple(_ident(c, "[safetab].detail_keys") for c in k) for k in keys))
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CODE = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _ident(v: Any, where: str) -> str:
+    if not isinstance(v, str) or not _IDENT.fullmatch(v):
+        raise _fail(f"{where} must be a column or table name")
+    return v
