@@ -21,7 +21,7 @@ AGE23 = [0, 5, 10, 15, 18, 20, 21, 22, 25, 30, 35, 40, 45, 50, 55, 60, 62, 65, 6
 
 
 def bin_labels(bounds: list[int]) -> list[str]:
-    return [f"{lo}-{hi - 1}" for lo, hi in zip(bounds, bounds[1:])] + [f"{bounds[-1]}+"]
+    return [f"{lo:02d}-{hi - 1:02d}" for lo, hi in zip(bounds, bounds[1:])] + [f"{bounds[-1]:02d}+"]  # sort as numbers
 
 
 def _bins(age: np.ndarray, bounds: list[int]) -> np.ndarray:
@@ -44,9 +44,11 @@ def write_persons(con: duckdb.DuckDBPyConnection, seed: int, states: list[str], 
     popularity = 1.0 / np.arange(1, len(RACE_CODES) + 1) ** 1.2
     popularity /= popularity.sum()
     k = rng.choice(np.arange(1, MAX_RACES + 1), n, p=_K_PROBS / _K_PROBS.sum())
-    races = np.full((n, MAX_RACES), None, dtype=object)
-    for i in range(n):
-        races[i, :k[i]] = np.array(RACE_CODES, dtype=object)[rng.choice(len(RACE_CODES), k[i], replace=False, p=popularity)]
+    # k distinct codes drawn without replacement in proportion to popularity, all at once: the
+    # k largest of log(popularity) + Gumbel noise (the Gumbel-top-k trick).
+    order = np.argsort(-(np.log(popularity) + rng.gumbel(size=(n, len(RACE_CODES)))), axis=1)[:, :MAX_RACES]
+    races = np.array(RACE_CODES, dtype=object)[order]
+    races[np.arange(MAX_RACES)[None, :] >= k[:, None]] = None
     cols = {"person_id": np.arange(1, n + 1, dtype=np.int64), "state": state, "sex": sex, "age": age.astype(np.int32),
             "age4": _bins(age, AGE4), "age9": _bins(age, AGE9), "age23": _bins(age, AGE23)}
     cols.update({f"race{j + 1}": races[:, j] for j in range(MAX_RACES)})
