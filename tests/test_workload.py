@@ -256,3 +256,36 @@ def test_safetab_demo_cli_dry_run_then_real_run(demo, tmp_path):
     out = json.loads(real.stdout)
     assert out["dry_run"] is False and out["rho"] == "1.06667" and out["charge_id"] is not None
     assert sorted(Path(x).name for x in out["written"]) == ["safetab_demo.csv", "safetab_demo.json"]
+
+
+def test_a_failure_after_the_first_query_read_rows_charges_the_whole_workload(session, tmp_path, monkeypatch):
+    from dpsql.errors import QueryFailed
+
+    w = spec.parse(QUERIES)
+    real_run, calls = session.engine.run, []
+
+    def second_fails(sql):
+        calls.append(sql)
+        if len(calls) == 2:
+            raise MemoryError("the secret count was 424242")
+        return real_run(sql)
+
+    monkeypatch.setattr(session.engine, "run", second_fails)
+    with pytest.raises(QueryFailed) as err:
+        run(session, w, tmp_path / "out")
+    assert err.value.code == "DP901" and "424242" not in str(err.value) and err.value.__context__ is None
+    p = plan(session, w)
+    assert session.ledger.spent == p.rho and len(session.ledger.charges) == 1  # the whole workload, once
+    assert not list((tmp_path / "out").iterdir())  # nothing written
+
+
+def test_an_interrupt_before_the_first_query_started_charges_nothing(session, tmp_path, monkeypatch):
+    from dpsql.backends import InterruptedBeforeStart
+
+    def not_started(sql):
+        raise InterruptedBeforeStart()
+
+    monkeypatch.setattr(session.engine, "run", not_started)
+    with pytest.raises(KeyboardInterrupt, match="nothing was charged"):
+        run(session, spec.parse(QUERIES), tmp_path / "out")
+    assert session.ledger.spent == 0
