@@ -131,6 +131,8 @@ def plan(session: Any, workload: Workload) -> WorkloadPlan:
     each SafeTab level costs stability x its groups' budget (paper 004 Lemma 10) and the levels
     add (Theorem 3). ``separate_rho`` is the sum over every release as a query of its own.
     """
+    if workload.queries and session is None:
+        raise ValueError("a workload with [[query]] entries is planned on a session (its database and policy)")
     queries = _query_plans(session, workload) if workload.queries else []
     levels = _level_plans(workload)
     q_rho = [q.rho for q in queries]
