@@ -10,8 +10,10 @@ Phases (docs/workloads.md, the same as one query's, docs/privacy.md):
 5. outputs in long format (one row per released cell: query, group, measure, value, sigma,
    moe95), each written to a temporary file in the output folder and renamed into place.
 
-Workloads that this module cannot yet run for real (SafeTab levels, random partitions) are
-refused in phase 1 with DP109; their dry run works.
+A ``[safetab]`` section naming its table runs through :mod:`dpsql.workload.safetab` (the same
+phases). Refused in phase 1 with DP109, their dry run working: ``[random_partition]`` (the secret
+partition is not yet applied inside the exact query), a ``[safetab]`` without a table, and a file
+mixing ``[safetab]`` with ``[[query]]``.
 """
 
 from __future__ import annotations
