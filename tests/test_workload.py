@@ -290,3 +290,17 @@ def test_an_interrupt_before_the_first_query_started_charges_nothing(session, tm
     with pytest.raises(KeyboardInterrupt, match="nothing was charged"):
         run(session, spec.parse(QUERIES), tmp_path / "out")
     assert session.ledger.spent == 0
+
+
+@pytest.mark.parametrize("k, printed", [(32, 0.0153), (64, 0.0219)])
+def test_random_partition_receipt_reproduces_paper001_table1(session, k, printed):
+    """The dry run's sampling part for k queries on a random partition of n = 2^15 units is
+    paper 001 Table I's sigma (printed truncated to four decimals)."""
+    import math
+
+    queries = "".join(f'[[query]]\nname = "q{i}"\nsql = "SELECT COUNT(*) FROM establishments"\nrho = "1/1000"\n'
+                      for i in range(k))
+    p = plan(session, spec.parse(queries + "[random_partition]\nunits = 32768\n"))
+    assert {q.part_units for q in p.queries} == {32768 // k}
+    assert {math.floor(q.sampling_sigma * 10_000) for q in p.queries} == {round(printed * 10_000)}
+    assert p.rho == Fraction(1, 1000) and p.separate_rho == k * Fraction(1, 1000)
