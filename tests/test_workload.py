@@ -304,3 +304,15 @@ def test_random_partition_receipt_reproduces_paper001_table1(session, k, printed
     assert {q.part_units for q in p.queries} == {32768 // k}
     assert {math.floor(q.sampling_sigma * 10_000) for q in p.queries} == {round(printed * 10_000)}
     assert p.rho == Fraction(1, 1000) and p.separate_rho == k * Fraction(1, 1000)
+
+
+def test_safetab_on_a_private_key_is_refused_before_reading(session, tmp_path):
+    """A geography without a public keyset would need partition selection, which the level's
+    charge does not cover: refused, nothing charged."""
+    text = SAFETAB_DEMO.read_text().replace('table = "persons"', 'table = "establishments"').replace(
+        'races = ["race1", "race2", "race3", "race4", "race5", "race6", "race7", "race8"]', 'races = ["naics2"]').replace(
+        'geography = "state"', 'geography = "county"').replace(
+        'detail_keys = [[], ["sex", "age4"], ["sex", "age9"], ["sex", "age23"]]', 'detail_keys = [[], ["state"], ["state"], ["state"]]')
+    with pytest.raises(WorkloadFileError, match="without a public keyset"):
+        run(session, spec.parse(text), tmp_path / "out")
+    assert session.ledger.spent == 0

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
+from dpsql.errors import WorkloadFileError
 from dpsql.ledger import Charge
 from dpsql.privacy.allocate import GAUSSIAN
 from dpsql.privacy.budget import fmt
@@ -59,6 +60,18 @@ def _settings(session: Any, rho: Fraction) -> Any:
     return replace(session.default_settings(), mechanism=GAUSSIAN, rho=rho)
 
 
+def _decide(session: Any, sql: str, rho: Fraction) -> Any:
+    """One stage query decided; it must cost exactly ``rho`` with no delta. A private key (a
+    geography or detail column without a public keyset) would add partition selection, which
+    the level's charge does not include: refused (DP501) before any row is read."""
+    d = session.decide(sql, settings=_settings(session, rho), check_budget=False)
+    if d.rho != rho or d.delta != 0 or d.plan.private_keys:
+        raise WorkloadFileError(f"SafeTab query {sql!r} groups by a key without a public keyset (it would need "
+                                "partition selection, which a SafeTab level's charge does not include)",
+                                hint="use geography and detail columns with public keysets in the policy.")
+    return d
+
+
 def run_safetab(session: Any, s: SafeTab, name: str) -> tuple[Fraction, list[Cell], list[dict[str, Any]]]:
     """Decide, compute, charge once, choose each group's level; returns (rho charged, cells, groups)."""
     plan: list[tuple[Level, str, int | None]] = []  # (level, code, detail index; None = stage 1)
@@ -73,12 +86,10 @@ def run_safetab(session: Any, s: SafeTab, name: str) -> tuple[Fraction, list[Cel
                       "composition": f"SafeTab level {lv.name}: {lv.stability} x {fmt(b.group_rho)} (paper 004 Lemma 10)"})
         for code in s.codes:
             plan.append((lv, code, None))
-            decisions.append(session.decide(stage_sql(s, lv, code, ()), settings=_settings(session, b.group_stage1_rho),
-                                            check_budget=False))
+            decisions.append(_decide(session, stage_sql(s, lv, code, ()), b.group_stage1_rho))
             for i, keys in enumerate(s.detail_keys):
                 plan.append((lv, code, i))
-                decisions.append(session.decide(stage_sql(s, lv, code, keys),
-                                                settings=_settings(session, b.group_stage2_rho), check_budget=False))
+                decisions.append(_decide(session, stage_sql(s, lv, code, keys), b.group_stage2_rho))
     session.ledger.check(rho)  # refuse early; the binding check is the charge itself
     charge = Charge(query=f"WORKLOAD {name}: SafeTab, {len(decisions)} queries on {s.table}", rho=rho, mechanism=GAUSSIAN,
                     policy_terms=tuple(terms), analyst=session.analyst, session=session.session_id,
