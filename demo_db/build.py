@@ -33,7 +33,7 @@ import numpy as np
 from dpsql.home import home as dpsql_home
 
 # Bump whenever the generated data changes, so cached demo files get rebuilt.
-GENERATOR_VERSION = "3"  # 2: NOT NULL constraints (AVG shares COUNT(*)'s noisy count); 3: public tables
+GENERATOR_VERSION = "4"  # 2: NOT NULL constraints (AVG shares COUNT(*)'s noisy count); 3: public tables; 4: persons
 DEFAULT_ROWS = 200_000
 DEFAULT_SEED = 20261122
 CHUNK_ROWS = 1_000_000
@@ -439,6 +439,10 @@ def _write(con: duckdb.DuckDBPyConnection, rows: int, seed: int, say: Callable[[
         FROM dev d JOIN model_lk m ON d.model_i = m.i ORDER BY d.user_id""")
     say(f"devices: {n_users:,} users")
 
+    from dpsql.demo_db.persons import write_persons  # the SafeTab example's people (docs/workloads.md)
+
+    write_persons(con, seed, sorted(STATES), np.array([STATES[s][2] for s in sorted(STATES)]))
+    say("persons: written")
     con.executemany("INSERT INTO _dpsql_demo_meta VALUES (?, ?)",
                     [(k, str(v)) for k, v in _meta(rows, seed).items()])
     con.execute("CHECKPOINT")

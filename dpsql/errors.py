@@ -131,6 +131,13 @@ class BudgetValueError(DpsqlError, ProgrammingError):
     code = "DP302"
 
 
+class WorkloadFileError(DpsqlError, ProgrammingError):
+    """A workload file (docs/workloads.md) cannot be read or asks for something dpsql cannot
+    do; refused before any private row is read, nothing charged."""
+
+    code = "DP501"
+
+
 class PolicyFileError(DpsqlError, OperationalError):
     """The policy file is missing or invalid: carries file, field and reason."""
 
@@ -170,6 +177,7 @@ class QueryFailed(DpsqlInternalError):
 
 
 __all__ = [
+    "WorkloadFileError",
     "Warning",
     "Error",
     "InterfaceError",

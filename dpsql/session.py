@@ -166,10 +166,11 @@ class Session:
     def plan(self, sql: str, parameters: Any = None) -> Plan:
         return plan_query(sql, parameters, self.policy, self.schema, self.not_null)
 
-    def explain(self, sql: str, rho: Any = None, parameters: Any = None) -> Explanation:
-        """What ``sql`` would cost and release; charges nothing, reads no private row."""
+    def explain(self, sql: str, rho: Any = None, parameters: Any = None, settings: Settings | None = None) -> Explanation:
+        """What ``sql`` would cost and release; charges nothing, reads no private row.
+        ``settings`` (a workload's per-query budget or MOE target) replaces the connection's."""
         plan = self.plan(sql, parameters)
-        allocs = allocations(plan, settings_for(self.settings, rho), self.policy)
+        allocs = allocations(plan, settings or settings_for(self.settings, rho), self.policy)
         return explain(sql, plan, allocs, self.policy, self.domain, self.schema[plan.table.name])
 
     def describe(self, sql: str, parameters: Any = None) -> tuple[list[str], list[str]]:
@@ -181,17 +182,19 @@ class Session:
             names, types = describe(plan, key_types, self.finisher)
             return output.error_column_types(plan, names, types, self.output.error_columns)
 
-    def decide(self, sql: str, parameters: Any = None, rho: Any = None) -> Decision:
+    def decide(self, sql: str, parameters: Any = None, rho: Any = None, settings: Settings | None = None,
+               check_budget: bool = True) -> Decision:
         """Phase 1: everything that can refuse, from the query, the policy, the schema, public
         tables and the budget — no private row is read (the unit check reads the data owner's
         declaration once per table, the same for every query)."""
         plan, query = self._planned(sql, parameters)
-        allocs = allocations(plan, settings_for(self.settings, rho), self.policy)
+        allocs = allocations(plan, settings or settings_for(self.settings, rho), self.policy)
         blocks = self.domain.blocks(plan)
         d = decision(sql, plan, allocs, self.policy, blocks, query)
         self.engine.check(d.query)  # errors that do not depend on the rows: refused here, free
         self.check_unit_column(plan.table.name)
-        self.ledger.check(d.rho, d.delta)  # refuse early; the binding check is the charge itself
+        if check_budget:  # a workload checks its whole charge instead (dpsql/workload/run.py)
+            self.ledger.check(d.rho, d.delta)  # refuse early; the binding check is the charge itself
         return d
 
     def check_unit_column(self, table: str) -> None:
@@ -243,22 +246,48 @@ class Session:
             t0 = time.perf_counter()  # charge BEFORE anything derived from the noisy values is returned
             charge_id = self.ledger.charge(self._charge(d))
             timings["charge"] = time.perf_counter() - t0
+            return self._finished(d, columns, noise_terms, released, charge_id, timings)
 
-            t0 = time.perf_counter()  # from here on, noisy (charged) values only: dpsql/output.py
-            prims, clamped = output.nonnegative_primitives(d.plan, self.nonnegative), None
-            if self.output.clamp_negative:
-                columns, clamped = output.clamp(columns, d.plan, prims)
-            names, types, rows, errors = finish(d.plan, columns, self.finisher)
-            notes = output.notes(d.plan, names, rows, prims, clamped)
-            names, types, rows = output.with_error_columns(names, types, rows, errors, self.output.error_columns)
-            timings["finish"] = time.perf_counter() - t0
+    def execute_decided(self, decisions: list[Decision], charge: Charge) -> list[Result]:
+        """A workload's phases 2-5 (dpsql/workload/run.py): every decided query computed and
+        released, then ONE durable charge for all of them (``charge``, its composed cost), then
+        each finished. A failure after the first exact query began charges the whole workload
+        and is reported with fixed text, as for one query."""
+        with self._lock:
+            released_all = []
+            failure: BaseException | None = None
+            for d in decisions:
+                timings: dict[str, float] = {}
+                try:
+                    released_all.append((d, *self._compute_and_release(d, timings), timings))
+                except BaseException as exc:  # noqa: BLE001 - the backstop, as in execute()
+                    read = bool(released_all) or not isinstance(exc, InterruptedBeforeStart)
+                    failure = self._charged_failure(d, exc, charge if read else None)
+                    break
+            if failure is not None:
+                raise failure from None
+            charge_id = self.ledger.charge(charge)  # before anything derived from noisy values leaves
+            return [self._finished(d, columns, noise_terms, released, charge_id, timings)
+                    for d, columns, noise_terms, released, timings in released_all]
 
-            receipt = Receipt(rho=d.rho, delta=d.delta, epsilon=d.epsilon, mechanism=d.mechanism, table=d.plan.table.name,
-                              selection=self._selection_info(d, released), noise=tuple(noise_terms),
-                              columns={e.column: e for e in errors if e is not None}, policy_terms=d.terms,
-                              budget_spent=self.ledger.spent, budget_total=self.ledger.total_rho,
-                              budget_remaining=self.ledger.remaining, charge_id=charge_id, notes=notes)
-            return Result(columns=tuple(names), types=tuple(types), rows=rows, receipt=receipt, timings=timings)
+    def _finished(self, d: Decision, columns: dict[str, Any], noise_terms: list[NoiseTerm],
+                  released: list[tuple[Any, ...]] | None, charge_id: int, timings: dict[str, float]) -> Result:
+        """Phase 5 on charged noisy values only."""
+        t0 = time.perf_counter()  # from here on, noisy (charged) values only: dpsql/output.py
+        prims, clamped = output.nonnegative_primitives(d.plan, self.nonnegative), None
+        if self.output.clamp_negative:
+            columns, clamped = output.clamp(columns, d.plan, prims)
+        names, types, rows, errors = finish(d.plan, columns, self.finisher)
+        notes = output.notes(d.plan, names, rows, prims, clamped)
+        names, types, rows = output.with_error_columns(names, types, rows, errors, self.output.error_columns)
+        timings["finish"] = time.perf_counter() - t0
+
+        receipt = Receipt(rho=d.rho, delta=d.delta, epsilon=d.epsilon, mechanism=d.mechanism, table=d.plan.table.name,
+                          selection=self._selection_info(d, released), noise=tuple(noise_terms),
+                          columns={e.column: e for e in errors if e is not None}, policy_terms=d.terms,
+                          budget_spent=self.ledger.spent, budget_total=self.ledger.total_rho,
+                          budget_remaining=self.ledger.remaining, charge_id=charge_id, notes=notes)
+        return Result(columns=tuple(names), types=tuple(types), rows=rows, receipt=receipt, timings=timings)
 
     def _compute_and_release(self, d: Decision, timings: dict[str, float]
                              ) -> tuple[dict[str, Any], list[NoiseTerm], list[tuple[Any, ...]] | None]:
@@ -282,18 +311,19 @@ class Session:
         return Charge(query=d.sql, rho=d.rho, delta=d.delta, epsilon=d.epsilon, mechanism=d.mechanism,
                       policy_terms=d.terms, analyst=self.analyst, session=self.session_id, dataset=str(self.database))
 
-    def _charged_failure(self, d: Decision, exc: BaseException) -> BaseException:
+    def _charged_failure(self, d: Decision, exc: BaseException, charge: Charge | None = None) -> BaseException:
         """The backstop: something failed after private rows were read. Its full cost is charged
         before any message leaves, and the message is fixed text that depends on nothing in the
         data (the original exception is dropped: its text or traceback could carry values).
         An interrupt that stopped the exact query before it started read nothing: not charged."""
-        if isinstance(exc, InterruptedBeforeStart):
+        if isinstance(exc, InterruptedBeforeStart) and charge is None:
             return KeyboardInterrupt("cancelled before any private row was read; nothing was charged")
+        charge = charge or self._charge(d)
         try:
-            charge_id: int | None = self.ledger.charge(self._charge(d))
+            charge_id: int | None = self.ledger.charge(charge)
         except DpsqlError:
             charge_id = None  # the budget or the ledger refused: nothing was released either way
-        charged = (f"its full cost (rho={fmt(d.rho)}) was charged" if charge_id is not None
+        charged = (f"its full cost (rho={fmt(charge.rho)}) was charged" if charge_id is not None
                    else "it could not be charged (the ledger refused)")
         if isinstance(exc, KeyboardInterrupt):
             out = KeyboardInterrupt(f"interrupted after private rows were read; {charged} and nothing was released")

@@ -27,6 +27,8 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "dpsql.privacy": ("dpsql.errors", "dpsql.privacy", "dpsql.policy", "dpsql.sql.plan"),
     "dpsql.sql": ("dpsql.errors", "dpsql.policy", "dpsql.sql"),
     "dpsql.policy": ("dpsql.errors", "dpsql.policy", "dpsql.privacy.budget"),
+    # Workloads plan through the session (one query's plan path) and charge through its ledger.
+    "dpsql.workload": ("dpsql.errors", "dpsql.privacy", "dpsql.workload", "dpsql.ledger", "dpsql.result"),
     # The wire server reads the public catalog twin's error type from the engine seam.
     "dpsql.faces.server": ("dpsql", "dpsql.faces", "dpsql.session", "dpsql.intercept", "dpsql.result", "dpsql.format",
                            "dpsql.errors", "dpsql.version", "dpsql.home", "dpsql.backends"),
@@ -35,7 +37,8 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
                     "dpsql.privacy.policy_function", "dpsql.ledger", "dpsql.policy", "dpsql.policy_file",
                     "dpsql.demo_db", "dpsql.home",
                     # dpsql init: the data owner's importer (backends/duckdb_files.py)
-                    "dpsql.backends.duckdb_files", "dpsql.backends.files"),
+                    "dpsql.backends.duckdb_files", "dpsql.backends.files",
+                    "dpsql.workload"),
 }
 
 

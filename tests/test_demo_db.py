@@ -53,6 +53,9 @@ EXPECTED_SCHEMA = {
     "paper_table2": [("id", "BIGINT"), ("industry", "VARCHAR"), ("employees", "BIGINT"),
                      ("payroll", "BIGINT")],
     "devices": [("user_id", "BIGINT"), ("device_model", "VARCHAR"), ("latency_ms", "DOUBLE")],
+    "persons": [("person_id", "BIGINT"), ("state", "VARCHAR"), ("sex", "VARCHAR"), ("age", "INTEGER"),
+                ("age4", "VARCHAR"), ("age9", "VARCHAR"), ("age23", "VARCHAR")]
+               + [(f"race{i}", "VARCHAR") for i in range(1, 9)],
     "states": [("code", "VARCHAR"), ("name", "VARCHAR"), ("fips", "VARCHAR"), ("region", "VARCHAR"),
                ("division", "VARCHAR")],
     "naics_sectors": [("naics2", "VARCHAR"), ("sector", "VARCHAR"), ("title", "VARCHAR")],
@@ -376,3 +379,17 @@ def test_public_tables_cover_the_codes_the_private_table_uses(db):
     assert missing == (0,)
     assert db.execute("SELECT COUNT(DISTINCT region), COUNT(DISTINCT division) FROM states").fetchone() == (4, 9)
     assert db.execute("SELECT title FROM naics_sectors WHERE naics2 = '32'").fetchone() == ("Manufacturing",)
+
+
+def test_persons_race_codes(db):
+    """persons (the SafeTab example): 1 to 8 distinct race codes per person, filled from race1 on."""
+    n, bad_gap, dup, max_k, one = db.execute("""
+        WITH p AS (SELECT [race1, race2, race3, race4, race5, race6, race7, race8] AS r FROM persons),
+        q AS (SELECT r, len(list_filter(r, lambda x: x IS NOT NULL)) AS k FROM p)
+        SELECT count(*),
+               count(*) FILTER (WHERE list_filter(r[1:k], lambda x: x IS NULL) != [] OR r[1] IS NULL),
+               count(*) FILTER (WHERE len(list_distinct(list_filter(r, lambda x: x IS NOT NULL))) != k),
+               max(k), avg((k = 1)::INT)
+        FROM q""").fetchone()
+    assert n == 60_000 and bad_gap == 0 and dup == 0 and max_k == 8
+    assert 0.75 < one < 0.85  # 80% have one code

@@ -34,6 +34,9 @@ def _tiny(path: Path, payanns: list[float], payann_type: str = "BIGINT") -> Path
     con.execute("CREATE TABLE paper_table1 (id BIGINT, industry VARCHAR, employees BIGINT)")
     con.execute("CREATE TABLE paper_table2 (id BIGINT, industry VARCHAR, employees BIGINT, payroll BIGINT)")
     con.execute("CREATE TABLE devices (user_id BIGINT, device_model VARCHAR, latency_ms DOUBLE)")
+    con.execute("CREATE TABLE persons AS SELECT * FROM (SELECT 1::BIGINT AS person_id, 'CA' AS state, 'F' AS sex, "
+                "1::INTEGER AS age, '' AS age4, '' AS age9, '' AS age23, " + ", ".join(f"NULL::VARCHAR AS race{i}" for i in range(1, 9))
+                + ") WHERE false")
     con.execute("CREATE TABLE states (code VARCHAR, name VARCHAR, fips VARCHAR, region VARCHAR, division VARCHAR)")
     con.execute("CREATE TABLE naics_sectors (naics2 VARCHAR, sector VARCHAR, title VARCHAR)")
     con.close()

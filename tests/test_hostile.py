@@ -71,7 +71,7 @@ def _build(path: Path, demo_db: Path, drop: int | None) -> None:
         con.execute("INSERT INTO establishments VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS DOUBLE), CAST(? AS DECIMAL(38,0)), "
                     "CAST(? AS DATE), CAST(? AS TIMESTAMP))",
                     [i, state, county, naics, n2, emp, int(pay) if pay is not None else None, q1, h, d, dec, dt, ts])
-    for table in ("paper_table1", "paper_table2", "states", "naics_sectors"):
+    for table in ("paper_table1", "paper_table2", "states", "naics_sectors", "persons"):
         con.execute(f"CREATE TABLE {table} AS SELECT * FROM demo.{table}")
     con.execute("CREATE TABLE devices AS SELECT * FROM demo.devices WHERE user_id <= 300")
     for (i, model, lat) in DEVICES:

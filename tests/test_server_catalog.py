@@ -119,9 +119,9 @@ def test_the_compat_objects_are_out_of_sight(served: Served, session: Any) -> No
     listed = run(served, session, "SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
                                   "ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'v') ORDER BY 1").rows
     assert [r[0] for r in listed] == sorted(["devices", "establishments", "naics_sectors", "paper_table1",
-                                             "paper_table2", "states"])
+                                             "paper_table2", "persons", "states"])
     tables = run(served, session, "SELECT table_schema, table_name FROM information_schema.tables ORDER BY 2").rows
-    assert {r[0] for r in tables} == {"main"} and len(tables) == 6
+    assert {r[0] for r in tables} == {"main"} and len(tables) == 7
 
 
 @pytest.mark.parametrize("sql, expected", [
@@ -163,7 +163,7 @@ def test_refusals(sql: str, sqlstate: str | None, served: Served, session: Any) 
         run(served, session, sql)
     if sqlstate:
         assert caught.value.fields["C"] == sqlstate
-    assert run(served, session, "SELECT count(*) FROM pg_class WHERE relkind = 'r'").rows == [(6,)]
+    assert run(served, session, "SELECT count(*) FROM pg_class WHERE relkind = 'r'").rows == [(7,)]
 
 
 # ---------------------------------------------------------------------------------- privacy
@@ -222,7 +222,7 @@ def test_the_catalog_does_not_depend_on_private_rows(served: Served, session: An
 
 
 def test_statistics_of_private_tables_are_zero(served: Served, session: Any) -> None:
-    private = {"devices", "establishments", "paper_table1", "paper_table2"}
+    private = {"devices", "establishments", "paper_table1", "paper_table2", "persons"}
     for name, reltuples, relpages, _ in run(served, session, STATISTICS[0]).rows:
         assert relpages == 0
         assert reltuples == 0 or name not in private
@@ -329,9 +329,9 @@ def test_jdbc_database_metadata(server: tuple[int, Path], tmp_path: Path) -> Non
     assert lines["getCatalog"] == "demo" and lines["getSchema"] == "main"
     assert lines["getCatalogs"].startswith("1 rows | TABLE_CAT=demo")
     assert lines["getSchemas(main)"].startswith("1 rows | TABLE_SCHEM=main")
-    assert lines["getTables(main,TABLE)"].startswith("6 rows") and "REMARKS=dpsql:" in lines["getTables(main,TABLE)"]
+    assert lines["getTables(main,TABLE)"].startswith("7 rows") and "REMARKS=dpsql:" in lines["getTables(main,TABLE)"]
     assert lines["getColumns(establishments)"].startswith("9 rows | ") and "TYPE_NAME=int8" in lines["getColumns(establishments)"]
-    assert lines["getColumns(all)"].startswith("27 rows")
+    assert lines["getColumns(all)"].startswith("42 rows")
     assert "COLUMN_NAME=code" in lines["getPrimaryKeys(states)"] and "PK_NAME=states_pkey" in lines["getPrimaryKeys(states)"]
     assert lines["getPrimaryKeys(establishments)"].startswith("0 rows")
     assert "INDEX_NAME=states_pkey" in lines["getIndexInfo(states)"] and "CARDINALITY=0" in lines["getIndexInfo(states)"]
@@ -344,7 +344,7 @@ def test_jdbc_database_metadata(server: tuple[int, Path], tmp_path: Path) -> Non
 def test_psycopg_asyncpg_sqlalchemy(server: tuple[int, Path]) -> None:
     port, _ = server
     got = clients.psycopg_session(port, USER, PASSWORD)
-    assert got["tables"] == ["devices", "establishments", "naics_sectors", "paper_table1", "paper_table2", "states"]
+    assert got["tables"] == ["devices", "establishments", "naics_sectors", "paper_table1", "paper_table2", "persons", "states"]
     assert ("payann", "bigint", "NO") in got["columns"] and got["who"][:2] == ("main", USER)
     assert got["int8"] == (20, 1016)
     got = clients.asyncpg_session(port, USER, PASSWORD)

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "grammar_tests"))
 from corpus import load_cases  # noqa: E402
 
-PRIVATE = {"establishments", "devices", "paper_table1", "paper_table2"}
+PRIVATE = {"establishments", "devices", "paper_table1", "paper_table2", "persons"}
 
 
 def test_split_keeps_semicolons_inside_quotes_comments_and_dollar_strings():

@@ -24,7 +24,7 @@ import dpsql
 from dpsql.faces.sqlalchemy import DpsqlDialect, budget, last_receipt, sqlalchemy_type
 from dpsql.testing import seeded_random
 
-POLICY_TABLES = ["devices", "establishments", "naics_sectors", "paper_table1", "paper_table2", "states"]  # private and public
+POLICY_TABLES = ["devices", "establishments", "naics_sectors", "paper_table1", "paper_table2", "persons", "states"]  # private and public
 PAY_BY_SECTOR = "SELECT naics2, SUM(payann) AS pay FROM establishments GROUP BY naics2"
 
 

@@ -14,6 +14,8 @@
     dpsql serve [DATABASE]         serve it over the PostgreSQL protocol (psql, JDBC, BI tools)
     dpsql user add|remove|list     the analysts `dpsql serve` lets in
     dpsql init DATA [--unit C]     a database and a starter policy from a CSV, Parquet or DuckDB file
+    dpsql workload FILE [--dry-run]
+                                   many queries planned together and charged once (docs/workloads.md)
 
 Exit status: 0 on success, 1 when dpsql refused or failed (message on stderr, or
 ``{"error": {...}}`` on stdout with --json), 2 on bad command-line usage, 141 when the reader of
@@ -44,7 +46,7 @@ def _connection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
-COMMANDS = ("demo", "query", "explain", "ledger", "policy", "convert", "serve", "user", "init")
+COMMANDS = ("demo", "query", "explain", "ledger", "policy", "convert", "serve", "user", "init", "workload")
 REPL_USAGE = "dpsql [DATABASE] [--policy FILE] [--rho R] [--sigma]"
 
 
@@ -67,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     from dpsql.faces import init_cmd
 
     init_cmd.add_command(sub)
+    from dpsql.faces import workload_cmd
+
+    workload_cmd.add_command(sub)
 
     p = sub.add_parser("demo", help="build the demo database if needed, show where it is, run a sample query")
     p.add_argument("--rows", type=int, default=200_000, help="establishments rows (default 200000)")
@@ -177,7 +182,7 @@ def _main(argv: list[str] | None) -> int:
     try:
         commands = {"demo": _demo, "query": _query, "explain": _explain, "ledger": budget_commands.ledger,
                     "policy": budget_commands.policy, "convert": budget_commands.convert, "repl": _repl,
-                    "serve": _serve, "user": _user, "init": _init}
+                    "serve": _serve, "user": _user, "init": _init, "workload": _workload}
         return commands[args.command](args)
     except DpsqlError as exc:
         return _fail(args, exc.to_dict(), str(exc))
@@ -198,6 +203,12 @@ def _init(args: argparse.Namespace) -> int:
     from dpsql.faces.init_cmd import init
 
     return init(args)
+
+
+def _workload(args: argparse.Namespace) -> int:
+    from dpsql.faces.workload_cmd import workload
+
+    return workload(args)
 
 
 def _serve(args: argparse.Namespace) -> int:
