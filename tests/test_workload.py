@@ -36,7 +36,7 @@ sql = "SELECT naics2, COUNT(*) AS n FROM establishments GROUP BY naics2"
 moe = 50
 
 [output]
-formats = ["csv", "json"]
+formats = ["csv", "json", "parquet"]
 """
 
 
@@ -125,7 +125,7 @@ def test_query_workload_real_run_charges_once_and_writes_long_outputs(session, t
     assert len(charges) == 1 and charges[0].rho == p.rho == session.ledger.spent
     # the policy function P(r) gets every query's terms
     assert len(charges[0].policy_terms) == sum(len(q.policy_terms) for q in p.queries) > 0
-    assert {x.name for x in written} == {"states.csv", "states.json"}
+    assert {x.name for x in written} == {"states.csv", "states.json", "states.parquet"}
     rows = list(csv.DictReader((tmp_path / "out" / "states.csv").open()))
     assert tuple(rows[0]) == LONG_COLUMNS
     assert {r["query"] for r in rows} == {"by_state", "by_sector"}
@@ -133,7 +133,12 @@ def test_query_workload_real_run_charges_once_and_writes_long_outputs(session, t
     assert all(float(r["moe95"]) > 0 for r in rows)
     assert json.loads((tmp_path / "out" / "states.json").read_text()) == [
         {k: (v if k not in ("value", "sigma", "moe95") else pytest.approx(float(v))) for k, v in r.items()} for r in rows]
-    assert not list((tmp_path / "out").glob(".*.tmp"))
+    import duckdb  # the test's own reader of the Parquet file: the same cells as the CSV
+
+    with duckdb.connect() as con:
+        parquet = con.execute(f"SELECT * FROM read_parquet('{tmp_path / 'out' / 'states.parquet'}')").fetchall()
+    assert [[str(v) for v in row] for row in parquet] == [list(r.values()) for r in rows]
+    assert not list((tmp_path / "out").glob(".*"))  # no temporary file left
     # a second run never overwrites a release: refused before reading, nothing charged
     with pytest.raises(WorkloadFileError):
         run(session, w, tmp_path / "out")

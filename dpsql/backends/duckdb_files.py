@@ -107,3 +107,24 @@ class Inspector:
         rows = self._con.execute(f'SELECT DISTINCT "{column}" FROM "{table}" WHERE "{column}" IS NOT NULL '
                                  f'ORDER BY 1 LIMIT {int(limit) + 1}').fetchall()
         return None if len(rows) > limit else [r[0] for r in rows]
+
+
+def write_parquet(path: Path, csv_text: str) -> None:
+    """Write a released table (CSV text with a header: noisy, already charged values only) as a
+    Parquet file at ``path``, by DuckDB's own writer on a fresh in-memory connection. The file is
+    written beside ``path`` under a temporary name and renamed into place."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    source = partial.with_name(partial.name + ".csv")
+    try:
+        source.write_text(csv_text, encoding="utf-8")
+        with duckdb.connect() as con:
+            con.execute(f"COPY (SELECT * FROM read_csv('{_quote(source)}', header = true, auto_detect = true)) "
+                        f"TO '{_quote(partial)}' (FORMAT parquet)")
+        os.replace(partial, path)
+    finally:
+        source.unlink(missing_ok=True)
+        partial.unlink(missing_ok=True)
+
+
+def _quote(path: Path) -> str:
+    return str(path).replace("'", "''")

@@ -79,7 +79,7 @@ def run(session: Any, workload: Workload, out_dir: str | Path) -> tuple[Workload
                     analyst=session.analyst, session=session.session_id, dataset=str(session.database))
     results = session.execute_decided(decisions, charge)
     rows = long_rows([q.name for q in workload.queries], results)
-    written = [_write_whole(out / f"{workload.name}.{fmt_}", _render(fmt_, rows)) for fmt_ in workload.formats]
+    written = [_write(out / f"{workload.name}.{fmt_}", fmt_, rows) for fmt_ in workload.formats]
     return p, results, written
 
 
@@ -106,6 +106,16 @@ def _render(fmt_: str, rows: list[tuple[Any, ...]], columns: tuple[str, ...] = L
     w.writerow(columns)
     w.writerows(rows)
     return buf.getvalue()
+
+
+def _write(path: Path, fmt_: str, rows: list[tuple[Any, ...]], columns: tuple[str, ...] = LONG_COLUMNS) -> Path:
+    """One output file, written whole: CSV and JSON here, Parquet by DuckDB's writer."""
+    if fmt_ == "parquet":
+        from dpsql.backends.duckdb_files import write_parquet  # duckdb's writer, only when asked for
+
+        write_parquet(path, _render("csv", rows, columns))
+        return path
+    return _write_whole(path, _render(fmt_, rows, columns))
 
 
 def _write_whole(path: Path, text: str) -> Path:
@@ -141,6 +151,6 @@ def _run_safetab(session: Any, workload: Workload, out: Path) -> tuple[WorkloadP
         raise DpsqlInternalError("the SafeTab charge and its plan disagree; this is a bug in dpsql")
     rows = [(c.level, c.geography, c.code, c.stage1_total, c.detail, ", ".join(f"{k}={v}" for k, v in c.keys), c.value, c.sigma, c.moe95)
             for c in cells]
-    written = [_write_whole(out / f"{workload.name}.{f}", _render(f, rows, SAFETAB_COLUMNS)) for f in workload.formats]
+    written = [_write(out / f"{workload.name}.{f}", f, rows, SAFETAB_COLUMNS) for f in workload.formats]
     return p, [], written
 

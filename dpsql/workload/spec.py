@@ -27,7 +27,7 @@ from dpsql.privacy.budget import parse_rho
 
 __all__ = ["WorkloadFileError", "Query", "Level", "SafeTab", "RandomPartition", "Workload", "load", "parse"]
 
-OUTPUT_FORMATS = ("csv", "json")
+OUTPUT_FORMATS = ("csv", "json", "parquet")
 
 
 @dataclass(frozen=True)
