@@ -28,7 +28,8 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "dpsql.sql": ("dpsql.errors", "dpsql.policy", "dpsql.sql"),
     "dpsql.policy": ("dpsql.errors", "dpsql.policy", "dpsql.privacy.budget"),
     # Workloads plan through the session (one query's plan path) and charge through its ledger.
-    "dpsql.workload": ("dpsql.errors", "dpsql.privacy", "dpsql.workload", "dpsql.ledger", "dpsql.result"),
+    # Parquet outputs are written by DuckDB's writer (backends/duckdb_files.py).
+    "dpsql.workload": ("dpsql.errors", "dpsql.privacy", "dpsql.workload", "dpsql.ledger", "dpsql.result", "dpsql.backends.duckdb_files"),
     # The wire server reads the public catalog twin's error type from the engine seam.
     "dpsql.faces.server": ("dpsql", "dpsql.faces", "dpsql.session", "dpsql.intercept", "dpsql.result", "dpsql.format",
                            "dpsql.errors", "dpsql.version", "dpsql.home", "dpsql.backends"),
