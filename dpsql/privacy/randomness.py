@@ -48,6 +48,8 @@ class _ByteSource:
     """Builds exact uniform integers from a byte stream; subclasses supply :meth:`_bytes`."""
 
     _POOL = 4096  # bytes fetched at once for the scalar draws of :meth:`randbelow`
+    _pool = b""  # class defaults; each instance's first refill shadows them
+    _pos = 0
 
     def _bytes(self, n: int) -> bytes:
         raise NotImplementedError
@@ -72,8 +74,7 @@ class _ByteSource:
         nbytes = (bits + 7) // 8
         mask = (1 << bits) - 1
         while True:
-            pos = getattr(self, "_pos", 0)
-            pool = getattr(self, "_pool", b"")
+            pos, pool = self._pos, self._pool
             if pos + nbytes > len(pool):
                 pool, pos = self._bytes(max(self._POOL, nbytes)), 0
                 self._pool = pool
