@@ -17,6 +17,7 @@ This module imports nothing of dpsql.
 from __future__ import annotations
 
 import os
+import weakref
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -46,8 +47,41 @@ class RandomSource(Protocol):
 class _ByteSource:
     """Builds exact uniform integers from a byte stream; subclasses supply :meth:`_bytes`."""
 
+    _POOL = 4096  # bytes fetched at once for the scalar draws of :meth:`randbelow`
+    _pool = b""  # class defaults; each instance's first refill shadows them
+    _pos = 0
+
     def _bytes(self, n: int) -> bytes:
         raise NotImplementedError
+
+    def _drop_pool(self) -> None:
+        self._pool = b""
+        self._pos = 0
+
+    def randbelow(self, bound: int) -> int:
+        """One Python int uniform in [0, bound) for any int bound >= 1: the scalar samplers' draw.
+
+        Rejection on whole bits, no modulo bias: draw bound.bit_length() bits (masked from
+        whole bytes), keep the value if it is below bound (probability > 1/2). Bytes come from a
+        pool refilled :data:`_POOL` bytes at a time, so a draw costs no system call; every byte
+        is used once.
+        """
+        if bound < 1:
+            raise ValueError("randbelow: the bound must be >= 1")
+        bits = (bound - 1).bit_length()
+        if bits == 0:
+            return 0
+        nbytes = (bits + 7) // 8
+        mask = (1 << bits) - 1
+        while True:
+            pos, pool = self._pos, self._pool
+            if pos + nbytes > len(pool):
+                pool, pos = self._bytes(max(self._POOL, nbytes)), 0
+                self._pool = pool
+            self._pos = pos + nbytes
+            u = int.from_bytes(pool[pos : pos + nbytes], "little") & mask
+            if u < bound:
+                return u
 
     def bits63(self, n: int) -> np.ndarray:
         # One call for the whole batch; little-endian spelled out so the result does not
@@ -97,8 +131,14 @@ class _ByteSource:
 class SecureRandom(_ByteSource):
     """The production source: bytes from ``os.urandom`` (the OS CSPRNG).
 
-    One ``os.urandom`` call per batch, never per sample. Not seedable, by design.
+    One ``os.urandom`` call per batch, never per sample (the scalar draws take bytes from a
+    pool of 4 KiB). Not seedable, by design. A forked child drops every pool it inherited
+    (``os.register_at_fork``), so parent and child never reuse the same bytes as noise.
     """
+
+    def __init__(self) -> None:
+        self._drop_pool()
+        _LIVE.add(self)
 
     def _bytes(self, n: int) -> bytes:
         return os.urandom(n)
@@ -124,6 +164,19 @@ class SeededRandom(_ByteSource):
 
     def __repr__(self) -> str:
         return f"SeededRandom({self.seed!r})"
+
+
+# Every live SecureRandom, so that a forked child can drop the byte pools it inherited.
+_LIVE: "weakref.WeakSet[SecureRandom]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for source in list(_LIVE):
+        source._drop_pool()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def default_random() -> RandomSource:

@@ -32,6 +32,7 @@ import numpy as np
 
 from dpsql.privacy.bernoulli import _LIMIT, _bern_exp, _geometric_exp_minus_one
 from dpsql.privacy.randomness import RandomSource, default_random
+from dpsql.privacy.scalar import SCALAR_MAX_CELLS, dgauss_one, dlap_one
 
 __all__ = [
     "sample_discrete_gaussian",
@@ -219,6 +220,12 @@ def sample_discrete_gaussian(
     values, group = _groups(sigma2, size, "sigma2")
     if group.size == 0:
         return np.zeros(0, dtype=np.int64)
+    randbelow = getattr(rng, "randbelow", None)
+    if randbelow is not None and group.size <= SCALAR_MAX_CELLS:  # small batch: no numpy rounds
+        if any(math.isqrt(v.numerator // v.denominator) + 1 >= _LIMIT for v in values):
+            raise OverflowError("discrete Gaussian noise with sigma >= 2^62 does not fit in int64")
+        pq = [(v.numerator, v.denominator) for v in values]
+        return np.array([dgauss_one(*pq[g], randbelow) for g in group.tolist()], dtype=np.int64)
     return _dgauss(_GaussParams(values, group), rng)
 
 
@@ -251,6 +258,10 @@ def sample_discrete_laplace(
             "simpler fraction (more noise keeps the guarantee)"
         )
     # scale b = t/s in Algorithm 2's terms
+    randbelow = getattr(rng, "randbelow", None)
+    if randbelow is not None and group.size <= SCALAR_MAX_CELLS:  # small batch: no numpy rounds
+        ts = [(v.numerator, v.denominator) for v in values]
+        return np.array([dlap_one(*ts[g], randbelow) for g in group.tolist()], dtype=np.int64)
     t = np.array([v.numerator for v in values], dtype=np.int64)[group]
     s = np.array([v.denominator for v in values], dtype=np.int64)[group]
     return _dlap(t, s, rng)
