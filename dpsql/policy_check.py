@@ -9,6 +9,7 @@ These are configuration errors for the data owner, decided the same way for ever
 
 from __future__ import annotations
 
+from dpsql import unit_record
 from dpsql.backends import Engine
 from dpsql.errors import DatabaseFileError, PolicyFileError
 from dpsql.policy import Policy
@@ -61,10 +62,15 @@ def check_catalog(policy: Policy, engine: Engine, schema: dict[str, dict[str, st
 
 
 def check_units(policy: Policy, engine: Engine, table: str) -> None:
-    """Refuse a private table whose privacy unit does not identify one row per unit."""
+    """Refuse a private table whose privacy unit does not identify one row per unit. A pass is
+    remembered with the data file's identity (:mod:`dpsql.unit_record`), so the scan it may need
+    (no PRIMARY KEY in the catalog) is paid once per file, not once per process."""
     tp = policy.tables[table]
+    if unit_record.passed(engine.path, table, tp.privacy_unit):
+        return
     if not engine.units_unique(table, tp.privacy_unit):
         raise PolicyFileError(
             f"table {table!r}: the privacy unit {tp.privacy_unit!r} does not identify one row per unit; "
             "dpsql refuses to answer because its sensitivity analysis assumes one row per unit",
             hint="the data owner must aggregate rows per unit or declare the right unit column.")
+    unit_record.remember(engine.path, table, tp.privacy_unit)

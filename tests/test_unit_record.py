@@ -1,0 +1,92 @@
+"""The unit check is paid once per data file (dpsql/unit_record.py): a pass is recorded with the
+file's identity, a new session on the unchanged file does not scan it again, and any write to the
+file makes the next session check it again (and refuse it if it now breaks the rule)."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import pytest
+
+import dpsql
+from dpsql import unit_record
+from dpsql.errors import PolicyFileError
+
+POLICY = """
+[budget]
+default_rho = 0.1
+total_rho = 10.0
+
+[tables.people]
+privacy_unit = "id"
+
+[tables.people.measures]
+income = { threshold = 100 }
+
+[tables.people.keys]
+region = { keyset = ["a", "b"] }
+"""
+QUERY = "SELECT region, COUNT(*) FROM people GROUP BY region"
+
+
+@pytest.fixture()
+def files(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPSQL_HOME", str(tmp_path / "home"))
+    db, policy = tmp_path / "people.duckdb", tmp_path / "people.policy.toml"
+    with duckdb.connect(str(db)) as con:  # no PRIMARY KEY: only a scan can tell
+        con.execute("CREATE TABLE people AS SELECT i AS id, CASE WHEN i % 2 = 0 THEN 'a' ELSE 'b' END AS region, "
+                    "i AS income FROM range(1000) t(i)")
+    policy.write_text(POLICY)
+    return db, policy
+
+
+def _scans(con, monkeypatch) -> list[str]:
+    seen: list[str] = []
+    real = con.session.engine.units_unique
+
+    def counting(table, unit):
+        seen.append(table)
+        return real(table, unit)
+
+    monkeypatch.setattr(con.session.engine, "units_unique", counting)
+    return seen
+
+
+def test_a_pass_is_recorded_and_not_scanned_again(files, monkeypatch):
+    with dpsql.connect(*files) as con:
+        scans = _scans(con, monkeypatch)
+        con.execute(QUERY)
+        assert scans == ["people"]
+    record = json.loads((unit_record.home() / unit_record.FILE_NAME).read_text())["records"]
+    assert len(record) == 1 and record[0][0] == str(files[0].resolve()) and record[0][-2:] == ["people", "id"]
+    with dpsql.connect(*files) as con:  # a new session (as a new process would): no scan
+        scans = _scans(con, monkeypatch)
+        con.execute(QUERY)
+        assert scans == []
+
+
+def test_a_changed_file_is_checked_again_and_refused(files, monkeypatch):
+    with dpsql.connect(*files) as con:
+        con.execute(QUERY)
+    with duckdb.connect(str(files[0])) as con:  # the owner adds a second row for unit 7
+        con.execute("INSERT INTO people VALUES (7, 'a', 5)")
+    with dpsql.connect(*files) as con:
+        scans = _scans(con, monkeypatch)
+        with pytest.raises(PolicyFileError, match="does not identify one row per unit"):
+            con.execute(QUERY)
+        assert scans == ["people"]
+    with dpsql.connect(*files) as con:  # a failure is never recorded: refused again
+        with pytest.raises(PolicyFileError):
+            con.execute(QUERY)
+
+
+def test_an_unreadable_record_only_means_checking_again(files, monkeypatch):
+    where = unit_record.home() / unit_record.FILE_NAME
+    where.parent.mkdir(parents=True)
+    where.write_text("{not json")
+    with dpsql.connect(*files) as con:
+        scans = _scans(con, monkeypatch)
+        con.execute(QUERY)
+        assert scans == ["people"]
+    assert unit_record.passed(files[0], "people", "id")
