@@ -126,10 +126,6 @@ SELECT SUM(DISTINCT payann) FROM establishments;
 # error: DP116
 SELECT AVG(DISTINCT employees) FROM establishments;
 
-# title: count distinct of a key
-# error: DP116
-SELECT COUNT(DISTINCT state) FROM establishments;
-
 # title: count distinct of several columns
 # error: DP116
 SELECT COUNT(DISTINCT id, state) FROM establishments;

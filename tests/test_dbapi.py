@@ -219,3 +219,14 @@ def test_parameters_bind_in_the_order_written(con):
     where = con.session.plan(sql, [1, 2, 3, "CA", "NY", "11", "99"]).where.sql("duckdb")
     positions = [where.index(text) for text in ("> 1", "> 2", "> 3", "'CA'", "'NY'", "'11'", "'99'")]
     assert positions == sorted(positions), where
+
+
+def test_count_distinct_of_a_column_has_sensitivity_one(con):
+    """One row per unit: a unit adds or removes at most one distinct value (docs/sql.md)."""
+    cur = con.cursor()
+    cur.execute("SELECT naics2, COUNT(DISTINCT state) AS states, COUNT(*) AS n FROM establishments GROUP BY naics2")
+    terms = {t.aggregate: t for t in cur.receipt.noise}
+    assert terms["COUNT(DISTINCT state)"].sensitivity == (1.0,) == terms["COUNT(units)"].sensitivity
+    assert terms["COUNT(DISTINCT state)"].sigma == terms["COUNT(units)"].sigma  # equal shares, equal noise
+    rows = cur.fetchall()
+    assert len(rows) == 24 and all(-20 < states < 80 for _, states, _ in rows)  # 51 states at most, σ ≈ 3

@@ -27,7 +27,7 @@ CASES = [
     ("SELECT SUM(firm_id) FROM establishments", "DP204"),
     ("SELECT SUM(payann * 2) FROM establishments", "DP204"),
     ("SELECT SUM(DISTINCT payann) FROM establishments", "DP116"),
-    ("SELECT COUNT(DISTINCT naics) FROM establishments", "DP116"),
+    ("SELECT SUM(DISTINCT payann) FROM establishments", "DP116"),
     ("SELECT COUNT(*) FROM nope", "DP202"),
     ("SELECT COUNT(*) FROM _dpsql_demo_meta", "DP202"),
     ("SELECT SUM(nope) FROM establishments", "DP203"),

@@ -151,10 +151,8 @@ class FinishRewriter:
                 name = self.scopes.column_name(arg)
                 if name == self.table.privacy_unit:
                     return self.primitive(Primitive("count"))
-                if distinct:
-                    raise NotSupportedYet(f"COUNT(DISTINCT {self.scopes.shown(name)}) is not supported yet", code="DP116",
-                                          line=position(node, self.scopes.sql)[0], column=position(node, self.scopes.sql)[1],
-                                          hint=f"COUNT(*) counts privacy units ({self.table.privacy_unit}).")
+                if distinct:  # one row per unit: a unit adds at most one distinct value (Primitive)
+                    return self.primitive(Primitive("count", name, shown=self.scopes.shown(name), distinct=True))
                 # A private column the schema declares NOT NULL counts every unit: share COUNT(*)'s primitive.
                 # (A joined public column can be NULL whatever its schema says: a LEFT JOIN may not match.)
                 if name in private_not_null:

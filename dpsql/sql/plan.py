@@ -22,7 +22,9 @@ NOISY_RELATION = "__noisy"
 class Primitive:
     """One per-group quantity noise is added to.
 
-    kind "count": distinct privacy units (``column`` None) or units with ``column`` not NULL.
+    kind "count": distinct privacy units (``column`` None) or units with ``column`` not NULL;
+    with ``distinct``, the number of distinct non-NULL values of ``column`` — sensitivity 1 too,
+    as each unit is one row: adding or removing a unit adds or removes at most one value.
     kind "sum": the sum of measure ``column`` over split records.
     """
 
@@ -30,9 +32,12 @@ class Primitive:
     column: str | None = None
     #: how the column is shown (a joined public column is ``states.region``, not its internal name)
     shown: str | None = field(default=None, compare=False)
+    distinct: bool = False
 
     @property
     def label(self) -> str:
+        if self.kind == "count" and self.distinct:
+            return f"COUNT(DISTINCT {self.shown or self.column})"
         if self.kind == "count":
             return "COUNT(units)" if self.column is None else f"COUNT({self.shown or self.column})"
         return f"SUM({self.column})"

@@ -148,7 +148,7 @@ def exact_sql(plan: Plan, schema: dict[str, str]) -> str:
     for i, p in enumerate(plan.primitives):
         if p.kind == "count":
             # One row per privacy unit (checked at connect): COUNT(*) = COUNT(DISTINCT unit).
-            agg = "COUNT(*)" if p.column is None else f"COUNT({_q(p.column)})"
+            agg = "COUNT(*)" if p.column is None else f"COUNT({'DISTINCT ' if p.distinct else ''}{_q(p.column)})"
         else:
             m = t.measures[p.column]
             agg = f"SUM({value_sql(m, schema[m.name], t.max_splits)})"
@@ -205,8 +205,8 @@ def reference_sql(plan: Plan, schema: dict[str, str]) -> str:
     out = [f"{_q(k)} AS {_q(k)}" for k in names]
     for i, p in enumerate(plan.primitives):
         if p.kind == "count":
-            agg = "COUNT(DISTINCT __unit)" if p.column is None else \
-                f"COUNT(DISTINCT CASE WHEN {_q(p.column)} IS NOT NULL THEN __unit END)"
+            agg = "COUNT(DISTINCT __unit)" if p.column is None else f"COUNT(DISTINCT {_q(p.column)})" if p.distinct \
+                else f"COUNT(DISTINCT CASE WHEN {_q(p.column)} IS NOT NULL THEN __unit END)"
         else:
             agg = f"SUM({_q(p.column)})"
         out.append(f"{agg} AS {_q(primitive_column(i))}")
