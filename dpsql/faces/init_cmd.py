@@ -212,6 +212,6 @@ def _tell(database: Path, policy: Path, drafts: list[TableDraft], thresholds: di
     print(f"database: {database}\npolicy:   {policy}")
     if placeholders:
         print(f"\nReview the policy first: the split thresholds of {', '.join(placeholders)} are placeholders "
-              f"(set them, or run dpsql advise --db {database}).")
+              "(set them: docs/own_data.md, choosing T).")
     print(f"\nNext: dpsql {database}                      (the prompt)\n"
-          f"      dpsql query '{first_query(drafts[0])}' --db {database}")
+          f"      dpsql query '{first_query(drafts[0])}' {database}")

@@ -5,8 +5,7 @@ What the draft takes from the rows, and why (docs/own_data.md, "What comes from 
 the policy is public, so nothing read from private rows is written into it except the values of
 columns the owner declares public (``--public``). The split thresholds are therefore not
 computed from the data: the owner gives them (``--threshold col=T``), or the draft writes a
-placeholder and says so on the line; ``dpsql advise`` is the way to choose them from the data
-(DP quantiles, charged to the budget).
+placeholder and says so on the line (docs/own_data.md says how to choose them).
 """
 
 from __future__ import annotations
@@ -118,7 +117,7 @@ def policy_text(database: str, source: str, tables: list[TableDraft]) -> str:
                 thr, note = t.thresholds[c], "split threshold T, given by the data owner"
             else:
                 thr, note = Decimal(PLACEHOLDER_THRESHOLD), ("PLACEHOLDER split threshold, not read from the data: "
-                                                             f"set it (dpsql advise --measure {c} suggests one)")
+                                                             "set it (docs/own_data.md, choosing T)")
             fields = [f"threshold = {_number(thr)}"]
             if gran is not None:
                 fields.append(f"granularity = {_number(gran)}")
