@@ -76,17 +76,25 @@ class Session:
         ledger: str | Path | None = None,
         error_columns: Any = None,
         clamp_negative: Any = None,
+        engine: str = "duckdb",
+        spark_master: str | None = None,
     ) -> None:
-        if database is None:
+        if database is None and policy is None and engine == "spark":
+            from dpsql.demo_db import ensure_demo_parquet
+
+            policy = ensure_demo_parquet()[1]
+        parquet = load_policy(policy).parquet if database is None and policy is not None else {}
+        if database is None and not parquet:
             from dpsql.demo_db import ensure_demo
 
             demo_db, demo_policy = ensure_demo()
             database = demo_db
             policy = policy if policy is not None else demo_policy
-        database = Path(database)
+        # Over Parquet the data is where the policy says and the policy file stands for it.
+        database = Path(database) if database is not None else Path(policy)
         # The database first: a missing or unreadable file is the error to report (DP402), not
         # the policy that would sit beside it.
-        self.engine = open_engine(database, threads=threads)
+        self.engine = open_engine(database, threads=threads, parquet=parquet, engine=engine, spark_master=spark_master)
         try:
             if policy is None:
                 policy = default_policy_path(database)
