@@ -18,6 +18,7 @@ answers itself (SET, probes) never get here: :func:`dpsql.intercept.execute` ans
 from __future__ import annotations
 
 import getpass
+import os
 import threading
 import time
 import uuid
@@ -76,9 +77,12 @@ class Session:
         ledger: str | Path | None = None,
         error_columns: Any = None,
         clamp_negative: Any = None,
-        engine: str = "duckdb",
+        engine: str | None = None,
         spark_master: str | None = None,
     ) -> None:
+        # The CLI's --engine / --spark-master set these for every session of the process.
+        engine = engine or os.environ.get("DPSQL_ENGINE") or "duckdb"
+        spark_master = spark_master or os.environ.get("DPSQL_SPARK_MASTER") or None
         if database is None and policy is None and engine == "spark":
             from dpsql.demo_db import ensure_demo_parquet
 

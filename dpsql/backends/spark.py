@@ -22,6 +22,7 @@ import os
 import tempfile
 import threading
 import uuid
+import warnings
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from dpsql.backends.interrupt import StickyInterrupt
 from dpsql.backends.spark_sql import to_spark
 from dpsql.errors import DatabaseFileError, EngineUnavailable, QueryRefused
 
+warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
 try:
     from pyspark.sql import SparkSession
 except ImportError:  # the optional extra is not installed

@@ -71,7 +71,7 @@ def Binary(data: bytes | bytearray | memoryview | str) -> bytes:  # noqa: N802
 
 def connect(database: str | Path | None = None, policy: str | Path | None = None, *, rho: Any = None,
             analyst: str = "", threads: int | None = None, error_columns: Any = None, clamp_negative: Any = None,
-            engine: str = "duckdb", spark_master: str | None = None, _random_source: Any = None) -> Connection:
+            engine: str | None = None, spark_master: str | None = None, _random_source: Any = None) -> Connection:
     """Open a dpsql connection.
 
     Args:
@@ -88,7 +88,7 @@ def connect(database: str | Path | None = None, policy: str | Path | None = None
             answer; "sigma" (or "all") adds ``<column>_sigma`` too (``SET dpsql.error_columns``).
         clamp_negative: True (or "on") shows negative noisy counts, and sums of measures the
             schema bounds below by 0, as 0 (post-processing; ``SET dpsql.clamp_negative``).
-        engine: "duckdb" (default) or "spark": Spark SQL over the policy's Parquet files
+        engine: "duckdb" (default, or $DPSQL_ENGINE) or "spark": Spark SQL over the policy's Parquet files
             (docs/scale.md; needs ``pip install 'dpsql[spark]'``). With no database and no policy,
             the demo tables exported to Parquet.
         spark_master: the Spark master URL (``local[2]``, ``spark://host:7077``, ``sc://host``
