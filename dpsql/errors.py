@@ -163,6 +163,13 @@ class LedgerError(DpsqlError, OperationalError):
     code = "DP404"
 
 
+class EngineUnavailable(DpsqlError, OperationalError):
+    """The execution engine asked for cannot run here: an unknown name, pyspark not installed,
+    no Parquet data for Spark, a Spark session that does not start."""
+
+    code = "DP405"
+
+
 class DpsqlInternalError(DpsqlError, InternalError):
     """A bug in dpsql. The message never carries data values."""
 
@@ -197,6 +204,7 @@ __all__ = [
     "DatabaseFileError",
     "ConnectionClosedError",
     "LedgerError",
+    "EngineUnavailable",
     "DpsqlInternalError",
     "QueryFailed",
 ]

@@ -171,6 +171,9 @@ class Policy:
     mechanism: str = "discrete_gaussian"
     selection: Selection = field(default_factory=Selection)
     public_tables: dict[str, PublicTable] = field(default_factory=dict)
+    #: table -> where its rows are as Parquet (a local path, resolved; or an ``hdfs://``/``s3a://``
+    #: URI), for every table or none (docs/policy.md, "Parquet data")
+    parquet: dict[str, str] = field(default_factory=dict)
 
     def table(self, name: str) -> TablePolicy | None:
         return self.tables.get(name.lower())

@@ -66,11 +66,14 @@ def check_units(policy: Policy, engine: Engine, table: str) -> None:
     remembered with the data file's identity (:mod:`dpsql.unit_record`), so the scan it may need
     (no PRIMARY KEY in the catalog) is paid once per file, not once per process."""
     tp = policy.tables[table]
-    if unit_record.passed(engine.path, table, tp.privacy_unit):
+    # Over Parquet (DuckDB or Spark) the data is not one file at engine.path: checked per process.
+    recordable = not policy.parquet
+    if recordable and unit_record.passed(engine.path, table, tp.privacy_unit):
         return
     if not engine.units_unique(table, tp.privacy_unit):
         raise PolicyFileError(
             f"table {table!r}: the privacy unit {tp.privacy_unit!r} does not identify one row per unit; "
             "dpsql refuses to answer because its sensitivity analysis assumes one row per unit",
             hint="the data owner must aggregate rows per unit or declare the right unit column.")
-    unit_record.remember(engine.path, table, tp.privacy_unit)
+    if recordable:
+        unit_record.remember(engine.path, table, tp.privacy_unit)

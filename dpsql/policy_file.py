@@ -32,6 +32,7 @@ File format (see ``docs/policy.md``)::
 
     [public_tables.states]               # published reference data, joinable by its key
     key = "code"                         # unique in the table: a private row joins at most one row
+    parquet = "data/states.parquet"      # optional, on every table or none: its rows as Parquet
 """
 
 from __future__ import annotations
@@ -148,7 +149,7 @@ def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
         pfield = f"public_tables.{name}"
         _ident(name, where, pfield)
         pdoc = _table(pdoc, where, pfield)
-        _only(pdoc, {"key"}, where, pfield)
+        _only(pdoc, {"key", "parquet"}, where, pfield)
         key = pdoc.get("key")
         if not isinstance(key, str) or not key:
             raise _err(where, f"{pfield}.key", "is required: the column that identifies one row, which private rows join to")
@@ -157,14 +158,48 @@ def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
             raise _err(where, pfield, f"table {name!r} is also declared private in [tables.{name}]")
         public_tables[name.lower()] = PublicTable(name.lower(), key.lower())
     budget = Budget(default_rho, total_rho, dataset_rho, default_epsilon, ledger, total_delta, dataset_delta, analysts)
-    return Policy(path=path, tables=tables, budget=budget,
-                  mechanism=mechanism, selection=selection, public_tables=public_tables)
+    parquet = _parquet_paths(doc, where, path)
+    return Policy(path=path, tables=tables, budget=budget, mechanism=mechanism, selection=selection,
+                  public_tables=public_tables, parquet=parquet)
+
+
+def _parquet_paths(doc: dict[str, Any], where: str, path: Path | None) -> dict[str, str]:
+    """``parquet = "..."`` of every [tables.X] and [public_tables.X], or of none: table -> location.
+    A URI (``hdfs://``, ``s3a://``, ``file://``) is kept as written (only Spark reads it); a local
+    path is resolved against the policy file's folder and must name a file, a folder or a glob
+    that matches at least one file."""
+    out: dict[str, str] = {}
+    missing = []
+    for section in ("tables", "public_tables"):
+        for name, tdoc in (doc.get(section) or {}).items():
+            field = f"{section}.{name}.parquet"
+            if "parquet" not in tdoc:
+                missing.append(field)
+                continue
+            value = tdoc["parquet"]
+            if not isinstance(value, str) or not value.strip():
+                raise _err(where, field, "must be a path or URI of the table's Parquet file(s)")
+            if "://" in value:
+                if not value.split("://", 1)[0].replace("+", "").isalnum():
+                    raise _err(where, field, f"{value!r} is not a URI (scheme://...)")
+                out[name.lower()] = value
+                continue
+            local = Path(value).expanduser()
+            if not local.is_absolute() and path is not None:
+                local = path.parent / local
+            if not local.exists() and not (local.parent.is_dir() and any(local.parent.glob(local.name))):
+                raise _err(where, field, f"{str(local)!r} does not exist (no file, folder or glob match)")
+            out[name.lower()] = str(local.resolve() if local.exists() else local)
+    if out and missing:
+        raise _err(where, missing[0], "is missing: when one table names its Parquet data, every table must "
+                                      "(one engine reads them all)")
+    return out
 
 
 def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:
     prefix = f"tables.{name}"
     _ident(name, where, prefix)
-    _only(tdoc, {"privacy_unit", "measures", "keys", "max_splits"}, where, prefix)
+    _only(tdoc, {"privacy_unit", "measures", "keys", "max_splits", "parquet"}, where, prefix)
     unit = tdoc.get("privacy_unit")
     if not isinstance(unit, str) or not unit:
         raise _err(where, f"{prefix}.privacy_unit", "is required: the column identifying one privacy unit (one row per unit)")

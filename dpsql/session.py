@@ -18,6 +18,7 @@ answers itself (SET, probes) never get here: :func:`dpsql.intercept.execute` ans
 from __future__ import annotations
 
 import getpass
+import os
 import threading
 import time
 import uuid
@@ -77,21 +78,32 @@ class Session:
         ledger: str | Path | None = None,
         error_columns: Any = None,
         clamp_negative: Any = None,
+        engine: str | None = None,
+        spark_master: str | None = None,
     ) -> None:
-        if database is None:
+        # The CLI's --engine / --spark-master set these for every session of the process.
+        engine = engine or os.environ.get("DPSQL_ENGINE") or "duckdb"
+        spark_master = spark_master or os.environ.get("DPSQL_SPARK_MASTER") or None
+        if database is None and policy is None and engine == "spark":
+            from dpsql.demo_db import ensure_demo_parquet
+
+            policy = ensure_demo_parquet()[1]
+        parquet = load_policy(policy).parquet if database is None and policy is not None else {}
+        if database is None and not parquet:
             from dpsql.demo_db import ensure_demo
 
             demo_db, demo_policy = ensure_demo()
             database = demo_db
             policy = policy if policy is not None else demo_policy
-        database = Path(database)
-        if kind_of(database) != "duckdb":  # a CSV or Parquet file: dpsql init makes a database of it
+        # Over Parquet the data is where the policy says and the policy file stands for it.
+        database = Path(database) if database is not None else Path(policy)
+        if not parquet and kind_of(database) != "duckdb":  # a CSV or Parquet file: dpsql init makes a database of it
             raise DatabaseFileError(f"{database} is a {kind_of(database)} file, not a DuckDB database",
                                     hint=f"dpsql init {database} reads it into a DuckDB file and drafts its policy "
                                          "(docs/own_data.md).")
         # The database first: a missing or unreadable file is the error to report (DP402), not
         # the policy that would sit beside it.
-        self.engine = open_engine(database, threads=threads)
+        self.engine = open_engine(database, threads=threads, parquet=parquet, engine=engine, spark_master=spark_master)
         try:
             if policy is None:
                 policy = default_policy_path(database)

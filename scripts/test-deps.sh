@@ -9,6 +9,7 @@ missing=()
 command -v psql >/dev/null 2>&1 || missing+=(postgresql-client)
 [ -f /usr/share/java/postgresql.jar ] || missing+=(libpostgresql-jdbc-java)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)  # pyspark (tests/test_spark.py)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -eq 0 ]; then sudo=(); elif command -v sudo >/dev/null 2>&1; then sudo=(sudo -n); else
   echo "scripts/test-deps.sh: need root to install ${missing[*]}; the tests that use them will say so" >&2; exit 0

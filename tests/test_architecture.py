@@ -160,6 +160,18 @@ def test_duckdb_is_imported_by_its_backend_alone():
     assert importers == {"dpsql.backends.duckdb", "dpsql.backends.duckdb_local", "dpsql.backends.duckdb_files"}
 
 
+def test_pyspark_is_imported_by_the_spark_backend_alone():
+    """pyspark is an optional extra (dpsql[spark]): one module imports it, on use only."""
+    importers = set()
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            if any(n == "pyspark" or n.startswith("pyspark.") for n in names):
+                importers.add(name)
+    assert importers == {"dpsql.backends.spark"}
+
+
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_no_module_is_too_long(module):
     lines = len(MODULES[module].read_text().splitlines())
@@ -170,3 +182,11 @@ def test_no_module_is_too_long(module):
 def test_every_module_says_what_it_owns(module):
     doc = ast.get_docstring(ast.parse(MODULES[module].read_text()))
     assert doc and len(doc.split()) >= 5, f"{MODULES[module]}: start with a docstring saying what it owns"
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    """.ci/run's command (with the Spark extra) is the one the README tells people to run."""
+    root = PACKAGE.parent
+    command = (root / ".ci" / "run").read_text().strip().splitlines()[-1]
+    assert '".[test,spark]"' in command
+    assert f"```sh\n{command}\n```" in (root / "README.md").read_text()

@@ -19,16 +19,34 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dpsql.errors import EngineUnavailable
 from dpsql.backends.base import CatalogQueryError, Engine, Finisher, InterruptedBeforeStart, PublicCatalog
 
 __all__ = ["CatalogQueryError", "Engine", "Finisher", "InterruptedBeforeStart", "PublicCatalog", "open_engine", "open_finisher"]
 
 
-def open_engine(database: str | Path, *, threads: int | None = None) -> Engine:
-    """The engine over a data file: today a DuckDB file, opened read-only and locked down."""
+#: the engines :func:`open_engine` knows
+ENGINES = ("duckdb", "spark")
+
+
+def open_engine(database: str | Path, *, threads: int | None = None, parquet: dict[str, str] | None = None,
+                engine: str = "duckdb", spark_master: str | None = None) -> Engine:
+    """The engine over the data: a DuckDB file opened read-only and locked down; with ``parquet``
+    (table -> path, from the policy) DuckDB over those files, or Spark (``engine="spark"``,
+    :mod:`dpsql.backends.spark`, on ``spark_master`` or the standard SPARK_REMOTE / spark.master)."""
+    if engine not in ENGINES:
+        raise EngineUnavailable(f"unknown engine {engine!r}", hint=f"use one of {', '.join(ENGINES)}.")
+    if engine == "spark":
+        if not parquet:
+            raise EngineUnavailable("the Spark engine reads the Parquet files the policy names, and this policy names none",
+                                    hint='add parquet = "PATH" to every table of the policy (docs/policy.md), '
+                                         "or try `dpsql demo --engine spark`.")
+        from dpsql.backends import spark  # imported on use: pyspark is an optional extra
+
+        return spark.SparkEngine(database, parquet, master=spark_master)
     from dpsql.backends import duckdb  # imported on use: the seam itself does not need duckdb
 
-    return duckdb.DuckDBEngine(database, threads=threads)
+    return duckdb.DuckDBEngine(database, threads=threads, parquet=parquet)
 
 
 def open_finisher() -> Finisher:

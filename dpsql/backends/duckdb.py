@@ -60,20 +60,78 @@ def _unwrap(text: str) -> str:
     return text
 
 
-class DuckDBEngine:
-    """A read-only DuckDB database file, opened so that only the plan's SQL can run."""
+def _file_stamps(paths: list[Path]) -> tuple[Any, ...]:
+    """(path, size, mtime) of each file (each file a folder or glob names): changes when data does."""
+    out: list[Any] = []
+    for path in paths:
+        files = [path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else sorted(path.parent.glob(path.name))
+        for f in files:
+            stat = f.stat()
+            out += [str(f.resolve()), stat.st_size, stat.st_mtime_ns]
+    return tuple(out)
 
-    def __init__(self, path: str | Path, threads: int | None = None) -> None:
+
+def _parquet_views(parquet: dict[str, str], threads: int | None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with one view per table over its Parquet file(s), then locked down:
+    ``allowed_paths`` / ``allowed_directories`` name exactly the policy's files, external access
+    is off and the configuration locked, so SQL run here reads those files and no other path
+    (checked on DuckDB 2.0: read_parquet / read_csv of another file, COPY, ATTACH fail)."""
+    files, folders = [], []
+    for table, where in parquet.items():
+        if "://" in where:
+            raise DatabaseFileError(f"table {table}: DuckDB reads local Parquet files only, not {where}",
+                                    hint="run with --engine spark for hdfs:// or s3a:// data.")
+        path = Path(where)
+        if path.is_dir():
+            folders.append(str(path))
+        elif path.is_file():
+            files.append(str(path))
+        else:  # a glob: its folder
+            folders.append(str(path.parent))
+    con = duckdb.connect(":memory:")
+    try:
+        if threads:
+            con.execute(f"SET threads = {int(threads)}")
+        con.execute(f"SET allowed_paths = {files!r}")
+        con.execute(f"SET allowed_directories = {folders!r}")
+        for setting, value in LOCKDOWN.items():
+            if setting != "lock_configuration":
+                con.execute(f"SET {setting} = {str(value).lower()}")
+        for table, where in parquet.items():
+            source = f"{where}/**/*.parquet" if Path(where).is_dir() else where
+            con.execute(f"CREATE VIEW \"{table}\" AS SELECT * FROM read_parquet('{_sq(source)}')")
+        con.execute("SET lock_configuration = true")
+    except duckdb.Error as exc:
+        con.close()
+        raise DatabaseFileError(f"cannot read the policy's Parquet files ({type(exc).__name__})",
+                                hint="is every parquet = path of the policy a readable Parquet file?") from None
+    return con
+
+
+def _sq(text: str) -> str:
+    return text.replace("'", "''")
+
+
+class DuckDBEngine:
+    """A read-only DuckDB database file, opened so that only the plan's SQL can run; or, with
+    ``parquet`` (table -> local Parquet path, from the policy), an in-memory DuckDB whose views
+    read those files and nothing else (``path`` is then the policy file)."""
+
+    def __init__(self, path: str | Path, threads: int | None = None, parquet: dict[str, str] | None = None) -> None:
         self.path = Path(path)
+        self._parquet = dict(parquet or {})
+        self._interrupt = StickyInterrupt()
+        self._twin: duckdb.DuckDBPyConnection | None = None  # the empty schema twin (check)
+        self._checked: set[str] = set()
+        if self._parquet:
+            self._con = _parquet_views(self._parquet, threads)
+            return
         if not self.path.is_file():
             raise DatabaseFileError(f"database file {self.path} does not exist",
                                     hint="run `dpsql demo` to build the demo database, or pass --db PATH.")
         config: dict[str, Any] = dict(LOCKDOWN)
         if threads:
             config["threads"] = threads
-        self._interrupt = StickyInterrupt()
-        self._twin: duckdb.DuckDBPyConnection | None = None  # the empty schema twin (check)
-        self._checked: set[str] = set()
         try:
             self._con = duckdb.connect(str(self.path), read_only=True, config=config)
         except duckdb.ConnectionException:
@@ -143,8 +201,7 @@ class DuckDBEngine:
         kinds = {c[0] for c in constraints}
         if "PRIMARY KEY" in kinds or {"UNIQUE", "NOT NULL"} <= kinds:
             return True
-        stat = self.path.stat()
-        key = (str(self.path.resolve()), stat.st_size, stat.st_mtime_ns, table, unit)
+        key = (*_file_stamps([self.path] if not self._parquet else [Path(p) for p in self._parquet.values()]), table, unit)
         if key not in _UNIQUE_UNITS:
             q = f'SELECT COUNT(*) = COUNT(DISTINCT "{unit}") AND COUNT("{unit}") = COUNT(*) FROM "{table}"'
             _UNIQUE_UNITS[key] = bool(self._run(q)[0][0])
@@ -159,8 +216,7 @@ class DuckDBEngine:
         """An in-memory database named ``name``: the DDL of ``tables`` (no row) and the rows of
         the ``public`` ones, then locked down (no file, no extension, no setting change)."""
         wanted = {t.lower() for t in tables}
-        rows = self._con.execute("SELECT lower(table_name), sql FROM duckdb_tables() "
-                                 "WHERE schema_name = 'main' AND NOT temporary ORDER BY table_name").fetchall()
+        rows = self._ddl()
         con = duckdb.connect(":memory:")
         try:
             con.execute(f'ATTACH \':memory:\' AS "{name}"')
@@ -219,10 +275,10 @@ class DuckDBEngine:
 
     def _twin_connection(self) -> duckdb.DuckDBPyConnection:
         if self._twin is None:
-            rows = self._con.execute("SELECT sql FROM duckdb_tables() WHERE schema_name = 'main' AND NOT temporary").fetchall()
+            rows = self._ddl()
             twin = duckdb.connect(":memory:")
             try:
-                for (ddl,) in rows:
+                for _, ddl in rows:
                     twin.execute(ddl)
             except duckdb.Error as exc:
                 twin.close()
@@ -232,6 +288,19 @@ class DuckDBEngine:
                                              "user-defined types.") from None
             self._twin = _lock_down(twin)
         return self._twin
+
+    def _ddl(self) -> list[tuple[str, str]]:
+        """(lower-cased table name, CREATE TABLE statement) of every table (of every Parquet view:
+        its columns and types, no constraint)."""
+        if not self._parquet:
+            return self._con.execute("SELECT lower(table_name), sql FROM duckdb_tables() "
+                                     "WHERE schema_name = 'main' AND NOT temporary ORDER BY table_name").fetchall()
+        rows = self._con.execute("SELECT lower(table_name), column_name, data_type FROM information_schema.columns "
+                                 "WHERE table_schema = 'main' ORDER BY table_name, ordinal_position").fetchall()
+        columns: dict[str, list[str]] = {}
+        for table, column, dtype in rows:
+            columns.setdefault(table, []).append(f'"{column}" {dtype}')
+        return [(t, f'CREATE TABLE "{t}" ({", ".join(cols)})') for t, cols in sorted(columns.items())]
 
     def _run(self, sql: str) -> list[tuple[Any, ...]]:
         finished = self._interrupt.start()  # raises KeyboardInterrupt if one is pending

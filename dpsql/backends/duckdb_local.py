@@ -155,3 +155,57 @@ def _column_array(values: np.ndarray | list[Any]) -> np.ndarray:
     if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
         return np.array(values, dtype=np.int64)
     return np.array(values, dtype=object)  # strings stay VARCHAR (a str array would become an ENUM)
+
+
+def schema_twin(ddl: list[str]) -> duckdb.DuckDBPyConnection:
+    """An empty, locked-down in-memory DuckDB with the tables of ``ddl`` and no row: another
+    engine (Spark) checks and describes dpsql's DuckDB SQL there before a private row is read,
+    exactly as :meth:`dpsql.backends.duckdb.DuckDBEngine.check` does. Raises duckdb.Error."""
+    con = duckdb.connect(":memory:")
+    try:
+        for statement in ddl:
+            con.execute(statement)
+    except duckdb.Error:
+        con.close()
+        raise
+    return _lock_down(con)
+
+
+def twin_check(twin: duckdb.DuckDBPyConnection, sql: str) -> str | None:
+    """None when ``sql`` runs on the empty twin, else DuckDB's message (safe: no row is there)."""
+    try:
+        twin.execute(sql).fetchall()
+    except duckdb.Error as exc:
+        return str(exc)
+    return None
+
+
+def twin_describe(twin: duckdb.DuckDBPyConnection, sql: str) -> list[str]:
+    """The DuckDB type names of ``sql``'s result columns on the empty twin."""
+    cur = twin.cursor()
+    try:
+        cur.execute(f"DESCRIBE {sql}")
+        return [str(r[1]) for r in cur.fetchall()]
+    finally:
+        cur.close()
+
+
+def catalog_of(name: str, ddl: list[str], rows: dict[str, list[tuple[Any, ...]]], memory: int) -> DuckDBCatalog:
+    """A :class:`DuckDBCatalog` named ``name``: the tables of ``ddl`` with no row, then ``rows``
+    of the public tables, bounded to one thread and what it holds plus ``memory`` bytes."""
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute(f'ATTACH \':memory:\' AS "{name}"')
+        con.execute(f'USE "{name}"')
+        for statement in ddl:
+            con.execute(statement)
+        for table, values in rows.items():
+            if values:
+                con.executemany(f'INSERT INTO "{table}" VALUES ({", ".join("?" * len(values[0]))})', values)
+        held = con.execute("SELECT COALESCE(SUM(memory_usage_bytes), 0) FROM duckdb_memory()").fetchone()[0]
+        con.execute(f"SET memory_limit = '{int(held) + memory}B'")
+        con.execute("SET threads = 1")
+    except duckdb.Error as exc:
+        con.close()
+        raise CatalogQueryError(f"cannot build the public catalog ({type(exc).__name__}: {exc})") from None
+    return DuckDBCatalog(_lock_down(con), name)

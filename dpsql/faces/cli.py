@@ -31,7 +31,7 @@ from typing import Any
 
 from dpsql import format as fmt_mod
 from dpsql.errors import DpsqlError
-from dpsql.faces import budget_commands
+from dpsql.faces import budget_commands, engine_option
 
 SAMPLE_QUERY = "SELECT naics2, COUNT(*) AS establishments, SUM(payann) AS payroll, AVG(employees) AS avg_employees\n" \
                "FROM establishments GROUP BY naics2 ORDER BY naics2"
@@ -88,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", help="show how a query would be answered; touches no data, charges nothing")
     p.add_argument("sql", help="the SELECT statement ('-' reads it from standard input)")
     _connection_args(p)
+    for name in ("demo", "query", "explain", "serve"):
+        engine_option.add_engine_args(sub.choices[name])
 
     p = sub.add_parser("ledger", help="budget spent and remaining in rho and delta, the (epsilon, delta)-DP "
                                       "guarantee of everything spent, and every charge so far")
@@ -179,6 +181,7 @@ def _main(argv: list[str] | None) -> int:
         _check_repl_args(parser, args)
         if extra:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    engine_option.apply(args)
     try:
         commands = {"demo": _demo, "query": _query, "explain": _explain, "ledger": budget_commands.ledger,
                     "policy": budget_commands.policy, "convert": budget_commands.convert, "repl": _repl,
@@ -304,7 +307,7 @@ def _demo(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"  {msg}", file=sys.stderr, flush=True)
 
-    db, policy = ensure_demo(rows=args.rows, progress=progress)
+    db, policy = engine_option.demo_source(*ensure_demo(rows=args.rows, progress=progress))
     with connect(db, policy) as con:
         result = con.cursor().execute(SAMPLE_QUERY).result
     if args.json:

@@ -71,11 +71,12 @@ def Binary(data: bytes | bytearray | memoryview | str) -> bytes:  # noqa: N802
 
 def connect(database: str | Path | None = None, policy: str | Path | None = None, *, rho: Any = None,
             analyst: str = "", threads: int | None = None, error_columns: Any = None, clamp_negative: Any = None,
-            _random_source: Any = None) -> Connection:
+            engine: str | None = None, spark_master: str | None = None, _random_source: Any = None) -> Connection:
     """Open a dpsql connection.
 
     Args:
-        database: a DuckDB file; None opens the demo database (built on first use).
+        database: a DuckDB file; None reads the Parquet files the policy names (docs/policy.md),
+            or opens the demo database (built on first use) when there is no such policy.
         policy: the data owner's policy file; None looks for ``<database stem>.policy.toml``
             beside the database (the demo's policy for the demo database).
         rho: zCDP budget of each query's noise (default: the policy's ``budget.default_rho``). A
@@ -87,11 +88,17 @@ def connect(database: str | Path | None = None, policy: str | Path | None = None
             answer; "sigma" (or "all") adds ``<column>_sigma`` too (``SET dpsql.error_columns``).
         clamp_negative: True (or "on") shows negative noisy counts, and sums of measures the
             schema bounds below by 0, as 0 (post-processing; ``SET dpsql.clamp_negative``).
+        engine: "duckdb" (default, or $DPSQL_ENGINE) or "spark": Spark SQL over the policy's Parquet files
+            (docs/scale.md; needs ``pip install 'dpsql[spark]'``). With no database and no policy,
+            the demo tables exported to Parquet.
+        spark_master: the Spark master URL (``local[2]``, ``spark://host:7077``, ``sc://host``
+            for Spark Connect); default SPARK_REMOTE, else spark.master, else ``local[*]``.
         _random_source: TEST ONLY — a seeded source from :func:`dpsql.testing.seeded_random`.
             The default is the operating system's CSPRNG.
     """
     return Connection(Session(database, policy, rho=rho, random_source=_random_source, threads=threads, analyst=analyst,
-                              error_columns=error_columns, clamp_negative=clamp_negative))
+                              error_columns=error_columns, clamp_negative=clamp_negative, engine=engine,
+                              spark_master=spark_master))
 
 
 class Connection:
