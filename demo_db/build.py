@@ -33,7 +33,8 @@ import numpy as np
 from dpsql.home import home as dpsql_home
 
 # Bump whenever the generated data changes, so cached demo files get rebuilt.
-GENERATOR_VERSION = "4"  # 2: NOT NULL constraints (AVG shares COUNT(*)'s noisy count); 3: public tables; 4: persons
+GENERATOR_VERSION = "5"  # 2: NOT NULL constraints (AVG shares COUNT(*)'s noisy count); 3: public tables; 4: persons;
+#   5: establishments.opened (DATE) and devices.first_seen (TIMESTAMP), the date/time keys
 DEFAULT_ROWS = 200_000
 DEFAULT_SEED = 20261122
 CHUNK_ROWS = 1_000_000
@@ -318,6 +319,14 @@ def _establishment_chunk(rng: np.random.Generator, first_id: int, n: int,
     }
 
 
+def _opened_days(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Days from 1990-01-01 to each establishment's opening: ages exponential with a 9-year
+    mean (young establishments are more common), none before 1990 or after 2024-12-31."""
+    last = 12_783  # 2024-12-31
+    age = np.minimum(np.floor(rng.exponential(9 * 365.25, n)), last).astype(np.int64)
+    return last - age
+
+
 def _devices(rng: np.random.Generator, n_users: int) -> tuple[list[str], dict[str, np.ndarray]]:
     """(model names, columns) for one row per user.
 
@@ -353,11 +362,12 @@ def _devices(rng: np.random.Generator, n_users: int) -> tuple[list[str], dict[st
 _SCHEMA = """
 CREATE TABLE establishments (id BIGINT NOT NULL, firm_id BIGINT NOT NULL, state VARCHAR NOT NULL,
     county VARCHAR NOT NULL, naics VARCHAR NOT NULL, naics2 VARCHAR NOT NULL,
-    employees BIGINT NOT NULL, payann BIGINT NOT NULL, payqtr1 BIGINT NOT NULL);
+    employees BIGINT NOT NULL, payann BIGINT NOT NULL, payqtr1 BIGINT NOT NULL, opened DATE NOT NULL);
 CREATE TABLE paper_table1 (id BIGINT NOT NULL, industry VARCHAR NOT NULL, employees BIGINT NOT NULL);
 CREATE TABLE paper_table2 (id BIGINT NOT NULL, industry VARCHAR NOT NULL, employees BIGINT NOT NULL,
     payroll BIGINT NOT NULL);
-CREATE TABLE devices (user_id BIGINT NOT NULL, device_model VARCHAR NOT NULL, latency_ms DOUBLE NOT NULL);
+CREATE TABLE devices (user_id BIGINT NOT NULL, device_model VARCHAR NOT NULL, latency_ms DOUBLE NOT NULL,
+    first_seen TIMESTAMP NOT NULL);
 CREATE TABLE states (code VARCHAR PRIMARY KEY, name VARCHAR NOT NULL, fips VARCHAR NOT NULL,
     region VARCHAR NOT NULL, division VARCHAR NOT NULL);
 CREATE TABLE naics_sectors (naics2 VARCHAR PRIMARY KEY, sector VARCHAR NOT NULL, title VARCHAR NOT NULL);
@@ -421,21 +431,25 @@ def _write(con: duckdb.DuckDBPyConnection, rows: int, seed: int, say: Callable[[
         # One independent stream per chunk: [seed, table tag, chunk index].
         rng = np.random.default_rng([seed, 1, c])
         chunk = _establishment_chunk(rng, c * CHUNK_ROWS + 1, n, first_firm)
+        # Opening dates from their own stream, so the columns above are as before 5.
+        chunk["opened_day"] = _opened_days(np.random.default_rng([seed, 5, c]), n)
         first_firm = int(chunk["firm_id"].max()) + 1
         con.execute("""
             INSERT INTO establishments
             SELECT e.id, e.firm_id, k.state, k.county, n.naics, n.naics2,
-                   e.employees, e.payann, e.payqtr1
+                   e.employees, e.payann, e.payqtr1, DATE '1990-01-01' + CAST(e.opened_day AS INTEGER)
             FROM chunk e JOIN county_lk k ON e.county_i = k.i JOIN naics_lk n ON e.naics_i = n.i
             ORDER BY e.id""")
         say(f"establishments: {c * CHUNK_ROWS + n:,}/{rows:,} rows")
 
     n_users = max(20_000, rows // 10)
     names, dev = _devices(np.random.default_rng([seed, 2]), n_users)
+    # First seen: a second of 2024 (a leap year), from its own stream.
+    dev["first_seen_s"] = np.random.default_rng([seed, 6]).integers(0, 366 * 86400, n_users)
     model_lk = {"i": np.arange(len(names)), "name": np.array(names, dtype=object)}
     con.execute("""
         INSERT INTO devices
-        SELECT d.user_id, m.name, d.latency_ms
+        SELECT d.user_id, m.name, d.latency_ms, TIMESTAMP '2024-01-01 00:00:00' + to_seconds(d.first_seen_s)
         FROM dev d JOIN model_lk m ON d.model_i = m.i ORDER BY d.user_id""")
     say(f"devices: {n_users:,} users")
 

@@ -62,12 +62,24 @@ class Measure:
         return str(value.numerator) if value.denominator == 1 else str(float(value))
 
 
+#: the time grains a DATE / TIMESTAMP key's declared range may be enumerated at
+GRAINS = ("day", "hour", "minute")
+
+
 @dataclass(frozen=True)
 class Key:
-    """A column analysts may GROUP BY; public when it has a keyset."""
+    """A column analysts may GROUP BY; public when it has a keyset.
+
+    A DATE or TIMESTAMP key may instead declare a public ``range`` of days (both ends
+    included) and a ``grain``: its keyset is then every instant of the range at that grain
+    (every day of a DATE column), and GROUP BY takes time buckets of it (``DATE_TRUNC``,
+    ``EXTRACT``, ``strftime``) whose keysets are their image of that grid (``keys.py``)."""
 
     name: str
     keyset: tuple[Any, ...] | None = None
+    #: the declared first and last day (datetime.date), when the key is a date/time range
+    range: tuple[Any, Any] | None = None
+    grain: str = "day"
 
     @property
     def public(self) -> bool:
@@ -98,6 +110,9 @@ class TablePolicy:
             return text
         if column in self.keys:
             key = self.keys[column]
+            if key.range is not None:
+                lo, hi = key.range
+                return f"public date/time key: GROUP BY time buckets of it, range {lo} to {hi} by {key.grain}"
             if key.public:
                 return f"public key: GROUP BY, keyset of {len(key.keyset or ())} values"
             return "private key: GROUP BY through partition selection"

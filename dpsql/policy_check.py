@@ -38,6 +38,9 @@ def check_catalog(policy: Policy, engine: Engine, schema: dict[str, dict[str, st
             if m.override and m.override.key not in cols:
                 raise PolicyFileError(f"{where}: field 'tables.{name}.measures.{m.name}.overrides.key' is not a column")
         for k in tp.keys.values():
+            if k.range is not None:
+                _check_range_key(where, name, k.name, k.grain, cols[k.name])
+                continue
             if not k.public:
                 continue
             is_int = cols[k.name].upper() in INTEGER_TYPES
@@ -59,6 +62,19 @@ def check_catalog(policy: Policy, engine: Engine, schema: dict[str, dict[str, st
             raise PolicyFileError(f"{where}: field 'public_tables.{name}.key': column {pt.key!r} has repeated or "
                                   "NULL values, so a private row could join several of its rows",
                                   hint="declare a column that identifies one row of the public table.")
+
+
+def _check_range_key(where: str, table: str, column: str, grain: str, sql_type: str) -> None:
+    """A declared range fits a DATE column by the day, or a TIMESTAMP column (no time zone:
+    its buckets would depend on the session's zone)."""
+    field = f"tables.{table}.keys.{column}"
+    kind = sql_type.upper()
+    if kind == "DATE" and grain != "day":
+        raise PolicyFileError(f"{where}: field '{field}.grain': column {column!r} is a DATE, so its grain is the day "
+                              f"(not {grain!r})")
+    if kind not in ("DATE", "TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS"):
+        raise PolicyFileError(f"{where}: field '{field}.range': column {column!r} is {sql_type}; a range is declared "
+                              "for DATE or TIMESTAMP columns (without time zone)")
 
 
 def check_units(policy: Policy, engine: Engine, table: str) -> None:

@@ -29,6 +29,8 @@ File format (see ``docs/policy.md``)::
     [tables.establishments.keys]
     state = { keyset = ["AK", "AL"] }    # public
     county = {}                          # private
+    opened = { range = ["1990-01-01", "2024-12-31"] }                 # public: every day (DATE)
+    first_seen = { range = [2024-01-01, 2024-12-31], grain = "hour" } # public: every hour (TIMESTAMP)
 
     [public_tables.states]               # published reference data, joinable by its key
     key = "code"                         # unique in the table: a private row joins at most one row
@@ -37,6 +39,7 @@ File format (see ``docs/policy.md``)::
 
 from __future__ import annotations
 
+import datetime
 import math
 import tomllib
 from fractions import Fraction
@@ -45,6 +48,7 @@ from typing import Any
 
 from dpsql.errors import PolicyFileError
 from dpsql.policy import (
+    GRAINS,
     MECHANISMS,
     SELECTION_COUNTS,
     SELECTION_METHODS,
@@ -196,6 +200,51 @@ def _parquet_paths(doc: dict[str, Any], where: str, path: Path | None) -> dict[s
     return out
 
 
+#: the most instants a declared date/time range may hold (a year by the minute is 527,040)
+MAX_RANGE_GRID = 1_000_000
+_GRAIN_STEP = {"day": datetime.timedelta(days=1), "hour": datetime.timedelta(hours=1),
+               "minute": datetime.timedelta(minutes=1)}
+
+
+def _day(value: Any, where: str, field: str) -> datetime.date:
+    if isinstance(value, datetime.datetime) or not isinstance(value, (str, datetime.date)):
+        raise _err(where, field, "must hold two days, as \"YYYY-MM-DD\" strings or TOML dates")
+    if isinstance(value, str):
+        try:
+            return datetime.date.fromisoformat(value)
+        except ValueError:
+            raise _err(where, field, f"{value!r} is not a day written YYYY-MM-DD") from None
+    return value
+
+
+def _range_key(name: str, kdoc: dict[str, Any], where: str, kfield: str) -> Key:
+    """A DATE / TIMESTAMP key with a public range of days: its keyset is every day of the
+    range (``grain = "day"``, the default) or every hour or minute of it, as the grid the
+    time buckets of a GROUP BY are computed over (their image is their keyset)."""
+    if "keyset" in kdoc:
+        raise _err(where, kfield, "has both a keyset and a range; give one of them")
+    rng = kdoc.get("range")
+    if not isinstance(rng, list) or len(rng) != 2:
+        raise _err(where, f"{kfield}.range", "must be [first day, last day], e.g. [\"2019-01-01\", \"2024-12-31\"]")
+    lo, hi = (_day(v, where, f"{kfield}.range") for v in rng)
+    if hi < lo:
+        raise _err(where, f"{kfield}.range", f"ends ({hi}) before it starts ({lo})")
+    grain = kdoc.get("grain", "day")
+    if grain not in GRAINS:
+        raise _err(where, f"{kfield}.grain", f"must be one of {', '.join(GRAINS)}")
+    step = _GRAIN_STEP[grain]
+    size = ((hi - lo).days + 1) * (datetime.timedelta(days=1) // step)
+    if size > MAX_RANGE_GRID:
+        raise _err(where, kfield, f"the range by the {grain} holds {size:,} instants, more than {MAX_RANGE_GRID:,}; "
+                   "declare a shorter range or a coarser grain")
+    if grain == "day":
+        keyset: tuple[Any, ...] = tuple(lo + datetime.timedelta(days=i) for i in range(size))
+    else:
+        start = datetime.datetime.combine(lo, datetime.time())
+        keyset = tuple(start + i * step for i in range(size))
+    return Key(name, keyset, range=(lo, hi), grain=grain)
+
+
 def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:
     prefix = f"tables.{name}"
     _ident(name, where, prefix)
@@ -213,7 +262,10 @@ def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:
         kfield = f"{prefix}.keys.{kname}"
         _ident(kname, where, kfield)
         kdoc = _table(kdoc, where, kfield)
-        _only(kdoc, {"keyset"}, where, kfield)
+        _only(kdoc, {"keyset", "range", "grain"}, where, kfield)
+        if "range" in kdoc or "grain" in kdoc:
+            keys[kname.lower()] = _range_key(kname.lower(), kdoc, where, kfield)
+            continue
         keyset = kdoc.get("keyset")
         if keyset is not None:
             if not isinstance(keyset, list) or not keyset:

@@ -48,11 +48,13 @@ def table_hash(path, table, order):
 EXPECTED_SCHEMA = {
     "establishments": [("id", "BIGINT"), ("firm_id", "BIGINT"), ("state", "VARCHAR"),
                        ("county", "VARCHAR"), ("naics", "VARCHAR"), ("naics2", "VARCHAR"),
-                       ("employees", "BIGINT"), ("payann", "BIGINT"), ("payqtr1", "BIGINT")],
+                       ("employees", "BIGINT"), ("payann", "BIGINT"), ("payqtr1", "BIGINT"),
+                       ("opened", "DATE")],
     "paper_table1": [("id", "BIGINT"), ("industry", "VARCHAR"), ("employees", "BIGINT")],
     "paper_table2": [("id", "BIGINT"), ("industry", "VARCHAR"), ("employees", "BIGINT"),
                      ("payroll", "BIGINT")],
-    "devices": [("user_id", "BIGINT"), ("device_model", "VARCHAR"), ("latency_ms", "DOUBLE")],
+    "devices": [("user_id", "BIGINT"), ("device_model", "VARCHAR"), ("latency_ms", "DOUBLE"),
+                ("first_seen", "TIMESTAMP")],
     "persons": [("person_id", "BIGINT"), ("state", "VARCHAR"), ("sex", "VARCHAR"), ("age", "INTEGER"),
                 ("age4", "VARCHAR"), ("age9", "VARCHAR"), ("age23", "VARCHAR")]
                + [(f"race{i}", "VARCHAR") for i in range(1, 9)],

@@ -45,6 +45,7 @@ HOSTILE = [
     (10_000_007, 5, 6e18, 7, 6 * 10**37, "6e37", "6" + "0" * 37, "2000-01-01", "2000-01-01 00:00:00", "TX", "48201", "5411", "54"),
 ]
 DEVICES = [(20_000_001, "Pixel", "inf"), (20_000_002, "", "nan"), (20_000_003, MEGA, "1e308"), (20_000_004, None, "-1e308")]
+DEVICE_TIMES = ["294247-01-10 04:00:54", "-290308-12-22 00:00:00", "infinity", None]  # first_seen, the policy's time key
 
 POLICY_EXTRA = """
 [tables.establishments.measures.hug]
@@ -61,22 +62,23 @@ def _build(path: Path, demo_db: Path, drop: int | None) -> None:
     con.execute(f"ATTACH '{demo_db}' AS demo (READ_ONLY)")
     con.execute("""CREATE TABLE establishments (id BIGINT PRIMARY KEY, firm_id BIGINT, state VARCHAR, county VARCHAR,
                    naics VARCHAR, naics2 VARCHAR, employees BIGINT, payann BIGINT, payqtr1 BIGINT, hug HUGEINT, dbl DOUBLE,
-                   decm DECIMAL(38,0), dt DATE, ts TIMESTAMP)""")
+                   decm DECIMAL(38,0), dt DATE, ts TIMESTAMP, opened DATE)""")
     con.execute("""INSERT INTO establishments SELECT id, firm_id, state, county, naics, naics2, employees, payann, payqtr1,
                    payann, payann * 1.5, payann, DATE '2015-01-01' + CAST(id % 3000 AS INTEGER),
-                   TIMESTAMP '2015-01-01' + INTERVAL (id % 3000) HOUR FROM demo.establishments WHERE id <= 400""")
+                   TIMESTAMP '2015-01-01' + INTERVAL (id % 3000) HOUR, opened FROM demo.establishments WHERE id <= 400""")
     for (i, emp, pay, q1, h, d, dec, dt, ts, state, county, naics, n2) in HOSTILE:
         if i == drop:
             continue
         con.execute("INSERT INTO establishments VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS DOUBLE), CAST(? AS DECIMAL(38,0)), "
-                    "CAST(? AS DATE), CAST(? AS TIMESTAMP))",
-                    [i, state, county, naics, n2, emp, int(pay) if pay is not None else None, q1, h, d, dec, dt, ts])
+                    "CAST(? AS DATE), CAST(? AS TIMESTAMP), CAST(? AS DATE))",  # opened: the policy's date key, as extreme as dt
+                    [i, state, county, naics, n2, emp, int(pay) if pay is not None else None, q1, h, d, dec, dt, ts, dt])
     for table in ("paper_table1", "paper_table2", "states", "naics_sectors", "persons"):
         con.execute(f"CREATE TABLE {table} AS SELECT * FROM demo.{table}")
     con.execute("CREATE TABLE devices AS SELECT * FROM demo.devices WHERE user_id <= 300")
-    for (i, model, lat) in DEVICES:
+    for (i, model, lat), seen in zip(DEVICES, DEVICE_TIMES):
         if i != drop:
-            con.execute("INSERT INTO devices (user_id, device_model, latency_ms) VALUES (?, ?, CAST(? AS DOUBLE))", [i, model, lat])
+            con.execute("INSERT INTO devices (user_id, device_model, latency_ms, first_seen) VALUES (?, ?, CAST(? AS DOUBLE), "
+                        "CAST(? AS TIMESTAMP))", [i, model, lat, seen])
     con.close()
 
 

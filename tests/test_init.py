@@ -62,15 +62,30 @@ def test_from_a_csv_file_to_answers(tmp_path):
     spec = tomllib.loads(text)["tables"]["customers"]
     assert spec["privacy_unit"] == "customer_id"
     assert spec["measures"] == {"spend": {"threshold": 500}, "visits": {"threshold": 1000}}
-    assert spec["keys"] == {"region": {"keyset": ["east", "north", "south", "west"]}, "plan": {}}
-    assert "PLACEHOLDER split threshold" in text and "# signup: DATE" in text
+    assert spec["keys"] == {"region": {"keyset": ["east", "north", "south", "west"]}, "plan": {}, "signup": {}}
+    assert "PLACEHOLDER split threshold" in text and "signup = {}   # DATE: private key" in text
     assert all(line.startswith(("#", "[", " ")) or "#" in line for line in text.splitlines() if line.strip())
     answer = _dpsql("query", "SELECT region, COUNT(*) AS n FROM customers GROUP BY region", "customers.duckdb",
                     cwd=tmp_path)
     assert answer.returncode == 0, answer.stderr
     assert [line.split()[0] for line in answer.stdout.splitlines()[2:6]] == ["east", "north", "south", "west"]
     with dpsql.connect(db, policy) as con:
-        assert _every_query(con, "customers", policy) == 3
+        assert _every_query(con, "customers", policy) == 4
+
+
+def test_a_date_column_declared_public_gets_its_range(tmp_path):
+    """--public on a DATE column writes its first and last day as the key's range: monthly
+    buckets are then public keys, every month of the range released."""
+    _customers(tmp_path / "customers.csv")
+    p = _dpsql("init", "customers.csv", "--unit", "customer_id", "--public", "signup", "--yes", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    policy = tmp_path / "customers.policy.toml"
+    spec = tomllib.loads(policy.read_text())["tables"]["customers"]
+    assert spec["keys"]["signup"] == {"range": ["2023-01-01", "2023-12-28"]}
+    with dpsql.connect(tmp_path / "customers.duckdb", policy) as con:
+        cur = con.cursor()
+        cur.execute("SELECT DATE_TRUNC('month', signup) AS m, COUNT(*) FROM customers GROUP BY 1 ORDER BY 1")
+        assert [r[0].month for r in cur.fetchall()] == list(range(1, 13))
 
 
 def test_the_unit_is_asked_at_a_terminal(tmp_path):
@@ -100,7 +115,7 @@ def test_from_a_parquet_folder_to_answers(tmp_path):
     spec = tomllib.loads(policy.read_text())["tables"]["sales"]
     assert spec["privacy_unit"] == "customer_id" and spec["keys"]["region"]["keyset"] == ["east", "north", "south", "west"]
     with dpsql.connect(tmp_path / "sales.duckdb", policy) as con:
-        assert _every_query(con, "sales", policy) == 3
+        assert _every_query(con, "sales", policy) == 4  # region, plan, signup (a private DATE key), none
         assert len(con.execute("SELECT plan, SUM(spend) FROM sales GROUP BY plan").fetchall()) == 3
 
 

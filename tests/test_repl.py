@@ -317,7 +317,7 @@ def complete(con, text: str, tab: bool = True) -> list[str]:
     ("SELECT COUNT(*) FROM pa", ["paper_table1", "paper_table2"]),
     ("SELECT SUM(| FROM establishments", ["employees", "payann", "payqtr1"]),  # the FROM after the cursor counts
     ("SELECT AVG(pay", ["payann", "payqtr1", "payroll"]),  # no FROM yet: measures of every table
-    ("SELECT COUNT(*) FROM establishments GROUP BY ", ["state", "naics2"]),  # public keys only
+    ("SELECT COUNT(*) FROM establishments GROUP BY ", ["state", "naics2", "opened"]),  # public keys only
     ("\\de", ["\\describe"]),
     ("\\describe ", ["establishments", "paper_table1", "paper_table2", "devices", "persons", "states", "naics_sectors"]),
     ("\\set display ", ["moe", "sigma"]),

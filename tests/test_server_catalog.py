@@ -110,7 +110,7 @@ def test_psql_describes_a_private_table(served: Served, session: Any) -> None:
                    for r in [run(served, session, sql).rows])
     assert [(c[0], c[1]) for c in columns] == [
         ("id", "bigint"), ("firm_id", "bigint"), ("state", "text"), ("county", "text"), ("naics", "text"),
-        ("naics2", "text"), ("employees", "bigint"), ("payann", "bigint"), ("payqtr1", "bigint")]
+        ("naics2", "text"), ("employees", "bigint"), ("payann", "bigint"), ("payqtr1", "bigint"), ("opened", "date")]
     assert all(c[3] is True for c in columns)  # attnotnull
     assert "privacy unit" in cells(columns) and "split threshold T = 100" in cells(columns)
 
@@ -330,8 +330,8 @@ def test_jdbc_database_metadata(server: tuple[int, Path], tmp_path: Path) -> Non
     assert lines["getCatalogs"].startswith("1 rows | TABLE_CAT=demo")
     assert lines["getSchemas(main)"].startswith("1 rows | TABLE_SCHEM=main")
     assert lines["getTables(main,TABLE)"].startswith("7 rows") and "REMARKS=dpsql:" in lines["getTables(main,TABLE)"]
-    assert lines["getColumns(establishments)"].startswith("9 rows | ") and "TYPE_NAME=int8" in lines["getColumns(establishments)"]
-    assert lines["getColumns(all)"].startswith("42 rows")
+    assert lines["getColumns(establishments)"].startswith("10 rows | ") and "TYPE_NAME=int8" in lines["getColumns(establishments)"]
+    assert lines["getColumns(all)"].startswith("44 rows")
     assert "COLUMN_NAME=code" in lines["getPrimaryKeys(states)"] and "PK_NAME=states_pkey" in lines["getPrimaryKeys(states)"]
     assert lines["getPrimaryKeys(establishments)"].startswith("0 rows")
     assert "INDEX_NAME=states_pkey" in lines["getIndexInfo(states)"] and "CARDINALITY=0" in lines["getIndexInfo(states)"]

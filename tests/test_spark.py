@@ -127,6 +127,25 @@ def test_hostile_rows_are_answered_through_dpsql_on_spark(hostile_engines):
         con.close()
 
 
+@pytest.mark.parametrize("sql", [
+    "SELECT strftime(opened, '%j') AS d, COUNT(*) FROM establishments GROUP BY 1",
+    "SELECT DATE_TRUNC('decade', opened) AS d, COUNT(*) FROM establishments GROUP BY 1",
+    "SELECT EXTRACT(isoyear FROM opened) AS d, COUNT(*) FROM establishments GROUP BY 1",
+])
+def test_date_forms_without_duckdbs_value_on_spark_are_refused_free(hostile_engines, sql):
+    """A date form Spark would answer differently from DuckDB (day of year with two digits,
+    no decade, no ISO year) is refused in phase 1, nothing charged; DuckDB answers it."""
+    _, _, policy = hostile_engines
+    with dpsql.connect(None, policy, rho=1, engine="spark", spark_master=MASTER) as con:
+        before = con.session.ledger.spent  # the module's ledger: earlier tests spent from it
+        with pytest.raises(QueryRefused) as err:
+            con.cursor().execute(sql)
+        assert err.value.code == "DP120" and "not supported on the Spark engine" in str(err.value)
+        assert con.session.ledger.spent == before
+    with dpsql.connect(None, policy, rho=1) as con:
+        assert con.cursor().execute(sql).fetchall()
+
+
 # ------------------------------------------------------------------------------ walls
 def test_spark_runs_only_the_policy_tables(engines, tmp_path):
     """The session reads no path the policy does not name: SQL on files is off, and a table

@@ -330,7 +330,7 @@ PROBES = [
     ("SELECT schema_name FROM information_schema.schemata", [("main",)]),
     ("SELECT column_name, data_type FROM information_schema.columns"
      " WHERE table_name = 'devices' ORDER BY ordinal_position",
-     [("user_id", "BIGINT"), ("device_model", "VARCHAR"), ("latency_ms", "DOUBLE")]),
+     [("user_id", "BIGINT"), ("device_model", "VARCHAR"), ("latency_ms", "DOUBLE"), ("first_seen", "TIMESTAMP")]),
     ("SELECT DISTINCT c.table_name FROM information_schema.columns AS c "
      "WHERE c.column_name ILIKE 'EMP%' AND c.table_name NOT IN ('paper_table2') ORDER BY 1 DESC LIMIT 1",
      [("paper_table1",)]),

@@ -108,6 +108,13 @@ class Inspector:
                                  f'ORDER BY 1 LIMIT {int(limit) + 1}').fetchall()
         return None if len(rows) > limit else [r[0] for r in rows]
 
+    def day_range(self, table: str, column: str) -> tuple[Any, Any] | None:
+        """The first and last day of a DATE / TIMESTAMP column the owner declares public (its
+        finite values); None when it holds none."""
+        row = self._con.execute(f'SELECT CAST(MIN("{column}") AS DATE), CAST(MAX("{column}") AS DATE) FROM "{table}" '
+                                f'WHERE isfinite("{column}")').fetchone()
+        return None if row is None or row[0] is None else (row[0], row[1])
+
 
 def write_parquet(path: Path, csv_text: str) -> None:
     """Write a released table (CSV text with a header: noisy, already charged values only) as a

@@ -29,6 +29,7 @@ from typing import Any
 
 from dpsql.backends.duckdb_local import catalog_of, schema_twin, twin_check, twin_describe
 from dpsql.backends.interrupt import StickyInterrupt
+from dpsql.backends.spark_dates import UnsupportedOnSpark
 from dpsql.backends.spark_sql import to_spark
 from dpsql.errors import DatabaseFileError, EngineUnavailable, QueryRefused
 
@@ -207,7 +208,12 @@ class SparkEngine:
                                code="DP120", hint="check the types in the query: compare text with text and numbers "
                                                   "with numbers, and use literals DuckDB can represent.")
         try:
-            self._spark.sql(to_spark(sql, self._types)).schema  # noqa: B018 - analysis binds the plan
+            spark_sql = to_spark(sql, self._types)
+        except UnsupportedOnSpark as exc:
+            raise QueryRefused(f"{exc} is not supported on the Spark engine yet (it would not give DuckDB's values)",
+                               code="DP120", hint="use another date function, or run it with the DuckDB engine.") from None
+        try:
+            self._spark.sql(spark_sql).schema  # noqa: B018 - analysis binds the plan
         except Exception as exc:  # noqa: BLE001 - an AnalysisException: about the schema, not rows
             raise QueryRefused(f"the query does not run on Spark, whatever the data ({type(exc).__name__})",
                                code="DP120", hint="run it with the DuckDB engine, or simplify the expression.") from None

@@ -19,6 +19,8 @@ wrap around or truncate silently, the rewrite below gives DuckDB's answer:
   and a DOUBLE cast to an integer is rounded half to even (``bround``), a DECIMAL half away
   from zero (``round``), as DuckDB does; Spark truncates.
 * ``TRY(x)`` is ``x``: with the above, nothing inside it raises or wraps on Spark.
+* date functions (``EXTRACT``, ``dayofweek``, ``strftime``, ``DATE_TRUNC``): DuckDB's values, or
+  refused before any row is read (:mod:`dpsql.backends.spark_dates`).
 * ``SUBSTRING`` offsets and lengths past Spark's INT: beyond DuckDB's ±(2^32 − 1) it is NULL
   (DuckDB raises, ``TRY()`` gives NULL); in between, clamped to ±(2^31 − 1), which selects the
   same characters of any string shorter than 2^31.
@@ -35,6 +37,8 @@ from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
+
+from dpsql.backends.spark_dates import rewrite_date
 
 _INTEGER = {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT, exp.DataType.Type.BIGINT,
             exp.DataType.Type.INT128, exp.DataType.Type.UTINYINT, exp.DataType.Type.USMALLINT,
@@ -117,6 +121,8 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         return _duckdb_common_decimal(node)
     if isinstance(node, exp.Try):
         return node.this
+    if (date := rewrite_date(node)) is not None:
+        return date
     if isinstance(node, exp.Sum) and not isinstance(node.this, exp.Distinct):
         if _kind(node.this) in _INT_DIGITS and _kind(node.this) != exp.DataType.Type.INT128:
             return _split_sum(node.this)

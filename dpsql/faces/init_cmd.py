@@ -19,7 +19,7 @@ from typing import Any
 
 from dpsql.backends.files import kind_of
 from dpsql.errors import DatabaseFileError, PolicyFileError
-from dpsql.faces.policy_draft import TableDraft, is_integer, is_text, policy_text
+from dpsql.faces.policy_draft import TableDraft, is_date, is_integer, is_text, policy_text
 from dpsql.policy_file import default_policy_path
 
 #: a keyset read from a public column may hold at most this many values
@@ -166,8 +166,14 @@ def _drafts(args: argparse.Namespace, database: Path, public: list[str], thresho
                 typ = dict(columns).get(col)
                 if typ is None:
                     continue
+                if is_date(typ):
+                    days = ins.day_range(table, col)
+                    if days is None:
+                        raise PolicyFileError(f"--public {col}: the column holds no date to take a range from")
+                    draft.ranges[col] = days
+                    continue
                 if not (is_text(typ) or is_integer(typ)):
-                    raise PolicyFileError(f"--public {col}: a public keyset is text or whole numbers; {col} is {typ}")
+                    raise PolicyFileError(f"--public {col}: a public keyset is text, whole numbers or dates; {col} is {typ}")
                 values = ins.values(table, col, MAX_PUBLIC_VALUES)
                 if values is None:
                     raise PolicyFileError(f"--public {col}: more than {MAX_PUBLIC_VALUES:,} distinct values",

@@ -39,6 +39,16 @@ def is_text(type_name: str) -> bool:
     return type_name.upper() in _TEXT or type_name.upper().startswith("ENUM")
 
 
+def is_date(type_name: str) -> bool:
+    """A DATE or TIMESTAMP without time zone: a key whose range the owner may declare public."""
+    return type_name.upper() in ("DATE", "TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS")
+
+
+def range_grain(first: Any, last: Any) -> str:
+    """The finest grain a range of days can be declared at (the policy allows 1,000,000 instants)."""
+    return "hour" if ((last - first).days + 1) * 24 <= 1_000_000 else "day"
+
+
 def granularity(type_name: str) -> Decimal | None:
     """The granularity a DECIMAL(p, s) column states in its type (10^-s); None otherwise."""
     m = _DECIMAL.match(type_name.upper())
@@ -54,6 +64,7 @@ class TableDraft:
     unit_note: str
     columns: list[tuple[str, str]]
     public: dict[str, list[Any]] = field(default_factory=dict)   # column -> keyset (declared public)
+    ranges: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # DATE/TIMESTAMP column -> days (public)
     thresholds: dict[str, Decimal] = field(default_factory=dict)  # given by the owner
 
     def measures(self) -> list[tuple[str, str]]:
@@ -61,7 +72,8 @@ class TableDraft:
 
     def keys(self) -> list[tuple[str, str]]:
         return [(c, t) for c, t in self.columns
-                if c != self.unit and (c in self.public or (is_text(t) and not is_numeric(t)) or t.upper() == "BOOLEAN")]
+                if c != self.unit and (c in self.public or (is_text(t) and not is_numeric(t)) or t.upper() == "BOOLEAN"
+                                       or is_date(t))]
 
     def others(self) -> list[tuple[str, str]]:
         taken = {c for c, _ in self.measures()} | {c for c, _ in self.keys()} | {self.unit}
@@ -130,7 +142,16 @@ def policy_text(database: str, source: str, tables: list[TableDraft]) -> str:
         if not keys:
             out.append("# (no text column: no GROUP BY key)")
         for c, typ in keys:
-            if c in t.public:
+            if c in t.ranges:
+                first, last = t.ranges[c]
+                grain = f', grain = "{range_grain(first, last)}"' if typ.upper() != "DATE" else ""
+                out.append(f'{_toml_key(c)} = {{ range = ["{first}", "{last}"]{grain} }}   # {typ}: public range, its first '
+                           "and last day read from the data because you declared the column public; GROUP BY time "
+                           "buckets of it (DATE_TRUNC('month', ...), docs/sql.md)")
+            elif is_date(typ) and c not in t.public:
+                out.append(f'{_toml_key(c)} = {{}}   # {typ}: private key (partition selection). For time series declare '
+                           'its public range: range = ["YYYY-MM-DD", "YYYY-MM-DD"] (docs/sql.md, "Dates and times")')
+            elif c in t.public:
                 values = ", ".join(_value(v) for v in t.public[c])
                 out.append(f"{_toml_key(c)} = {{ keyset = [{values}] }}   # {typ}: public keyset "
                            f"({len(t.public[c])} values, read from the data because you declared the column public)")
@@ -138,7 +159,8 @@ def policy_text(database: str, source: str, tables: list[TableDraft]) -> str:
                 out.append(f"{_toml_key(c)} = {{}}   # {typ}: private key, GROUP BY it goes through DP partition "
                            "selection; delete the line if it is not for grouping (names, e-mails)")
         for c, typ in t.others():
-            why = "dates and times as keys are not supported yet" if _TIME.match(typ.upper()) else "neither a measure nor a key"
+            why = "a time of day, interval or zoned timestamp is not a key yet" if _TIME.match(typ.upper()) else \
+                "neither a measure nor a key"
             out.append(f"# {c}: {typ}, {why}; usable in WHERE")
         out.append("")
     return "\n".join(out)

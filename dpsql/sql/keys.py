@@ -11,8 +11,10 @@ from sqlglot import exp
 
 from dpsql.errors import QueryRefused
 from dpsql.policy import TablePolicy
+from dpsql.sql.parse import written_name
 from dpsql.sql.plan import GroupKey
 from dpsql.sql.scopes import Scopes
+from dpsql.sql.time_keys import BUCKET_HINT, bounded, check_buckets, key_days
 
 
 def group_keys(select: exp.Select, table: TablePolicy, scopes: Scopes, items: list[exp.Expression],
@@ -37,6 +39,8 @@ def group_keys(select: exp.Select, table: TablePolicy, scopes: Scopes, items: li
         if any(isinstance(n, exp.AggFunc) for n in target.walk()):
             raise scopes.refuse(g, "DP114", "GROUP BY cannot contain an aggregate", "group by key columns; filter on aggregates with HAVING.")
         expr = scopes.normalise_columns(target.copy())
+        while isinstance(expr, exp.Paren):  # (a + b) groups as a + b, which the SELECT list matches inside its parentheses
+            expr = expr.this
         sources = list(dict.fromkeys(c.name for c in expr.find_all(exp.Column)))
         if not sources:
             raise scopes.refuse(g, "DP114", "GROUP BY a constant groups nothing",
@@ -53,11 +57,21 @@ def group_keys(select: exp.Select, table: TablePolicy, scopes: Scopes, items: li
                                     " or expressions of them.")
         if expr.sql("duckdb") in {k.expr.sql("duckdb") for k in keys}:
             continue
+        ranged = {n: table.keys[n] for n in sources if n in table.keys and table.keys[n].range is not None}
+        stamps = {n: k for n, k in ranged.items() if scopes.columns.get(n, "").upper() != "DATE"}
+        days = {n: d for n in sources if n in table.keys
+                and (d := key_days(n, table.keys[n], scopes.columns.get(n, ""))) is not None}
+        if stamps:
+            check_buckets(expr, stamps, lambda msg, node: scopes.refuse(
+                g, "DP114", msg.format(fn="CAST" if isinstance(node, exp.Cast) else written_name(node, scopes.sql)),
+                BUCKET_HINT.format(c=next(iter(stamps)))))
+        within = bounded(expr, days, scopes.columns) if days else None
         if isinstance(expr, exp.Column):
             name = expr.name
-            key = GroupKey(name, expr, scopes.shown(name), (name,), public, name if name in table.keys else None)
+            key = GroupKey(name, expr, scopes.shown(name), (name,), public, name if name in table.keys else None,
+                           bounded=within)
         else:
-            key = GroupKey(f"__k{len(keys)}", expr, target.sql("duckdb"), tuple(sources), public)
+            key = GroupKey(f"__k{len(keys)}", expr, target.sql("duckdb"), tuple(sources), public, bounded=within)
         keys.append(key)
     return keys
 

@@ -75,6 +75,9 @@ class GroupKey:
     sources: tuple[str, ...]  # the internal names of the columns it reads
     public: bool
     column: str | None = None  # the private table's key column, when the key is exactly that column
+    #: what the exact query groups by when ``expr`` reads a key with a declared date range: ``expr``
+    #: with that column NULL outside the range (``time_keys.py``)
+    bounded: exp.Expression | None = None
 
     @property
     def plain(self) -> bool:

@@ -136,6 +136,9 @@ def key_sql(key: GroupKey, schema: dict[str, str] | None = None) -> str:
     the query, because whether a query fails must not depend on private rows. One that cannot
     fail (``SUBSTR(naics, 1, 3)``) runs bare: TRY() made that GROUP BY 3x slower
     (docs/performance.md). Without ``schema`` every expression is wrapped."""
+    if key.bounded is not None:  # a date key, read within its days (sql/time_keys.py)
+        sql = key.bounded.sql("duckdb")
+        return sql if schema is not None and expression_total(key.bounded, schema) else f"TRY({sql})"
     sql = key.expr.sql("duckdb")
     return sql if key.plain or schema is not None and expression_total(key.expr, schema) else f"TRY({sql})"
 

@@ -21,7 +21,17 @@ SCALAR_FUNCTIONS: tuple[type[exp.Expression], ...] = (
     exp.Abs, exp.Round, exp.Floor, exp.Ceil, exp.Lower, exp.Upper, exp.Length,
     exp.Substring, exp.Coalesce, exp.Nullif, exp.Greatest, exp.Least, exp.If,
     exp.Cast, exp.TryCast, exp.Trim, exp.Sqrt, exp.Ln, exp.Log, exp.Exp, exp.Pow,
+    # dates and times (docs/sql.md, "Dates and times"; time buckets of keys: sql/time_keys.py)
+    exp.TimestampTrunc, exp.DateTrunc, exp.Extract, exp.TimeToStr, exp.Interval, exp.Year, exp.Quarter,
+    exp.Month, exp.Week, exp.WeekOfYear, exp.Day, exp.DayOfWeek, exp.DayOfWeekIso, exp.DayOfYear,
+    exp.Hour, exp.Minute,
 )
+
+#: functions sqlglot does not model, allowed by name: date_part('year', d) is EXTRACT(year FROM d)
+NAMED_FUNCTIONS = ("date_part", "datepart")
+
+#: nodes whose ``Var`` child is a unit name (EXTRACT(year FROM d), INTERVAL 1 DAY), not a column
+_UNIT_PARENTS = (exp.Extract, exp.TimestampTrunc, exp.DateTrunc, exp.Interval)
 
 #: Every other node class that may appear in an accepted statement.
 ALLOWED_NODES: tuple[type[exp.Expression], ...] = (
@@ -164,6 +174,14 @@ def _no_table_column_aliases(node: exp.Expression, root: exp.Select, sql: str) -
 
 
 def _allowed_nodes(node: exp.Expression, root: exp.Select, sql: str) -> None:
+    if isinstance(node, exp.Var) and isinstance(node.parent, _UNIT_PARENTS):
+        return
+    if isinstance(node, exp.Anonymous) and str(node.this).lower() in NAMED_FUNCTIONS:
+        args = node.expressions
+        if len(args) == 2 and isinstance(args[0], exp.Literal) and args[0].is_string:
+            return
+        raise _refuse(node, sql, "DP110", f"{written_name(node, sql)} takes a part name and a date: "
+                      f"{written_name(node, sql)}('year', d)", "write the part as a string literal, e.g. date_part('month', d).")
     if isinstance(node, exp.Anonymous):
         raise _refuse(node, sql, "DP110", f"the function {written_name(node, sql)} is not supported in dpsql queries",
                       "use comparisons, IN, BETWEEN, LIKE, IS NULL, CASE and simple functions (LOWER, SUBSTR, ROUND, ...).")
