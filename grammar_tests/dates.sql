@@ -113,6 +113,16 @@ SELECT TRY(DATE_TRUNC('DAY', CASE WHEN "first_seen" >= CAST('2024-01-01 00:00:00
 SELECT strftime(first_seen, '%Y-%m-%d %H') AS h, COUNT(*) FROM devices GROUP BY 1;
 SELECT TRY(STRFTIME(CASE WHEN "first_seen" >= CAST('2024-01-01 00:00:00' AS TIMESTAMP) AND "first_seen" < CAST('2025-01-01 00:00:00' AS TIMESTAMP) THEN "first_seen" END, '%Y-%m-%d %H')) AS "__k0", COUNT(*) AS "__p0" FROM "devices" GROUP BY TRY(STRFTIME(CASE WHEN "first_seen" >= CAST('2024-01-01 00:00:00' AS TIMESTAMP) AND "first_seen" < CAST('2025-01-01 00:00:00' AS TIMESTAMP) THEN "first_seen" END, '%Y-%m-%d %H'));
 
+# title: superset time range as postgres writes it
+# execute: true
+SELECT DATE_TRUNC('month', opened) AS opened, COUNT(*) AS count FROM establishments WHERE opened >= TO_DATE('2015-01-01', 'YYYY-MM-DD') AND opened < TO_DATE('2020-01-01', 'YYYY-MM-DD') GROUP BY DATE_TRUNC('month', opened) LIMIT 10000;
+SELECT TRY(DATE_TRUNC('MONTH', CASE WHEN "opened" BETWEEN CAST('1990-01-01' AS DATE) AND CAST('2024-12-31' AS DATE) THEN "opened" END)) AS "__k0", COUNT(*) AS "__p0" FROM "establishments" WHERE TRY("opened" >= CAST(STRPTIME('2015-01-01', '%Y-%m-%d') AS DATE)) AND TRY("opened" < CAST(STRPTIME('2020-01-01', '%Y-%m-%d') AS DATE)) GROUP BY TRY(DATE_TRUNC('MONTH', CASE WHEN "opened" BETWEEN CAST('1990-01-01' AS DATE) AND CAST('2024-12-31' AS DATE) THEN "opened" END));
+
+# title: postgres timestamp range filter
+# execute: true
+SELECT DATE_TRUNC('day', first_seen) AS __timestamp, AVG(latency_ms) AS avg_latency FROM devices WHERE first_seen >= TO_TIMESTAMP('2024-03-01 00:00:00.000000', 'YYYY-MM-DD HH24:MI:SS.US') AND first_seen < TO_TIMESTAMP('2024-04-01 00:00:00.000000', 'YYYY-MM-DD HH24:MI:SS.US') GROUP BY DATE_TRUNC('day', first_seen);
+SELECT TRY(DATE_TRUNC('DAY', CASE WHEN "first_seen" >= CAST('2024-01-01 00:00:00' AS TIMESTAMP) AND "first_seen" < CAST('2025-01-01 00:00:00' AS TIMESTAMP) THEN "first_seen" END)) AS "__k0", SUM(TRY_CAST(ROUND("latency_ms" * 10 / 1) AS BIGINT)) AS "__p0", COUNT(*) AS "__p1" FROM "devices" WHERE TRY("first_seen" >= STRPTIME('2024-03-01 00:00:00.000000', '%Y-%m-%d %H:%M:%S.%f')) AND TRY("first_seen" < STRPTIME('2024-04-01 00:00:00.000000', '%Y-%m-%d %H:%M:%S.%f')) GROUP BY TRY(DATE_TRUNC('DAY', CASE WHEN "first_seen" >= CAST('2024-01-01 00:00:00' AS TIMESTAMP) AND "first_seen" < CAST('2025-01-01 00:00:00' AS TIMESTAMP) THEN "first_seen" END));
+
 # title: WHERE on a timestamp
 # execute: true
 SELECT device_model, COUNT(*) FROM devices WHERE first_seen >= TIMESTAMP '2024-06-01 00:00:00' GROUP BY device_model;

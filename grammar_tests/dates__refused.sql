@@ -22,6 +22,10 @@ SELECT DATE_TRUNC('day', first_seen + INTERVAL 30 MINUTE), COUNT(*) FROM devices
 # error: DP114
 SELECT CAST(first_seen AS VARCHAR), COUNT(*) FROM devices GROUP BY 1;
 
+# title: to_timestamp of a number
+# error: DP110
+SELECT COUNT(*) FROM devices WHERE first_seen >= TO_TIMESTAMP(1700000000);
+
 # title: time_bucket
 # error: DP110
 SELECT time_bucket(INTERVAL '1 month', opened), COUNT(*) FROM establishments GROUP BY 1;

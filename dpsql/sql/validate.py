@@ -24,7 +24,7 @@ SCALAR_FUNCTIONS: tuple[type[exp.Expression], ...] = (
     # dates and times (docs/sql.md, "Dates and times"; time buckets of keys: sql/time_keys.py)
     exp.TimestampTrunc, exp.DateTrunc, exp.Extract, exp.TimeToStr, exp.Interval, exp.Year, exp.Quarter,
     exp.Month, exp.Week, exp.WeekOfYear, exp.Day, exp.DayOfWeek, exp.DayOfWeekIso, exp.DayOfYear,
-    exp.Hour, exp.Minute,
+    exp.Hour, exp.Minute, exp.StrToDate, exp.StrToTime,  # TO_DATE / TO_TIMESTAMP of literals: sql/pg_dates.py
 )
 
 #: functions sqlglot does not model, allowed by name: date_part('year', d) is EXTRACT(year FROM d)
