@@ -90,3 +90,21 @@ def test_an_unreadable_record_only_means_checking_again(files, monkeypatch):
         con.execute(QUERY)
         assert scans == ["people"]
     assert unit_record.passed(files[0], "people", "id")
+
+
+@pytest.mark.parametrize("extra, unique", [("", True), (", (17, 1)", False), (", (NULL, 1)", False), (", (999, 1)", True)])
+def test_the_scan_in_passes_finds_every_repeat_and_null(tmp_path, monkeypatch, extra, unique):
+    """With 10 units a pass, 100 rows take 10+ passes over hash classes: a repeated unit is in one
+    class and is found whichever it is; a NULL unit is found by the counting pass."""
+    import dpsql.backends.duckdb as engine_module
+
+    db = tmp_path / "u.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute(f"CREATE TABLE t (id BIGINT, v INTEGER); INSERT INTO t SELECT i, 1 FROM range(100) r(i); "
+                    f"INSERT INTO t VALUES (5000, 1){extra}")
+    monkeypatch.setattr(engine_module, "UNITS_PER_PASS", 10)
+    engine = engine_module.DuckDBEngine(db)
+    try:
+        assert engine._units_unique_scan("t", "id") is unique
+    finally:
+        engine.close()
