@@ -11,6 +11,7 @@ timing is asserted: the delays only choose which phase a cancel lands in, with w
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import random
 import shutil
 import socket
@@ -19,6 +20,7 @@ import threading
 import time
 import zlib
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
@@ -643,3 +645,16 @@ def test_the_shared_fixture_serves_the_demo_to_its_users(dpsql_server):
         assert out.returncode == 0 and out.stdout.strip().lstrip("-").isdigit(), out
         assert dpsql_server.spent("bob") == Fraction(1, 10)
     dpsql_server.check_ledger()
+
+
+def test_the_catalog_names_no_server_folder(dpsql_server):
+    """A client may read duckdb_settings() from the public catalog twin: it shows no path of the
+    server (its working folder's temporary directory, its user's home)."""
+    out = subprocess.run(["psql", dpsql_server.dsn("alice"), "-AtXc",
+                          "SELECT name || '=' || value FROM duckdb_settings() ORDER BY name"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    settings = out.stdout
+    assert "secret_directory=" in settings  # the query did read them
+    for folder in {str(Path.home()), str(Path.cwd()), str(dpsql_server.workdir), str(dpsql_server.home)} - {"/"}:
+        assert folder not in settings, folder

@@ -16,9 +16,9 @@ from typing import Any
 
 import duckdb
 
+from dpsql.backends.base import CatalogQueryError
+from dpsql.backends.duckdb_local import LOCKDOWN, DuckDBCatalog, _lock_down, catalog_of  # noqa: F401 - LOCKDOWN re-exported
 from dpsql.backends.interrupt import StickyInterrupt
-from dpsql.backends.duckdb_local import LOCKDOWN, DuckDBCatalog, _lock_down  # noqa: F401 - LOCKDOWN re-exported
-
 from dpsql.errors import DatabaseFileError, QueryRefused
 
 #: memory a public catalog may use beyond what its tables hold (bytes)
@@ -230,29 +230,15 @@ class DuckDBEngine:
 
     def public_catalog(self, tables: list[str], public: list[str], name: str) -> DuckDBCatalog:
         """An in-memory database named ``name``: the DDL of ``tables`` (no row) and the rows of
-        the ``public`` ones, then locked down (no file, no extension, no setting change)."""
+        the ``public`` ones, then locked down (no file, no extension, no setting change, no
+        server path in its settings: :func:`dpsql.backends.duckdb_local.catalog_of`)."""
         wanted = {t.lower() for t in tables}
-        rows = self._ddl()
-        con = duckdb.connect(":memory:")
+        ddl = [d for table, d in self._ddl() if table in wanted]
+        rows = {table: self._con.execute(f'SELECT * FROM "{table}"').fetchall() for table in public}
         try:
-            con.execute(f'ATTACH \':memory:\' AS "{name}"')
-            con.execute(f'USE "{name}"')
-            for table, ddl in rows:
-                if table in wanted:
-                    con.execute(ddl)
-            for table in public:
-                cur = self._con.execute(f'SELECT * FROM "{table}"')
-                width = len(cur.description)
-                con.executemany(f'INSERT INTO "{table}" VALUES ({", ".join("?" * width)})', cur.fetchall())
-            # Any client SQL may run here: one thread, and memory bounded to what it holds plus
-            # CATALOG_MEMORY, so that no catalog query can take the server's cores or memory.
-            held = con.execute("SELECT COALESCE(SUM(memory_usage_bytes), 0) FROM duckdb_memory()").fetchone()[0]
-            con.execute(f"SET memory_limit = '{int(held) + CATALOG_MEMORY}B'")
-            con.execute("SET threads = 1")
-        except duckdb.Error as exc:
-            con.close()
-            raise DatabaseFileError(f"cannot build the public catalog of {self.path} ({type(exc).__name__}: {exc})") from None
-        return DuckDBCatalog(_lock_down(con), name)
+            return catalog_of(name, ddl, rows, CATALOG_MEMORY)
+        except CatalogQueryError as exc:
+            raise DatabaseFileError(f"{exc} ({self.path})") from None
 
     def run(self, sql: str) -> list[tuple[Any, ...]]:
         """Run a rewritten query; returns exact per-group rows that must never leave the engine."""

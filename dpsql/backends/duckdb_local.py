@@ -23,6 +23,9 @@ LOCKDOWN = {
 }
 
 
+#: path settings of the public catalog twin, which clients can read: none names a server folder
+CATALOG_PATHS = {"temp_directory": "", "secret_directory": "", "extension_directory": "/nonexistent"}
+
 #: Rows one statement over public information may return (a cross join of reference tables
 #: grows fast: the 51 states four times over are 6.8 million rows, kept in memory whole).
 MAX_PUBLIC_ROWS = 1_000_000
@@ -205,6 +208,10 @@ def catalog_of(name: str, ddl: list[str], rows: dict[str, list[tuple[Any, ...]]]
         held = con.execute("SELECT COALESCE(SUM(memory_usage_bytes), 0) FROM duckdb_memory()").fetchone()[0]
         con.execute(f"SET memory_limit = '{int(held) + memory}B'")
         con.execute("SET threads = 1")
+        # Clients may read duckdb_settings(): none of the server's paths (its temporary folder,
+        # its user's home in the secret and extension folders) is theirs to see. No spilling here.
+        for setting, value in CATALOG_PATHS.items():
+            con.execute(f"SET {setting} = '{value}'")
     except duckdb.Error as exc:
         con.close()
         raise CatalogQueryError(f"cannot build the public catalog ({type(exc).__name__}: {exc})") from None
