@@ -152,7 +152,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              (f"{REFUSALS}::test_repeated_units_refuse_every_query_and_charge_nothing",)),
     Mutation("unit_scan_always_passes",
              "the engine's one-row-per-unit scan is assumed to pass",
-             (Patch("dpsql/backends/duckdb.py", "_UNIQUE_UNITS[key] = bool(self._run(q)[0][0])", "_UNIQUE_UNITS[key] = True"),),
+             (Patch("dpsql/backends/duckdb.py", "_UNIQUE_UNITS[key] = self._units_unique_scan(table, unit)", "_UNIQUE_UNITS[key] = True"),),
              (f"{REFUSALS}::test_repeated_units_refuse_every_query_and_charge_nothing",)),
     # ------------------------------------------------------------------ messages
     Mutation("refusal_scrubbing_removed",
