@@ -19,7 +19,7 @@ from dpsql import domain
 from dpsql.domain import Blocks
 from dpsql.errors import QueryRefused
 from dpsql.policy import Policy, Selection
-from dpsql.privacy.allocate import Allocation, Settings, allocate
+from dpsql.privacy.allocate import EXPONENTIAL, Allocation, Settings, allocate
 from dpsql.privacy.budget import fmt, parse_rho
 from dpsql.sql.plan import Plan, Primitive
 
@@ -62,7 +62,8 @@ def decision(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, blo
         raise QueryRefused(f"the public keys {', '.join(k.label for k in plan.keys if k.public)} make {public_cells} "
                            f"groups, more than {domain.MAX_CELLS}", code="DP207", hint="group by fewer keys or filter with WHERE.")
     return Decision(sql=sql, plan=plan, allocs=tuple(allocs), selection=sel, rho=rho_q, delta=delta_q, epsilon=eps_q,
-                    mechanism=next((a.mechanism for a in allocs if a.mechanism != TSGD), TSGD),
+                    mechanism=next((a.mechanism for a in allocs if a.mechanism not in (TSGD, EXPONENTIAL)),
+                                   next((a.mechanism for a in allocs if a.mechanism != TSGD), TSGD)),
                     terms=policy_terms(plan, allocs, policy), query=query, blocks=blocks,
                     max_released=domain.MAX_CELLS // max(public_cells, 1))
 
@@ -84,8 +85,8 @@ def allocations(plan: Plan, settings: Settings, policy: Policy) -> list[Allocati
     ρ = 0.1 (below the default selection's 0.125)."""
     shared = shared_count(plan, policy)
     rest = tuple(p for p in plan.primitives if p != shared)
-    sens = {p: (1 if p.kind == "count" else plan.table.measures[p.column].max_threshold) for p in rest}
-    gran = {p: (Fraction(1) if p.kind == "count" else plan.table.measures[p.column].granularity) for p in rest}
+    sens = {p: (plan.table.measures[p.column].max_threshold if p.kind == "sum" else 1) for p in rest}
+    gran = {p: (plan.table.measures[p.column].granularity if p.kind == "sum" else Fraction(1)) for p in rest}
     allocs = iter(allocate(rest, settings, sens, gran)) if rest else iter(())
     return [Allocation(p, TSGD, Fraction(0)) if p == shared else next(allocs) for p in plan.primitives]
 
@@ -117,7 +118,7 @@ def policy_terms(plan: Plan, allocs: list[Allocation], policy: Policy) -> tuple[
     for every record; counting split rows, a record with k = |A(r)| splits moves a count by
     k and pays (kε, k·e^((k−1)ε)·δ) by group privacy, i.e. ε²/2·|A(r)|² and that δ."""
     sum_rho = sum((a.rho for a in allocs if a.primitive.kind == "sum"), Fraction(0))
-    count_rho = sum((a.rho for a in allocs if a.primitive.kind == "count"), Fraction(0))
+    count_rho = sum((a.rho for a in allocs if a.primitive.kind != "sum"), Fraction(0))  # counts and quantiles
     sel = policy.selection if plan.private_keys else None
     split_selection = sel is not None and sel.count == "split_rows" and bool(plan.split_measures)
     terms: list[dict[str, Any]] = []

@@ -9,11 +9,12 @@ from fractions import Fraction
 from dpsql.decide import TSGD, policy_terms, selection_params
 from dpsql.domain import PublicDomain
 from dpsql.policy import Policy
-from dpsql.privacy.allocate import Allocation
+from dpsql.privacy.allocate import EXPONENTIAL, Allocation
 from dpsql.privacy.budget import fmt
 from dpsql.privacy.mechanisms import discrete_laplace_variance
 from dpsql.privacy.selection_analysis import midpoint
 from dpsql.privacy.tsgd import tsgd_threshold
+from dpsql.release import quantile_term
 from dpsql.result import Explanation
 from dpsql.sql.plan import Plan
 from dpsql.sql.rewrite import exact_sql, reference_sql
@@ -31,6 +32,12 @@ def explain(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, doma
             noise.append({"aggregate": p.label, "mechanism": TSGD, "rho": "0 (the partition selection's noisy count)",
                           "sensitivity": [1.0], "sigma": [math.sqrt(discrete_laplace_variance(1 / sel.epsilon))],
                           "moe95": [float(tsgd_threshold(sel.epsilon, sel.delta))]})
+            continue
+        if a.mechanism == EXPONENTIAL:
+            t = quantile_term(a, plan)
+            noise.append({"aggregate": p.label, "mechanism": EXPONENTIAL, "rho": fmt(a.rho), "em_epsilon": fmt(a.em_epsilon),
+                          "sensitivity": list(t.sensitivity), "sigma": [], "moe95": [], "rank_error95": t.rank_error95,
+                          "grid": t.grid})
             continue
         m = plan.table.measures.get(p.column) if p.kind == "sum" else None
         g = m.granularity if m else Fraction(1)

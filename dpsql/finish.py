@@ -58,7 +58,7 @@ def describe(plan: Plan, key_types: list[str], finisher: Finisher) -> tuple[list
     # Keys reach the noisy relation as Python values: integers as BIGINT (release.py, _column_array).
     cells = [(k.name, "BIGINT" if t in _INTEGERS else t) for k, t in zip(plan.keys, key_types)]
     for i, p in enumerate(plan.primitives):
-        m = plan.table.measures.get(p.column) if p.kind == "sum" and p.column else None
+        m = plan.table.measures.get(p.column) if p.kind in ("sum", "quantile") and p.column else None
         integral = m is None or m.granularity == 1
         cells += [(primitive_column(i), "BIGINT" if integral else "DOUBLE"), (sigma_column(i), "DOUBLE"),
                   (moe_column(i), "DOUBLE")]
@@ -79,7 +79,11 @@ def column_errors(plan: Plan, rows: list[tuple[Any, ...]], n_visible: int) -> li
 
     out: list[ColumnError | None] = []
     for oc in plan.outputs:
-        if oc.primitive is not None:
+        if oc.primitive is not None and plan.primitives[oc.primitive].kind == "quantile":
+            none: tuple[None, ...] = (None,) * len(rows)
+            out.append(ColumnError(oc.name, none, none, note="a value of the measure's public grid, drawn by the "
+                                   "exponential mechanism; its error is in ranks (the receipt's rank_error95)"))
+        elif oc.primitive is not None:
             i = oc.primitive
             out.append(ColumnError(oc.name, tuple(float(hidden(r, i, 1)) for r in rows),
                                    tuple(float(hidden(r, i, 2)) for r in rows)))

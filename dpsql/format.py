@@ -65,7 +65,7 @@ def table(result: Result, show: str = "moe") -> str:
 def footer(result: Result) -> str:
     rc = result.receipt
     n = len(result.rows)
-    notes = {e.note for e in rc.columns.values() if e.note}
+    notes = {e.note for e in rc.columns.values() if e.note and e.note.startswith("approximate")}
     cost = f"zCDP, {rc.mechanism.replace('_', ' ')}"
     if rc.selection:  # say plainly that the selection is part of the charge
         sel_rho = rc.selection["rho"]
@@ -76,6 +76,10 @@ def footer(result: Result) -> str:
             "± is the 95% margin of error.")
     for note in sorted(notes):
         text += f"\nAVG columns: ± is {note}."
+    for t in rc.noise:
+        if t.rank_error95 is not None:
+            text += (f"\n{t.aggregate}: one of {t.grid}, drawn by the exponential mechanism; with 95% probability "
+                     f"its rank is within {t.rank_error95:.3g} units of the best of them.")
     return text + "".join(f"\nNote: {note}." for note in rc.notes)
 
 
@@ -93,10 +97,15 @@ def explanation(ex: Explanation) -> str:
     lines.append(f"rho for this query: {fmt(ex.rho)}{delta} ({len(ex.noise)} noisy aggregate(s)"
                  + (" + partition selection)" if ex.selection else ")"))
     for n in ex.noise:
+        if "rank_error95" in n:
+            lines.append(f"  {n['aggregate']}: exponential mechanism over {n['grid']}, rho={n['rho']} (epsilon "
+                         f"{n['em_epsilon']}), 95% rank error {n['rank_error95']:.3g} units")
+            continue
         sens = ", ".join(f"{s:g}" for s in n["sensitivity"])
         sig = ", ".join(f"{s:.4g}" for s in n["sigma"])
         moe = ", ".join(f"{s:.4g}" for s in n["moe95"])
-        lines.append(f"  {n['aggregate']}: discrete Gaussian, rho={n['rho']}, sensitivity {sens}, sigma {sig}, 95% MOE {moe}")
+        lines.append(f"  {n['aggregate']}: {n['mechanism'].replace('_', ' ')}, rho={n['rho']}, sensitivity {sens}, sigma {sig}, "
+                     f"95% MOE {moe}")
     lines.append("policy terms added to P(r):")
     for t in ex.policy_terms:
         extra = f"  with {t['splits']}, thresholds {t['thresholds']}" if t["scale"] != "1" else ""

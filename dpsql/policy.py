@@ -10,6 +10,7 @@ of SQL or of the data.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -26,6 +27,47 @@ class ThresholdOverride:
     thresholds: dict[Any, int]  # key value -> threshold in granularity units
 
 
+#: how a quantile grid's candidates are spaced between its ends
+GRID_SCALES = ("linear", "log")
+#: candidates of a quantile grid by default, and at most (the exact query bins each value into
+#: them with a tree of comparisons of depth log2(points): ``sql/quantiles.py``)
+GRID_POINTS, MAX_GRID_POINTS = 1000, 100_000
+
+
+@dataclass(frozen=True)
+class QuantileGrid:
+    """The public candidates a measure's MEDIAN / QUANTILE_CONT may return
+    (``privacy/quantile.py``): ``points`` values from ``lo`` to ``hi`` (granularity units, both
+    included), evenly spaced, or evenly in log scale (``log``: from max(lo, 1), with 0 first
+    when lo is 0). Rounded to whole units; repeats dropped."""
+
+    lo: int
+    hi: int
+    scale: str = "linear"
+    points: int = GRID_POINTS
+
+    def candidates(self) -> tuple[int, ...]:
+        m, lo, hi = self.points, self.lo, self.hi
+        if m == 1 or lo == hi:
+            return (lo,)
+        if self.scale == "linear":
+            values = [lo + ((hi - lo) * i + (m - 1) // 2) // (m - 1) for i in range(m)]  # exact integers
+        else:
+            start = max(lo, 1)
+            n = m - 1 if lo == 0 else m
+            ratio = math.log(hi / start) / max(n - 1, 1)
+            values = ([0] if lo == 0 else []) + [round(start * math.exp(ratio * i)) for i in range(n)]
+            values[-1] = hi
+        return tuple(sorted(set(min(max(v, lo), hi) for v in values)))
+
+    def bounds(self) -> list[int]:
+        """The bin bounds the exact query counts a group's values into (``sql/quantiles.py``):
+        every candidate c and c − 1, so that #{x ≤ c} and #{x < c} = #{x ≤ c − 1} (values are
+        whole granularity units) are both sums of bins."""
+        grid = self.candidates()
+        return sorted(set(grid) | {c - 1 for c in grid})
+
+
 @dataclass(frozen=True)
 class Measure:
     """A column whose values are split across sub-records.
@@ -38,6 +80,8 @@ class Measure:
     threshold: int
     granularity: Fraction = Fraction(1)
     override: ThresholdOverride | None = None
+    #: the public candidates of its quantiles; None: MEDIAN / QUANTILE_CONT of it are refused
+    grid: QuantileGrid | None = None
 
     def thresholds(self) -> list[int]:
         """Every threshold a record of this measure can have (default first)."""

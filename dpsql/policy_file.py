@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from dpsql.errors import PolicyFileError
+from dpsql.policy_grid import quantile_grid
 from dpsql.policy import (
     GRAINS,
     MECHANISMS,
@@ -293,7 +294,7 @@ def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:
 def _measure(name: str, mdoc: dict[str, Any], where: str, prefix: str, keys: dict[str, Key]) -> Measure:
     mfield = f"{prefix}.measures.{name}"
     _ident(name, where, mfield)
-    _only(mdoc, {"threshold", "granularity", "overrides"}, where, mfield)
+    _only(mdoc, {"threshold", "granularity", "overrides", "range", "grid", "points"}, where, mfield)
     gran_raw = mdoc.get("granularity", 1)
     granularity = _positive_fraction(gran_raw, where, f"{mfield}.granularity")
 
@@ -325,7 +326,8 @@ def _measure(name: str, mdoc: dict[str, Any], where: str, prefix: str, keys: dic
                 raise _err(where, f"{ofield}.thresholds.{value_text}", f"is not in the keyset of key {key.name!r}")
             thresholds[value] = units(tvalue, f"{ofield}.thresholds.{value_text}")
         override = ThresholdOverride(key.name, thresholds)
-    return Measure(name.lower(), threshold, granularity, override)
+    grid = quantile_grid(mdoc, granularity, where, mfield)
+    return Measure(name.lower(), threshold, granularity, override, grid)
 
 
 def _keyset_value(text: str, key: Key) -> Any:

@@ -19,8 +19,9 @@ import numpy as np
 
 from dpsql.decide import TSGD, Decision
 from dpsql.domain import Blocks, sort_key
-from dpsql.policy import Selection
-from dpsql.privacy.allocate import Allocation
+from dpsql.policy import Measure, Selection
+from dpsql.privacy import quantile
+from dpsql.privacy.allocate import EXPONENTIAL, Allocation
 from dpsql.privacy.mechanisms import discrete_laplace_variance
 from dpsql.privacy.randomness import RandomSource
 from dpsql.privacy.selection import select
@@ -52,7 +53,8 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource, t
     timings["select"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    sens_of = {i: sensitivities(plan, cells, a.primitive) for i, a in enumerate(d.allocs) if a.mechanism != TSGD}
+    sens_of = {i: sensitivities(plan, cells, a.primitive) for i, a in enumerate(d.allocs)
+               if a.mechanism not in (TSGD, EXPONENTIAL)}
     noises = sample_noise(d.allocs, sens_of, rng)
     columns: dict[str, Any] = {k.name: [cell[i] for cell in cells] for i, k in enumerate(plan.keys)}
     noise_terms: list[NoiseTerm] = []
@@ -68,6 +70,10 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource, t
             columns[moe_column(i)] = np.full(len(cells), float(k))  # |noise| <= k always
             noise_terms.append(NoiseTerm(aggregate=p.label, rho=Fraction(0), mechanism=TSGD, sensitivity=(1.0,),
                                          sigma=(sd,), moe95=(float(k),)))
+            continue
+        if a.mechanism == EXPONENTIAL:
+            columns.update(release_quantile(i, a, plan, [exact_by_cell.get(cell, (None,) * n_prim)[i] for cell in cells], rng))
+            noise_terms.append(quantile_term(a, plan))
             continue
         m = plan.table.measures.get(p.column) if p.kind == "sum" else None
         g = m.granularity if m else Fraction(1)
@@ -90,6 +96,38 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource, t
     del exact_by_cell
     timings["noise"] = time.perf_counter() - t0
     return columns, noise_terms, released
+
+
+def release_quantile(i: int, a: Allocation, plan: Plan, hists: list[Any], rng: RandomSource) -> dict[str, Any]:
+    """Primitive ``i``'s columns for a quantile: one candidate of the measure's grid per cell,
+    drawn by the exponential mechanism from the cell's exact histogram (``privacy/quantile.py``).
+    Its error is stated in ranks (the receipt), so the cells' σ and margin columns are NaN."""
+    p = a.primitive
+    m = plan.table.measures[p.column]
+    assert m.grid is not None and p.q is not None and a.em_epsilon is not None
+    grid = m.grid.candidates()
+    picked = quantile.sample(quantile.scores(hists, m.grid, p.q), p.q, a.em_epsilon, rng)
+    n = len(hists)
+    return {primitive_column(i): as_array([grid[j] for j in picked], m.granularity),
+            sigma_column(i): np.full(n, np.nan), moe_column(i): np.full(n, np.nan)}
+
+
+def quantile_term(a: Allocation, plan: Plan) -> NoiseTerm:
+    """The receipt's line for a quantile: its charge, ε, and its 95% rank error."""
+    p = a.primitive
+    m = plan.table.measures[p.column]
+    assert m.grid is not None and p.q is not None and a.em_epsilon is not None
+    points = len(m.grid.candidates())
+    return NoiseTerm(aggregate=p.label, rho=a.rho, mechanism=EXPONENTIAL, epsilon=a.epsilon,
+                     sensitivity=(max(float(p.q), 1 - float(p.q)),), sigma=(), moe95=(),
+                     rank_error95=quantile.rank_error95(p.q, a.em_epsilon, points), grid=quantile_grid_text(m))
+
+
+def quantile_grid_text(m: Measure) -> str:
+    """How a receipt names a measure's public grid: '837 log-spaced values from 0 to 100000000'."""
+    assert m.grid is not None
+    return (f"{len(m.grid.candidates())} {'log-spaced' if m.grid.scale == 'log' else 'evenly spaced'} values "
+            f"from {m.display(m.grid.lo)} to {m.display(m.grid.hi)}")
 
 
 def sample_noise(allocs: tuple[Allocation, ...], sens_of: dict[int, list[int]], rng: RandomSource

@@ -24,6 +24,10 @@ class NoiseTerm:
     moe95: tuple[float, ...]
     mechanism: str = "discrete_gaussian"
     epsilon: Fraction | None = None  # pure-DP ε (geometric)
+    #: quantiles: with probability 95% the released value's rank is within this many units of
+    #: the best grid value's, and the grid it is drawn from (``privacy/quantile.py``)
+    rank_error95: float | None = None
+    grid: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -34,6 +38,7 @@ class NoiseTerm:
             "sensitivity": list(self.sensitivity),
             "sigma": list(self.sigma),
             "moe95": list(self.moe95),
+            **({"rank_error95": self.rank_error95, "grid": self.grid} if self.rank_error95 is not None else {}),
         }
 
 

@@ -154,6 +154,17 @@ MUTATIONS: tuple[Mutation, ...] = (
              "the engine's one-row-per-unit scan is assumed to pass",
              (Patch("dpsql/backends/duckdb.py", "_UNIQUE_UNITS[key] = self._units_unique_scan(table, unit)", "_UNIQUE_UNITS[key] = True"),),
              (f"{REFUSALS}::test_repeated_units_refuse_every_query_and_charge_nothing",)),
+    # ------------------------------------------------------------------ quantiles
+    Mutation("quantile_epsilon_doubled",
+             "the exponential mechanism runs at twice the epsilon its charge covers",
+             (Patch("dpsql/privacy/quantile.py", "num, den = epsilon.numerator, 2 * delta * epsilon.denominator",
+                    "num, den = epsilon.numerator, delta * epsilon.denominator"),),
+             ("tests/test_quantiles.py::test_sampler_draws_the_exponential_mechanisms_distribution",)),
+    Mutation("quantile_charge_ignores_epsilon",
+             "a quantile runs at the largest epsilon, whatever its charge",
+             (Patch("dpsql/privacy/quantile.py", "eps = Fraction(math.isqrt(int(8 * rho * _EPS_DIGITS**2)), _EPS_DIGITS)",
+                    "eps = Fraction(math.isqrt(int(800 * rho * _EPS_DIGITS**2)), _EPS_DIGITS)"),),
+             ("tests/test_quantiles.py::test_epsilon_is_the_largest_six_decimal_value_the_charge_covers",)),
     # ------------------------------------------------------------------ messages
     Mutation("refusal_scrubbing_removed",
              "DuckDB's message (which quotes the value a cast failed on) reaches the analyst",

@@ -50,8 +50,11 @@ DEVICE_TIMES = ["294247-01-10 04:00:54", "-290308-12-22 00:00:00", "infinity", N
 POLICY_EXTRA = """
 [tables.establishments.measures.hug]
 threshold = 100
+range = [-1000000, 1000000]
 [tables.establishments.measures.dbl]
 threshold = 100
+range = [0, 1000000000]
+grid = "log"
 [tables.establishments.measures.decm]
 threshold = 100
 """
@@ -229,3 +232,25 @@ def test_generated_outcomes_do_not_depend_on_hostile_rows(pairs):
     # The generator aims at the edges of the grammar; a healthy share must still be answered,
     # or the test would only be exercising refusals.
     assert answered >= 0.4 * len(queries), f"only {answered} of {len(queries)} generated queries answered"
+
+
+#: quantiles of measures whose values reach every type's extremes (POLICY_EXTRA gives hug and dbl
+#: a grid), per public and private key, filtered by conditions that fail on some rows
+QUANTILE_QUERIES = [
+    "SELECT MEDIAN(payann), QUANTILE_CONT(employees, 0.9) FROM establishments",
+    "SELECT state, MEDIAN(hug), QUANTILE_CONT(dbl, 0.99) FROM establishments GROUP BY state",
+    "SELECT naics2, PERCENTILE_CONT(0.1) WITHIN GROUP (ORDER BY payann), COUNT(*) FROM establishments GROUP BY naics2",
+    "SELECT county, MEDIAN(dbl) FROM establishments GROUP BY county",
+    "SELECT MEDIAN(payann) FROM establishments WHERE CAST(dbl AS BIGINT) > 10",
+    "SELECT state, QUANTILE_CONT(hug, 0.5) FROM establishments WHERE 100 / (employees - 5) > 1 GROUP BY state",
+    "SELECT device_model, MEDIAN(latency_ms) FROM devices GROUP BY device_model",
+    "SELECT MEDIAN(latency_ms), QUANTILE_CONT(latency_ms, 0.99) FROM devices WHERE latency_ms > 1",
+]
+
+
+@pytest.mark.parametrize("sql", QUANTILE_QUERIES)
+def test_quantile_outcomes_do_not_depend_on_hostile_rows(pairs, sql):
+    """Each quantile query on the full table and on every neighbour: the same outcome (answered),
+    whatever extreme, NaN, infinite or NULL value the missing unit held."""
+    outcomes = {drop: outcome(con, sql) for drop, con in pairs.items()}
+    assert set(outcomes.values()) == {"answer"}, outcomes

@@ -211,7 +211,8 @@ class SparkEngine:
             spark_sql = to_spark(sql, self._types)
         except UnsupportedOnSpark as exc:
             raise QueryRefused(f"{exc} is not supported on the Spark engine yet (it would not give DuckDB's values)",
-                               code="DP120", hint="use another date function, or run it with the DuckDB engine.") from None
+                               code="DP120", hint="write it another way (another date function), or run it with the "
+                                                  "DuckDB engine.") from None
         try:
             self._spark.sql(spark_sql).schema  # noqa: B018 - analysis binds the plan
         except Exception as exc:  # noqa: BLE001 - an AnalysisException: about the schema, not rows

@@ -15,7 +15,7 @@ from sqlglot import exp
 
 
 class UnsupportedOnSpark(ValueError):
-    """A DuckDB date form dpsql does not (yet) give DuckDB's value for on Spark."""
+    """A DuckDB form (a date function, a quantile) dpsql does not (yet) give DuckDB's value for on Spark."""
 
 
 #: EXTRACT / date_part fields whose Spark value is DuckDB's, and the Spark name of each

@@ -38,7 +38,7 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
-from dpsql.backends.spark_dates import rewrite_date
+from dpsql.backends.spark_dates import UnsupportedOnSpark, rewrite_date
 
 _INTEGER = {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT, exp.DataType.Type.BIGINT,
             exp.DataType.Type.INT128, exp.DataType.Type.UTINYINT, exp.DataType.Type.USMALLINT,
@@ -121,6 +121,8 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         return _duckdb_common_decimal(node)
     if isinstance(node, exp.Try):
         return node.this
+    if isinstance(node, exp.Anonymous) and node.name.upper() == "HISTOGRAM":  # quantiles (sql/quantiles.py)
+        raise UnsupportedOnSpark("MEDIAN (and every quantile)")
     if (date := rewrite_date(node)) is not None:
         return date
     if isinstance(node, exp.Sum) and not isinstance(node.this, exp.Distinct):

@@ -9,6 +9,8 @@ Two ways to ask (docs/privacy.md, "Composition inside one query"):
   constant 1.96²/2 = 2401/1250 rather than eq. 37's rounded 1.92, so the margin dpsql reports —
   ⌈1.96σ⌉ — never exceeds the target).
 
+Quantiles take the exponential mechanism (``quantile.py``) at their share of the budget.
+
 Mechanisms: the discrete Gaussian (ρ-zCDP, σ² = Δ²/(2ρ), paper 004 Algorithm 5) and the
 two-sided geometric (ε-DP, b = Δ/ε, paper 004 Algorithm 4). A pure ε-DP release is charged
 ε²/2 in the ledger's zCDP currency (Bun & Steinke 2016, Prop. 1.4).
@@ -30,12 +32,15 @@ from dpsql.privacy.mechanisms import (
     moe95_discrete_gaussian,
     moe95_geometric,
 )
+from dpsql.privacy.quantile import epsilon_for_rho
 from dpsql.privacy.samplers import sample_discrete_gaussian, sample_discrete_laplace
 from dpsql.sql.plan import Primitive
 from dpsql.privacy.randomness import RandomSource
 
 GAUSSIAN = "discrete_gaussian"
 GEOMETRIC = "geometric"
+#: quantiles: the exponential mechanism over the measure's public grid (``quantile.py``)
+EXPONENTIAL = "exponential"
 #: 1.96² / 2, exactly: ρ = (2401/1250)·Δ²/⌊MOE⌋² makes ⌈1.96σ⌉ ≤ ⌊MOE⌋.
 _Z2_HALF = Fraction(2401, 1250)
 #: Most nudges an accuracy-first allocation may take before it is declared a bug. Measured need
@@ -67,7 +72,9 @@ class Allocation:
     primitive: Primitive
     mechanism: str
     rho: Fraction  # what it is charged, in zCDP ρ
-    epsilon: Fraction | None = None  # pure-DP ε (geometric only)
+    epsilon: Fraction | None = None  # pure-DP ε (geometric, and quantiles under pure DP)
+    #: the exponential mechanism's ε (quantiles): ε ≤ √(8ρ) under zCDP, the pure-DP ε otherwise
+    em_epsilon: Fraction | None = None
 
     def scale(self, sensitivity: int) -> Fraction:
         """σ² of the discrete Gaussian, or b of the discrete Laplace, for Δ = ``sensitivity``."""
@@ -106,7 +113,9 @@ def allocate(primitives: tuple[Primitive, ...], settings: Settings, sensitivity:
     total_w = sum(weights, Fraction(0))
     out = []
     for p, w in zip(primitives, weights):
-        if settings.mechanism == GAUSSIAN:
+        if p.kind == "quantile":
+            out.append(_quantile(p, settings, w / total_w))
+        elif settings.mechanism == GAUSSIAN:
             out.append(Allocation(p, GAUSSIAN, settings.rho * w / total_w))
         else:
             eps = settings.epsilon * w / total_w
@@ -114,7 +123,22 @@ def allocate(primitives: tuple[Primitive, ...], settings: Settings, sensitivity:
     return out
 
 
+def _quantile(p: Primitive, settings: Settings, share: Fraction) -> Allocation:
+    """A quantile's share: the exponential mechanism at ε ≤ √(8ρ), charged ρ (ε-bounded range is
+    ε²/8-zCDP), or under pure DP at its share of ε, charged ε²/2 like every pure-DP release."""
+    if settings.mechanism == GAUSSIAN:
+        rho = settings.rho * share
+        return Allocation(p, EXPONENTIAL, rho, em_epsilon=epsilon_for_rho(rho))
+    eps = settings.epsilon * share
+    return Allocation(p, EXPONENTIAL, eps * eps / 2, eps, em_epsilon=eps)
+
+
 def _for_moe(p: Primitive, settings: Settings, delta: int, g: Fraction) -> Allocation:
+    if p.kind == "quantile":
+        raise BudgetValueError(f"{p.label} has no margin of error in its own units to aim at (its accuracy is stated in "
+                               "ranks), so an accuracy-first budget (SET dpsql.moe) cannot size it",
+                               hint="RESET dpsql.moe and give the query a budget (SET dpsql.rho = ...), or ask for "
+                                    "the quantile in a query of its own.")
     key = "count" if p.kind == "count" else p.column
     target = settings.moe.get(key, settings.moe.get("*"))
     if target is None:

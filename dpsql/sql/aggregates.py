@@ -24,6 +24,7 @@ from dpsql.errors import NotSupportedYet
 from dpsql.policy import TablePolicy
 from dpsql.sql.keys import key_for, keys_by_text
 from dpsql.sql.parse import position, written_name
+from dpsql.sql.quantiles import is_quantile, quantile_call, quantile_name
 from dpsql.sql.plan import NOISY_RELATION, GroupKey, OutputColumn, Primitive, primitive_column
 from dpsql.sql.scopes import Scopes, try_casts
 
@@ -97,8 +98,12 @@ class FinishRewriter:
 
         def fix(node: exp.Expression) -> exp.Expression:
             nonlocal direct, ratio
-            if isinstance(node, exp.AggFunc):
-                if any(isinstance(n, exp.AggFunc) for n in node.this.walk() if n is not node) if isinstance(node.this, exp.Expression) else False:
+            if isinstance(node, (exp.AggFunc, exp.WithinGroup)):
+                call = node.this if isinstance(node, exp.WithinGroup) else node
+                inner = [a for k, a in call.args.items() if isinstance(a, exp.Expression)]
+                if isinstance(node, exp.WithinGroup):
+                    inner.append(node.expression)
+                if any(isinstance(n, exp.AggFunc) for a in inner for n in a.walk()):
                     raise self.scopes.refuse(node, "DP115", "aggregates cannot be nested")
                 result = self.aggregate(node)
                 if isinstance(result, tuple):
@@ -133,7 +138,9 @@ class FinishRewriter:
         is_single = isinstance(tree, exp.AggFunc)
         return out, (direct if is_single and ratio is None else None), (ratio if is_single else None)
 
-    def aggregate(self, node: exp.AggFunc) -> int | tuple[int, int]:
+    def aggregate(self, node: exp.Expression) -> int | tuple[int, int]:
+        if is_quantile(node):
+            return self.quantile(node)
         arg = node.this
         distinct = isinstance(arg, exp.Distinct)
         if distinct:
@@ -181,3 +188,23 @@ class FinishRewriter:
             counted = None if name in private_not_null else name
             return s, self.primitive(Primitive("count", counted))
         return s
+
+    def quantile(self, node: exp.Expression) -> int:
+        """A quantile of a measure whose policy declares its grid (``sql/quantiles.py``)."""
+        arg, q = quantile_call(node, self.scopes.sql)
+        fname = quantile_name(node, self.scopes.sql)
+        measures = ", ".join(sorted(m for m, v in self.table.measures.items() if v.grid)) or "none"
+        if isinstance(arg, exp.Distinct) or not isinstance(arg, exp.Column):
+            raise self.scopes.refuse(node, "DP204", f"{fname} over an expression has no public grid of candidates",
+                                     f"{fname} a declared measure column directly (measures with a quantile range: {measures}).")
+        name = self.scopes.column_name(arg)
+        shown = self.scopes.shown(name)
+        measure = self.table.measures.get(name)
+        if measure is None:
+            raise self.scopes.refuse(arg, "DP204", f"{fname}({shown}): column {shown!r} is not a measure of {self.table.name!r} in the policy",
+                                     f"measures with a quantile range: {measures}.")
+        if measure.grid is None:
+            raise self.scopes.refuse(arg, "DP204", f"{fname}({shown}): the policy declares no quantile range for measure {shown!r}",
+                                     f"the data owner adds range = [lowest, highest] (and grid = \"log\" for skewed values) to "
+                                     f"[tables.{self.table.name}.measures.{name}] (docs/policy.md); measures with one: {measures}.")
+        return self.primitive(Primitive("quantile", name, q=q))

@@ -10,6 +10,7 @@ which primitives each aggregate becomes is ``aggregates.py`` (paper 000 Table 3)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from sqlglot import exp
 
@@ -26,6 +27,8 @@ class Primitive:
     with ``distinct``, the number of distinct non-NULL values of ``column`` — sensitivity 1 too,
     as each unit is one row: adding or removing a unit adds or removes at most one value.
     kind "sum": the sum of measure ``column`` over split records.
+    kind "quantile": the ``q`` quantile of measure ``column`` over units, one of the public
+    candidates of its grid (``privacy/quantile.py``); not split: each unit is one value.
     """
 
     kind: str
@@ -33,9 +36,13 @@ class Primitive:
     #: how the column is shown (a joined public column is ``states.region``, not its internal name)
     shown: str | None = field(default=None, compare=False)
     distinct: bool = False
+    q: Fraction | None = None
 
     @property
     def label(self) -> str:
+        if self.kind == "quantile":
+            assert self.q is not None
+            return f"MEDIAN({self.column})" if self.q == Fraction(1, 2) else f"QUANTILE({self.column}, {float(self.q):g})"
         if self.kind == "count" and self.distinct:
             return f"COUNT(DISTINCT {self.shown or self.column})"
         if self.kind == "count":

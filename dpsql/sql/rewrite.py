@@ -24,6 +24,7 @@ from sqlglot import exp
 
 from dpsql.sql.plan import GroupKey, Plan, primitive_column
 from dpsql.policy import Measure, TablePolicy
+from dpsql.sql.quantiles import histogram_sql
 from dpsql.sql.totality import condition_total, expression_total
 
 INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
@@ -152,6 +153,10 @@ def exact_sql(plan: Plan, schema: dict[str, str]) -> str:
         if p.kind == "count":
             # One row per privacy unit (checked at connect): COUNT(*) = COUNT(DISTINCT unit).
             agg = "COUNT(*)" if p.column is None else f"COUNT({'DISTINCT ' if p.distinct else ''}{_q(p.column)})"
+        elif p.kind == "quantile":
+            m = t.measures[p.column]
+            assert m.grid is not None
+            agg = histogram_sql(value_sql(m, schema[m.name], None), m.grid.bounds())
         else:
             m = t.measures[p.column]
             agg = f"SUM({value_sql(m, schema[m.name], t.max_splits)})"
@@ -203,6 +208,9 @@ def reference_sql(plan: Plan, schema: dict[str, str]) -> str:
     types = {**schema, **plan.public_types}
     carry: list[str | tuple[str, str]] = [(key_sql(k, types), k.name) for k in plan.keys]
     carry += [(_q(c), c) for c in counted if c not in names and c not in plan.split_measures]
+    # A quantile reads each unit's own value (not split): carried to every split, counted on the first.
+    quantiled = sorted({p.column for p in plan.primitives if p.kind == "quantile"})
+    carry += [(value_sql(t.measures[c], schema[c], None), f"__qv_{c}") for c in quantiled]
     where = _where_sql(plan, {**schema, **plan.public_types}).replace("\n", " ")
     split = split_relation_sql(t, measures, schema, carry, where, source=from_sql(plan).replace("\n", " "))
     out = [f"{_q(k)} AS {_q(k)}" for k in names]
@@ -210,6 +218,10 @@ def reference_sql(plan: Plan, schema: dict[str, str]) -> str:
         if p.kind == "count":
             agg = "COUNT(DISTINCT __unit)" if p.column is None else f"COUNT(DISTINCT {_q(p.column)})" if p.distinct \
                 else f"COUNT(DISTINCT CASE WHEN {_q(p.column)} IS NOT NULL THEN __unit END)"
+        elif p.kind == "quantile":
+            grid = t.measures[p.column].grid
+            assert grid is not None
+            agg = histogram_sql(f"CASE WHEN __i = 1 THEN {_q('__qv_' + p.column)} END", grid.bounds())
         else:
             agg = f"SUM({_q(p.column)})"
         out.append(f"{agg} AS {_q(primitive_column(i))}")

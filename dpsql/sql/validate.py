@@ -10,10 +10,11 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dpsql.errors import NotSupportedYet, QueryRefused
+from dpsql.sql.quantiles import QUANTILE_AGGREGATES, is_quantile, quantile_call, refuse_extreme
 from dpsql.sql.parse import keyword_position, position, refuse_statement, statement_keyword, written_name
 
 #: Aggregates dpsql protects; every other aggregate is "not supported yet".
-SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg)
+SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg) + QUANTILE_AGGREGATES
 
 #: Scalar functions allowed in WHERE, in the SELECT list over keys, and over noisy
 #: aggregates. None of them reads files or state; casts become TRY_CAST when rewritten.
@@ -41,7 +42,7 @@ ALLOWED_NODES: tuple[type[exp.Expression], ...] = (
     exp.And, exp.Or, exp.Not, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE,
     exp.Is, exp.In, exp.Between, exp.Like, exp.ILike, exp.Neg,
     exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod, exp.DPipe,
-    exp.Case, exp.DataType, exp.DataTypeParam, exp.Distinct, exp.Join,
+    exp.Case, exp.DataType, exp.DataTypeParam, exp.Distinct, exp.Join, exp.WithinGroup,
     *SUPPORTED_AGGREGATES, *SCALAR_FUNCTIONS,
 )
 
@@ -140,11 +141,15 @@ def _no_star(node: exp.Expression, root: exp.Select, sql: str) -> None:
 
 
 def _supported_aggregates(node: exp.Expression, root: exp.Select, sql: str) -> None:
+    if isinstance(node, (exp.Min, exp.Max)):
+        raise refuse_extreme(node, sql)
+    if is_quantile(node) and not isinstance(node.parent, exp.WithinGroup):
+        quantile_call(node, sql)  # its q: one number strictly between 0 and 1 (refused here, before ARRAY is)
     if isinstance(node, exp.AggFunc) and not isinstance(node, SUPPORTED_AGGREGATES):
         name = written_name(node, sql)
         line, column = position(node, sql)
         raise NotSupportedYet(f"the aggregate {name} is not supported yet", code="DP109", line=line, column=column,
-                              hint="dpsql protects COUNT, SUM and AVG.")
+                              hint="dpsql protects COUNT, SUM, AVG and quantiles (MEDIAN, QUANTILE_CONT).")
     if isinstance(node, exp.Filter):
         raise _refuse(node, sql, "DP110", "FILTER (WHERE ...) on an aggregate is not supported",
                       "move the condition into the query's WHERE clause, or run one query per condition.")

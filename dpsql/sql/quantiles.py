@@ -1,0 +1,108 @@
+"""Quantile aggregates: which calls are quantiles, of which measure and which q, and the exact
+SQL that counts a group's values into the measure's public grid.
+
+Accepted, all as the same DP quantile (``privacy/quantile.py``: the exponential mechanism over the
+grid the policy declares for the measure, so the answer is a grid value whichever form is written):
+``MEDIAN(m)``, ``QUANTILE_CONT(m, q)``, ``QUANTILE_DISC(m, q)``, ``QUANTILE(m, q)``,
+``APPROX_QUANTILE(m, q)``, ``PERCENTILE_CONT(q) WITHIN GROUP (ORDER BY m)`` and its ``_DISC``
+twin (``ORDER BY m DESC`` asks for 1 − q). ``MIN`` / ``MAX`` are refused with a hint: the
+exponential mechanism at q = 0 or 1 has no rank to aim at (every candidate below the minimum
+scores as well as the minimum), so it would return a value anywhere below it.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+from sqlglot import exp
+
+from dpsql.errors import NotSupportedYet
+from dpsql.sql.parse import position, written_name
+
+QUANTILE_AGGREGATES = (exp.Median, exp.PercentileCont, exp.PercentileDisc, exp.Quantile, exp.ApproxQuantile)
+#: q is written with at most this many decimals (its denominator bounds the scores' scale)
+MAX_Q_DENOMINATOR = 10_000
+
+
+def is_quantile(node: exp.Expression) -> bool:
+    return isinstance(node, exp.WithinGroup) or isinstance(node, QUANTILE_AGGREGATES)
+
+
+def quantile_call(node: exp.Expression, sql: str) -> tuple[exp.Expression, Fraction]:
+    """(the argument, q) of a quantile call; refuses what dpsql cannot answer as one DP quantile."""
+    name = quantile_name(node, sql)
+    if isinstance(node, exp.Median) and isinstance(node.this, exp.Distinct):
+        raise _refuse(node, sql, "DP116", f"{name}(DISTINCT ...) is not supported", f"write {name}(measure).")
+    if isinstance(node, exp.WithinGroup):
+        order = node.expression
+        ordered = order.expressions if isinstance(order, exp.Order) else []
+        if not isinstance(node.this, (exp.PercentileCont, exp.PercentileDisc)) or len(ordered) != 1:
+            raise _refuse(node, sql, "DP109", f"{name} ... WITHIN GROUP needs one ORDER BY column",
+                          "write PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY measure).")
+        q = _q(node.this.this, node, sql, name)
+        if ordered[0].args.get("desc"):
+            q = 1 - q
+        return ordered[0].this, q
+    if isinstance(node, exp.Median):
+        return node.this, Fraction(1, 2)
+    q_node = node.args.get("quantile") if isinstance(node, (exp.Quantile, exp.ApproxQuantile)) else node.expression
+    return node.this, _q(q_node, node, sql, name)
+
+
+def quantile_name(node: exp.Expression, sql: str) -> str:
+    """The function's name as written: sqlglot keeps no position for QUANTILE_CONT (it becomes
+    PERCENTILE_CONT), so it is the word before the parenthesis that opens the first argument."""
+    call = node.this if isinstance(node, exp.WithinGroup) else node
+    starts = [n.meta["start"] for n in call.walk() if isinstance(n, exp.Expression) and n.meta.get("start") is not None]
+    if starts:
+        found = re.search(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(\s*$", sql[:min(starts)])
+        if found:
+            return found.group(1).upper()
+    return written_name(call, sql).upper()
+
+
+def _q(q_node: exp.Expression | None, node: exp.Expression, sql: str, name: str) -> Fraction:
+    if isinstance(q_node, exp.Array):
+        raise _refuse(node, sql, "DP109", f"{name} of a list of quantiles is not supported",
+                      f"ask one quantile per aggregate: {name}(m, 0.25), {name}(m, 0.75).")
+    if not (isinstance(q_node, exp.Literal) and not q_node.is_string):
+        raise _refuse(node, sql, "DP109", f"{name} needs its quantile as a number between 0 and 1",
+                      f"write e.g. {name}(m, 0.9).")
+    try:
+        q = Fraction(q_node.this)
+    except (ValueError, ZeroDivisionError):
+        raise _refuse(node, sql, "DP109", f"{name} needs its quantile as a number between 0 and 1") from None
+    if not 0 < q < 1:
+        raise _refuse(node, sql, "DP109", f"{name} at {q_node.this}: dpsql answers quantiles strictly between 0 and 1",
+                      "the extremes have no rank a DP mechanism can aim at; ask for 0.01 or 0.99 instead.")
+    if q.denominator > MAX_Q_DENOMINATOR:
+        raise _refuse(node, sql, "DP109", f"{name} at {q_node.this}: write the quantile with at most 4 decimals")
+    return q
+
+
+def refuse_extreme(node: exp.Expression, sql: str) -> NotSupportedYet:
+    """MIN / MAX: refused, with the quantile to write instead."""
+    name = written_name(node, sql).upper()
+    q = "0.01" if isinstance(node, exp.Min) else "0.99"
+    line, column = position(node, sql)
+    return NotSupportedYet(
+        f"the aggregate {name} is not supported: the exact extreme of private values is one unit's value, and no DP "
+        "mechanism can aim at it", code="DP109", line=line, column=column,
+        hint=f"ask for a quantile near it, QUANTILE_CONT(measure, {q}), of a measure whose policy declares a range.")
+
+
+def histogram_sql(value: str, bounds: list[int]) -> str:
+    """The exact per-group count of values in each bin of ``bounds`` (DuckDB's
+    ``HISTOGRAM(v, boundaries)``: bins (b_{j−1}, b_j], values above the last under another
+    key), as a list of {key, value} for the bins that hold a value (the full map has every
+    bound: 16x slower to hand over at 3,000 groups). ``value`` is a BIGINT-or-NULL expression
+    (``rewrite.value_sql``); NULLs are not counted. Total: comparisons of integers, and memory
+    bounded by the number of bounds per group."""
+    return (f"LIST_FILTER(MAP_ENTRIES(HISTOGRAM(TRY_CAST({value} AS BIGINT), [{', '.join(map(str, bounds))}]::BIGINT[])), "
+            "LAMBDA e: e.value > 0)")
+
+
+def _refuse(node: exp.Expression, sql: str, code: str, message: str, hint: str | None = None) -> NotSupportedYet:
+    line, column = position(node, sql)
+    return NotSupportedYet(message, code=code, line=line, column=column, hint=hint)
