@@ -28,6 +28,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from sqlglot import exp
+
 from dpsql import domain, output
 from dpsql.backends import InterruptedBeforeStart, PublicCatalog, open_engine, open_finisher
 from dpsql.backends.files import kind_of
@@ -208,6 +210,20 @@ class Session:
         if check_budget:  # a workload checks its whole charge instead (dpsql/workload/run.py)
             self.ledger.check(d.rho, d.delta)  # refuse early; the binding check is the charge itself
         return d
+
+    def on_part(self, d: Decision, salt: int, parts: int, part: int) -> Decision:
+        """``d`` answered on one part of a secret partition of the units: the rows whose unit
+        hashes, with ``salt``, to ``part`` modulo ``parts`` (docs/workloads.md, "Random-partition
+        composition"). A unit's part is a function of its own id and the salt alone, so adding
+        or removing a unit changes one part only: the parts compose in parallel. The condition
+        is total (a hash of any value, modulo a positive literal) and checked on the empty twin."""
+        unit = exp.column(d.plan.table.privacy_unit, quoted=True)
+        hashed = exp.Anonymous(this="HASH", expressions=[unit, exp.Literal.number(salt)])
+        cond = exp.EQ(this=exp.Mod(this=hashed, expression=exp.Literal.number(parts)), expression=exp.Literal.number(part))
+        plan = replace(d.plan, where=cond if d.plan.where is None else exp.and_(d.plan.where, cond))
+        query = exact_sql(plan, self.schema[plan.table.name])
+        self.engine.check(query)
+        return replace(d, plan=plan, query=query)
 
     def check_unit_column(self, table: str) -> None:
         """The data owner's declaration that the privacy unit is one row, checked once per table

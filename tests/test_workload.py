@@ -169,6 +169,58 @@ def test_random_partition_reports_both_error_parts(session):
     assert p.queries[0].sampling_sigma == pytest.approx((0.25 * (1 / 16384 - 1 / 32768)) ** 0.5)
 
 
+RANDOM_PARTITION = """
+[workload]
+name = "thirds"
+
+[[query]]
+name = "a"
+sql = "SELECT COUNT(*) AS n FROM establishments"
+rho = 50
+
+[[query]]
+name = "b"
+sql = "SELECT COUNT(*) AS n, SUM(employees) AS emp FROM establishments"
+rho = 30
+
+[[query]]
+name = "c"
+sql = "SELECT naics2, COUNT(*) AS n FROM establishments GROUP BY naics2"
+rho = 50
+
+[random_partition]
+units = 200000
+
+[output]
+formats = ["csv"]
+"""
+
+
+def test_random_partition_real_run_charges_the_max_on_disjoint_parts(demo, tmp_path):
+    """Three queries, each on its part of a secret random partition of the 200,000 units: the
+    charge is the largest query's ρ (50), not the sum (130), in one ledger row; the parts are
+    disjoint and cover every unit — the noisy totals (σ = 0.1) add up to the 200,000 units
+    within 3 — and each holds about a third (binomial sd 211; checked within 5 sd)."""
+    import dpsql
+    from dpsql.testing import seeded_random
+
+    db, policy = demo
+    policy.write_text(policy.read_text().replace("total_rho = 10.0", "total_rho = 200.0", 1))
+    con = dpsql.connect(db, policy, _random_source=seeded_random(7))
+    session = con.session
+    p, results, written = run(session, spec.parse(RANDOM_PARTITION), tmp_path / "out")
+    assert p.rho == 50 and p.separate_rho == 130
+    assert [c.rho for c in session.ledger.charges] == [Fraction(50)]
+    total_a = results[0].rows[0][0]
+    total_b = results[1].rows[0][0]
+    total_c = sum(r[1] for r in results[2].rows)  # over the 24 public sectors: σ·√24 ≈ 0.5
+    assert abs(total_a + total_b + total_c - 200_000) <= 3
+    sd = (200_000 * (1 / 3) * (2 / 3)) ** 0.5
+    assert all(abs(t - 200_000 / 3) <= 5 * sd for t in (total_a, total_b, total_c)), (total_a, total_b, total_c)
+    assert written[0].read_text().startswith(",".join(LONG_COLUMNS))
+    con.close()
+
+
 # ---------------------------------------------------------------------------------------------
 # SafeTab's adaptive two-stage tabulation, for real, on the demo's persons
 # ---------------------------------------------------------------------------------------------

@@ -11,8 +11,9 @@ Phases (docs/workloads.md, the same as one query's, docs/privacy.md):
    moe95), each written to a temporary file in the output folder and renamed into place.
 
 A ``[safetab]`` section naming its table runs through :mod:`dpsql.workload.safetab` (the same
-phases). Refused in phase 1 with DP109, their dry run working: ``[random_partition]`` (the secret
-partition is not yet applied inside the exact query), a ``[safetab]`` without a table, and a file
+phases). With ``[random_partition]`` query i of k runs on the units whose hash of the unit, keyed
+by a secret salt, is i modulo k (``Session.on_part``), and the charge is the queries' maximum.
+Refused in phase 1 with DP109, their dry run working: a ``[safetab]`` without a table, and a file
 mixing ``[safetab]`` with ``[[query]]``.
 """
 
@@ -56,10 +57,13 @@ def _check_out_dir(out_dir: Path, workload: Workload) -> None:
 
 def run(session: Any, workload: Workload, out_dir: str | Path) -> tuple[WorkloadPlan, list[Result], list[Path]]:
     """Answer ``workload`` on ``session``'s data: one charge, then its outputs in ``out_dir``."""
-    if workload.random_partition is not None or (workload.safetab is not None and workload.queries):
-        raise NotSupportedYet("this workload can be planned (--dry-run) but not yet run: the real run of "
-                              "[random_partition], and of [safetab] mixed with [[query]], is not built; nothing was "
-                              "read or charged", hint="run it with --dry-run, or split it into two workload files.")
+    if workload.safetab is not None and workload.queries:
+        raise NotSupportedYet("this workload can be planned (--dry-run) but not yet run: the real run of [safetab] "
+                              "mixed with [[query]] is not built; nothing was read or charged",
+                              hint="run it with --dry-run, or split it into two workload files.")
+    if workload.random_partition is not None and type(session.engine).__name__ != "DuckDBEngine":
+        raise NotSupportedYet("[random_partition] runs on the DuckDB engine only (its secret partition is DuckDB's "
+                              "hash of the unit); nothing was read or charged", hint="run it without --engine spark.")
     if workload.safetab is not None:
         return _run_safetab(session, workload, Path(out_dir))
     p = plan(session, workload)
@@ -70,12 +74,19 @@ def run(session: Any, workload: Workload, out_dir: str | Path) -> tuple[Workload
         decisions.append(session.decide(q.sql, settings=settings, check_budget=False))
     if ([d.rho for d in decisions], [d.delta for d in decisions]) != ([q.rho for q in p.queries], [q.delta for q in p.queries]):
         raise DpsqlInternalError("the workload's plan and its queries' decisions disagree; this is a bug in dpsql")
+    if workload.random_partition is not None:
+        # Query i of k reads the units whose keyed hash is i mod k: a secret, uniformly random
+        # partition (the salt comes from the CSPRNG and is never shown), each unit in one part.
+        salt = secrets.randbits(62)
+        decisions = [session.on_part(d, salt, len(decisions), i) for i, d in enumerate(decisions)]
     out = Path(out_dir)
     _check_out_dir(out, workload)
     session.ledger.check(p.rho, p.delta)  # refuse early; the binding check is the charge itself
     charge = Charge(query=f"WORKLOAD {workload.name}: " + "; ".join(q.sql for q in workload.queries),
                     rho=p.rho, delta=p.delta, mechanism=GAUSSIAN,
-                    policy_terms=tuple(t for d in decisions for t in d.terms),  # sequential: P(r) terms add
+                    # Sequential: P(r) terms add. On a random partition a record is in one part and pays
+                    # one query's terms; their sum is kept as the (safe) upper bound of that maximum.
+                    policy_terms=tuple(t for d in decisions for t in d.terms),
                     analyst=session.analyst, session=session.session_id, dataset=str(session.database))
     results = session.execute_decided(decisions, charge)
     rows = long_rows([q.name for q in workload.queries], results)
