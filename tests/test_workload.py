@@ -221,6 +221,27 @@ def test_random_partition_real_run_charges_the_max_on_disjoint_parts(demo, tmp_p
     con.close()
 
 
+def test_safetab_mixed_with_queries_runs_under_one_charge(demo, tmp_path):
+    """The demo SafeTab levels plus one [[query]]: one ledger row whose ρ is the query's plus the
+    levels' (the plan's total), the query's long output and NAME_safetab.csv both written."""
+    import dpsql
+    from dpsql.testing import seeded_random
+
+    db, policy = demo
+    policy.write_text(policy.read_text().replace("total_rho = 10.0", "total_rho = 100.0", 1))
+    text = (ROOT / "examples" / "safetab_demo_workload.toml").read_text().replace('formats = ["csv", "json"]', 'formats = ["csv"]')
+    text += '\n[[query]]\nname = "by_sex"\nsql = "SELECT sex, COUNT(*) AS n FROM persons GROUP BY sex"\nrho = "1/10"\n'
+    with dpsql.connect(db, policy, _random_source=seeded_random(5)) as con:
+        p, results, written = run(con.session, spec.parse(text), tmp_path / "out")
+        charges = con.session.ledger.charges
+    levels = sum((lv.budget.total_rho for lv in p.levels), Fraction(0))
+    assert [c.rho for c in charges] == [p.rho] and p.rho == levels + Fraction(1, 10)
+    assert [w.name for w in written] == ["safetab_demo.csv", "safetab_demo_safetab.csv"]
+    assert [r[0] for r in results[0].rows] == ["F", "M"]
+    safetab_rows = list(csv.reader(written[1].open()))
+    assert safetab_rows[0][:3] == ["level", "geography", "race"] and len(safetab_rows) > 100
+
+
 # ---------------------------------------------------------------------------------------------
 # SafeTab's adaptive two-stage tabulation, for real, on the demo's persons
 # ---------------------------------------------------------------------------------------------

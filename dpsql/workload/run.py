@@ -13,8 +13,9 @@ Phases (docs/workloads.md, the same as one query's, docs/privacy.md):
 A ``[safetab]`` section naming its table runs through :mod:`dpsql.workload.safetab` (the same
 phases). With ``[random_partition]`` query i of k runs on the units whose hash of the unit, keyed
 by a secret salt, is i modulo k (``Session.on_part``), and the charge is the queries' maximum.
-Refused in phase 1 with DP109, their dry run working: a ``[safetab]`` without a table, and a file
-mixing ``[safetab]`` with ``[[query]]``.
+A file mixing ``[safetab]`` with ``[[query]]`` decides both, charges their sum once, and writes
+the queries' outputs and ``NAME_safetab.*``. Refused in phase 1 with DP109, the dry run working: a
+``[safetab]`` without a table, and ``[random_partition]`` on Spark.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import json
 import os
 import secrets
 from dataclasses import replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,7 @@ from dpsql.ledger import Charge
 from dpsql.privacy.allocate import GAUSSIAN
 from dpsql.result import Result
 from dpsql.workload.plan import WorkloadPlan, plan
-from dpsql.workload.safetab import run_safetab
+from dpsql.workload.safetab import choose, decide_safetab, run_safetab
 from dpsql.workload.spec import Workload
 
 __all__ = ["run", "long_rows", "LONG_COLUMNS"]
@@ -49,7 +51,8 @@ def _check_out_dir(out_dir: Path, workload: Workload) -> None:
                                 hint="pass --out DIR naming a folder you can write to.") from None
     if not os.access(out_dir, os.W_OK):
         raise WorkloadFileError(f"cannot write to the output folder {out_dir}", hint="pass --out DIR naming a folder you can write to.")
-    clash = [str(out_dir / f"{workload.name}.{f}") for f in workload.formats if (out_dir / f"{workload.name}.{f}").exists()]
+    stems = [workload.name] + ([f"{workload.name}_safetab"] if workload.safetab is not None and workload.queries else [])
+    clash = [str(out_dir / f"{s}.{f}") for s in stems for f in workload.formats if (out_dir / f"{s}.{f}").exists()]
     if clash:
         raise WorkloadFileError(f"the output file(s) {', '.join(clash)} exist already; a workload never overwrites "
                                 "a release", hint="choose another --out folder or move the old files away.")
@@ -57,15 +60,13 @@ def _check_out_dir(out_dir: Path, workload: Workload) -> None:
 
 def run(session: Any, workload: Workload, out_dir: str | Path) -> tuple[WorkloadPlan, list[Result], list[Path]]:
     """Answer ``workload`` on ``session``'s data: one charge, then its outputs in ``out_dir``."""
-    if workload.safetab is not None and workload.queries:
-        raise NotSupportedYet("this workload can be planned (--dry-run) but not yet run: the real run of [safetab] "
-                              "mixed with [[query]] is not built; nothing was read or charged",
-                              hint="run it with --dry-run, or split it into two workload files.")
     if workload.random_partition is not None and type(session.engine).__name__ != "DuckDBEngine":
         raise NotSupportedYet("[random_partition] runs on the DuckDB engine only (its secret partition is DuckDB's "
                               "hash of the unit); nothing was read or charged", hint="run it without --engine spark.")
-    if workload.safetab is not None:
+    if workload.safetab is not None and not workload.queries:
         return _run_safetab(session, workload, Path(out_dir))
+    if workload.safetab is not None and workload.safetab.table is None:
+        raise _no_table()
     p = plan(session, workload)
     decisions = []
     for q in workload.queries:
@@ -79,19 +80,32 @@ def run(session: Any, workload: Workload, out_dir: str | Path) -> tuple[Workload
         # partition (the salt comes from the CSPRNG and is never shown), each unit in one part.
         salt = secrets.randbits(62)
         decisions = [session.on_part(d, salt, len(decisions), i) for i, d in enumerate(decisions)]
+    n_queries = len(decisions)
+    st_plan, st_terms = [], []
+    if workload.safetab is not None:  # mixed: the SafeTab levels are decided too, and share the one charge
+        st_plan, st_decisions, st_rho, st_terms = decide_safetab(session, workload.safetab)
+        q_rho = max(d.rho for d in decisions) if workload.random_partition else sum(d.rho for d in decisions)
+        if q_rho + st_rho != p.rho:
+            raise DpsqlInternalError("the workload's plan and its SafeTab decisions disagree; this is a bug in dpsql")
+        decisions += st_decisions
     out = Path(out_dir)
     _check_out_dir(out, workload)
     session.ledger.check(p.rho, p.delta)  # refuse early; the binding check is the charge itself
-    charge = Charge(query=f"WORKLOAD {workload.name}: " + "; ".join(q.sql for q in workload.queries),
+    what = "; ".join(q.sql for q in workload.queries) + (f"; SafeTab on {workload.safetab.table}" if workload.safetab else "")
+    charge = Charge(query=f"WORKLOAD {workload.name}: " + what,
                     rho=p.rho, delta=p.delta, mechanism=GAUSSIAN,
                     # Sequential: P(r) terms add. On a random partition a record is in one part and pays
                     # one query's terms; their sum is kept as the (safe) upper bound of that maximum.
-                    policy_terms=tuple(t for d in decisions for t in d.terms),
+                    policy_terms=tuple(t for d in decisions[:n_queries] for t in d.terms) + tuple(st_terms),
                     analyst=session.analyst, session=session.session_id, dataset=str(session.database))
     results = session.execute_decided(decisions, charge)
-    rows = long_rows([q.name for q in workload.queries], results)
+    rows = long_rows([q.name for q in workload.queries], results[:n_queries])
     written = [_write(out / f"{workload.name}.{fmt_}", fmt_, rows) for fmt_ in workload.formats]
-    return p, results, written
+    if workload.safetab is not None:
+        cells, _groups = choose(workload.safetab, st_plan, results[n_queries:])
+        written += [_write(out / f"{workload.name}_safetab.{f}", f, _safetab_rows(cells), SAFETAB_COLUMNS)
+                    for f in workload.formats]
+    return p, results[:n_queries], written
 
 
 def long_rows(names: list[str], results: list[Result]) -> list[tuple[Any, ...]]:
@@ -146,6 +160,16 @@ def _write_whole(path: Path, text: str) -> Path:
     return path
 
 
+def _no_table() -> NotSupportedYet:
+    return NotSupportedYet("this SafeTab workload names no table ([safetab].table, races, codes, detail_keys), so it "
+                           "can only be planned; nothing was read or charged", hint="run it with --dry-run.")
+
+
+def _safetab_rows(cells: list[Any]) -> list[tuple[Any, ...]]:
+    return [(c.level, c.geography, c.code, c.stage1_total, c.detail, ", ".join(f"{k}={v}" for k, v in c.keys), c.value,
+             c.sigma, c.moe95) for c in cells]
+
+
 SAFETAB_COLUMNS = ("level", "geography", "race", "stage1_total", "detail", "group", "value", "sigma", "moe95")
 
 
@@ -153,15 +177,12 @@ def _run_safetab(session: Any, workload: Workload, out: Path) -> tuple[WorkloadP
     s = workload.safetab
     assert s is not None
     if s.table is None:
-        raise NotSupportedYet("this SafeTab workload names no table ([safetab].table, races, codes, detail_keys), so "
-                              "it can only be planned; nothing was read or charged", hint="run it with --dry-run.")
+        raise _no_table()
     p = plan(session, workload)
     _check_out_dir(out, workload)
     rho, cells, _groups = run_safetab(session, s, workload.name)
     if rho != p.rho:
         raise DpsqlInternalError("the SafeTab charge and its plan disagree; this is a bug in dpsql")
-    rows = [(c.level, c.geography, c.code, c.stage1_total, c.detail, ", ".join(f"{k}={v}" for k, v in c.keys), c.value, c.sigma, c.moe95)
-            for c in cells]
-    written = [_write(out / f"{workload.name}.{f}", f, rows, SAFETAB_COLUMNS) for f in workload.formats]
+    written = [_write(out / f"{workload.name}.{f}", f, _safetab_rows(cells), SAFETAB_COLUMNS) for f in workload.formats]
     return p, [], written
 

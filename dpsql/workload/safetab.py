@@ -31,7 +31,7 @@ from dpsql.result import Result
 from dpsql.workload.composition import generalised_parallel, level_budget
 from dpsql.workload.spec import Level, SafeTab
 
-__all__ = ["Cell", "stage_sql", "run_safetab"]
+__all__ = ["Cell", "stage_sql", "run_safetab", "decide_safetab", "choose"]
 
 
 @dataclass(frozen=True)
@@ -72,8 +72,9 @@ def _decide(session: Any, sql: str, rho: Fraction) -> Any:
     return d
 
 
-def run_safetab(session: Any, s: SafeTab, name: str) -> tuple[Fraction, list[Cell], list[dict[str, Any]]]:
-    """Decide, compute, charge once, choose each group's level; returns (rho charged, cells, groups)."""
+def decide_safetab(session: Any, s: SafeTab) -> tuple[list[tuple[Level, str, int | None]], list[Any], Fraction,
+                                                      list[dict[str, Any]]]:
+    """Phase 1 of the SafeTab part: every stage query decided; (plan, decisions, rho, policy terms)."""
     plan: list[tuple[Level, str, int | None]] = []  # (level, code, detail index; None = stage 1)
     decisions = []
     rho = Fraction(0)
@@ -90,15 +91,21 @@ def run_safetab(session: Any, s: SafeTab, name: str) -> tuple[Fraction, list[Cel
             for i, keys in enumerate(s.detail_keys):
                 plan.append((lv, code, i))
                 decisions.append(_decide(session, stage_sql(s, lv, code, keys), b.group_stage2_rho))
+    return plan, decisions, rho, terms
+
+
+def run_safetab(session: Any, s: SafeTab, name: str) -> tuple[Fraction, list[Cell], list[dict[str, Any]]]:
+    """Decide, compute, charge once, choose each group's level; returns (rho charged, cells, groups)."""
+    plan, decisions, rho, terms = decide_safetab(session, s)
     session.ledger.check(rho)  # refuse early; the binding check is the charge itself
     charge = Charge(query=f"WORKLOAD {name}: SafeTab, {len(decisions)} queries on {s.table}", rho=rho, mechanism=GAUSSIAN,
                     policy_terms=tuple(terms), analyst=session.analyst, session=session.session_id,
                     dataset=str(session.database))
     results = session.execute_decided(decisions, charge)
-    return rho, *_choose(s, plan, results)
+    return rho, *choose(s, plan, results)
 
 
-def _choose(s: SafeTab, plan: list[tuple[Level, str, int | None]], results: list[Result]
+def choose(s: SafeTab, plan: list[tuple[Level, str, int | None]], results: list[Result]
             ) -> tuple[list[Cell], list[dict[str, Any]]]:
     """Algorithm 2 on charged noisy values: each group's level of detail from its stage-1 total."""
     by = {(lv.name, code, i): r for (lv, code, i), r in zip(plan, results)}
