@@ -46,7 +46,7 @@ def _connection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
-COMMANDS = ("demo", "query", "explain", "ledger", "policy", "convert", "serve", "user", "init", "workload")
+COMMANDS = ("demo", "query", "explain", "ledger", "policy", "convert", "serve", "user", "init", "workload", "advise")
 REPL_USAGE = "dpsql [DATABASE] [--policy FILE] [--rho R] [--sigma]"
 
 
@@ -72,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     from dpsql.faces import workload_cmd
 
     workload_cmd.add_command(sub)
+    from dpsql.faces import advise_cmd
+
+    advise_cmd.add_command(sub)
 
     p = sub.add_parser("demo", help="build the demo database if needed, show where it is, run a sample query")
     p.add_argument("--rows", type=int, default=200_000, help="establishments rows (default 200000)")
@@ -185,7 +188,8 @@ def _main(argv: list[str] | None) -> int:
     try:
         commands = {"demo": _demo, "query": _query, "explain": _explain, "ledger": budget_commands.ledger,
                     "policy": budget_commands.policy, "convert": budget_commands.convert, "repl": _repl,
-                    "serve": _serve, "user": _user, "init": _init, "workload": _workload}
+                    "serve": _serve, "user": _user, "init": _init, "workload": _workload,
+                    "advise": _advise}
         return commands[args.command](args)
     except DpsqlError as exc:
         return _fail(args, exc.to_dict(), str(exc))
@@ -212,6 +216,12 @@ def _workload(args: argparse.Namespace) -> int:
     from dpsql.faces.workload_cmd import workload
 
     return workload(args)
+
+
+def _advise(args: argparse.Namespace) -> int:
+    from dpsql.faces.advise_cmd import advise
+
+    return advise(args)
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -1,0 +1,215 @@
+"""`dpsql advise TABLE`: split thresholds from differentially private quantiles (docs/own_data.md,
+"Choosing T with dpsql advise").
+
+A threshold T decides who pays more than ρ: a unit whose measure is above T is split into
+⌈|v|/T⌉ records and pays ρ·⌈|v|/T⌉² (paper 000 Algorithm 1, Lemma 5.1); everyone else pays ρ.
+The noise of a SUM is σ = T/√(2ρ). So T trades the accuracy of every sum against the policy
+loss of the units above it, and paper 000 chooses it as a percentile of the units' values
+(Table 8: the Conservative scheme at the 99th percentile, Moderate at about the 80th, Median at
+the 50th; §6.3 "less than 1% of records have policy loss greater than ρ").
+
+dpsql answers that question as one ordinary query — COUNT(*) and QUANTILE_CONT(m, q) of each
+measure at q = 50%, 80%, 90%, 95%, 99%, 99.9% (and 1 − --split-share) — through the whole
+pipeline: decided from public information, charged in the ledger, released by the exponential
+mechanism (``privacy/quantile.py``). A measure whose policy declares no quantile ``range`` is
+read on a public default grid (:data:`ADVICE_GRID`), chosen without looking at the data. The
+recommendation is the quantile at 1 − share: the smallest threshold that splits about that
+share of units. ``--write`` puts it into the policy file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+from dataclasses import replace
+from decimal import Decimal
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from dpsql.errors import PolicyFileError, QueryRefused
+from dpsql.format import to_json
+from dpsql.policy import Measure, Policy, QuantileGrid
+from dpsql.policy_file import load_policy
+from dpsql.privacy.budget import fmt
+
+#: the quantiles advice releases per measure
+QUANTILES = (Fraction(1, 2), Fraction(4, 5), Fraction(9, 10), Fraction(19, 20), Fraction(99, 100), Fraction(999, 1000))
+#: the public grid of a measure whose policy declares none: 0, then 1 to 10^12 granularity units,
+#: 1,000 values evenly in log scale (about 2.8% apart)
+ADVICE_GRID = QuantileGrid(0, 10**12, "log", 1000)
+
+
+def add_command(sub: Any) -> None:
+    p = sub.add_parser("advise", help="suggest each measure's split threshold T from DP quantiles (charges the budget)",
+                       description="Release COUNT(*) and DP quantiles of each measure of TABLE (one charged query), "
+                                   "print candidate thresholds with the share of units each splits and the noise "
+                                   "of a SUM at --at-rho, and recommend the quantile at 1 - --split-share.")
+    p.add_argument("table", nargs="?", help="the table (default: the policy's only table with measures)")
+    p.add_argument("--db", metavar="FILE", help="the database file (default: the demo database)")
+    p.add_argument("--policy", metavar="FILE", help="policy file (default: <db>.policy.toml beside the database)")
+    p.add_argument("--measure", action="append", metavar="M", help="advise this measure only (repeatable)")
+    p.add_argument("--rho", metavar="R", default="0.1", help="the budget the advice query is charged (default 0.1)")
+    p.add_argument("--split-share", metavar="S", default="0.01",
+                   help="the share of units you accept to split (pay more than rho); default 0.01, paper 000's "
+                        "Conservative scheme")
+    p.add_argument("--at-rho", metavar="R", default="1", help="the rho at which to show a SUM's noise (default 1)")
+    p.add_argument("--write", action="store_true", help="write the recommended thresholds into the policy file")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _fraction(text: str, name: str, low: Fraction, high: Fraction | None) -> Fraction:
+    try:
+        value = Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        value = None
+    if value is None or value <= low or (high is not None and value >= high):
+        bound = f"above {low}" + (f" and below {high}" if high is not None else "")
+        raise QueryRefused(f"dpsql advise: {name} must be a number {bound}, not {text!r}", code="DP119")
+    return value
+
+
+def advise(args: argparse.Namespace) -> int:
+    share = _fraction(args.split_share, "--split-share", Fraction(0), Fraction(1, 2))
+    at_rho = _fraction(args.at_rho, "--at-rho", Fraction(0), None)
+    target = (1 - share).limit_denominator(10_000)
+    from dpsql.faces.dbapi import connect
+
+    with connect(args.db, args.policy, rho=args.rho) as con:
+        session = con.session
+        table, measures = _chosen(session.policy, args.table, args.measure)
+        qs = sorted(set(QUANTILES) | {target})
+        session.policy = _with_grids(session.policy, table, measures)
+        items = ["COUNT(*) AS units"] + [f"QUANTILE_CONT({m}, {_dec(q)}) AS {m}_q{i}" for m in measures for i, q in enumerate(qs)]
+        cur = con.cursor()
+        cur.execute(f"SELECT {', '.join(items)} FROM {table}")
+        row = dict(zip([d[0] for d in cur.description], cur.fetchall()[0]))
+        receipt = cur.receipt
+    terms = {t.aggregate: t for t in receipt.noise}
+    n = row["units"]
+    report: dict[str, Any] = {"table": table, "units": n, "rho": fmt(receipt.rho), "charge_id": receipt.charge_id,
+                              "split_share": float(share), "at_rho": float(at_rho), "measures": {}}
+    for m in measures:
+        rows = []
+        for i, q in enumerate(qs):
+            value = row[f"{m}_q{i}"]
+            label = f"MEDIAN({m})" if q == Fraction(1, 2) else f"QUANTILE({m}, {float(q):g})"
+            rank = terms[label].rank_error95 if label in terms else None
+            t = _threshold(value, session.policy.tables[table].measures[m])
+            rows.append({"quantile": float(q), "threshold": t, "splits_share": float(1 - q),
+                         "splits_share_pm": (rank / n) if rank is not None and n and n > 0 else None,
+                         "sum_sigma": float(t) / math.sqrt(2 * float(at_rho))})
+        chosen = next(r for r in rows if Fraction(r["quantile"]).limit_denominator(10_000) == target)
+        report["measures"][m] = {"candidates": rows, "recommended": chosen["threshold"]}
+    if args.write:
+        report["written"] = str(write_thresholds(Path(session.policy.path or ""), table,
+                                                 {m: v["recommended"] for m, v in report["measures"].items()}))
+    print(to_json(report) if args.json else _text(report))
+    return 0
+
+
+def _dec(q: Fraction) -> str:
+    return format(Decimal(q.numerator) / Decimal(q.denominator), "f")
+
+
+def _chosen(policy: Policy, table: str | None, only: list[str] | None) -> tuple[str, list[str]]:
+    with_measures = [t for t, tp in policy.tables.items() if tp.measures]
+    if table is None:
+        if len(with_measures) != 1:
+            raise QueryRefused("dpsql advise: name the table to advise on", code="DP119",
+                               hint=f"tables with measures: {', '.join(with_measures) or 'none'}.")
+        table = with_measures[0]
+    tp = policy.table(table)
+    if tp is None or not tp.measures:
+        raise QueryRefused(f"dpsql advise: {table!r} is not a table of the policy with measures", code="DP119",
+                           hint=f"tables with measures: {', '.join(with_measures) or 'none'}.")
+    measures = sorted(tp.measures)
+    if only:
+        unknown = [m for m in only if m.lower() not in tp.measures]
+        if unknown:
+            raise QueryRefused(f"dpsql advise: {unknown[0]!r} is not a measure of {tp.name!r}", code="DP119",
+                               hint=f"its measures: {', '.join(measures)}.")
+        measures = sorted({m.lower() for m in only})
+    return tp.name, measures
+
+
+def _with_grids(policy: Policy, table: str, measures: list[str]) -> Policy:
+    """The policy, in this process only, with :data:`ADVICE_GRID` for each advised measure that
+    declares no quantile grid (public: it does not depend on the data)."""
+    tp = policy.tables[table]
+    patched = {name: (replace(m, grid=ADVICE_GRID) if name in measures and m.grid is None else m)
+               for name, m in tp.measures.items()}
+    return replace(policy, tables={**policy.tables, table: replace(tp, measures=patched)})
+
+
+def _threshold(value: Any, m: Measure) -> int | float:
+    """A released quantile as a threshold in the measure's own units: at least one
+    granularity step (a threshold is positive)."""
+    units = max(1, round(Fraction(str(value)) / m.granularity)) if value is not None else 1
+    t = units * m.granularity
+    return int(t) if t.denominator == 1 else float(t)
+
+
+def _text(r: dict[str, Any]) -> str:
+    lines = [f"dpsql advise: {r['table']}, about {r['units']:,} units (noisy); charged rho={r['rho']} "
+             f"(ledger charge {r['charge_id']})", ""]
+    for m, v in r["measures"].items():
+        lines.append(f"{m}: threshold T = the quantile of the units' values")
+        noise_head = f"SUM noise sigma at rho={r['at_rho']:g}"
+        lines.append(f"  {'quantile':>9}  {'T':>14}  {'units split':>16}  {noise_head:>28}")
+        for c in v["candidates"]:
+            pm = f" ± {100 * c['splits_share_pm']:.2g}%" if c["splits_share_pm"] is not None else ""
+            sig = f"{c['sum_sigma']:,.4g}"
+            lines.append(f"  {100 * c['quantile']:>8g}%  {c['threshold']:>14,}  {100 * c['splits_share']:>7g}%{pm:<8}  {sig:>28}")
+        lines.append(f"  recommended: T = {v['recommended']:,} (splits about {100 * float(r['split_share']):g}% of units; "
+                     "--split-share to choose another share)")
+        lines.append("")
+    lines.append("A unit above T is split into ceil(|v|/T) records and pays rho*ceil(|v|/T)^2; the others pay rho "
+                 "(paper 000 Algorithm 1).")
+    if "written" in r:
+        lines.append(f"wrote the recommended thresholds into {r['written']}")
+    else:
+        lines.append("--write puts the recommended thresholds into the policy file.")
+    return "\n".join(lines)
+
+
+def write_thresholds(path: Path, table: str, thresholds: dict[str, int | float]) -> Path:
+    """Set ``threshold = T`` of each measure in the policy file's text (inline ``m = { threshold
+    = ... }`` under ``[tables.TABLE.measures]``, or ``threshold = ...`` under
+    ``[tables.TABLE.measures.m]``), check the result loads, and replace the file atomically."""
+    text = path.read_text()
+    lines = text.split("\n")
+    section = None
+    done: set[str] = set()
+    for i, line in enumerate(lines):
+        head = re.match(r"\s*\[([^\[\]]+)\]\s*(#.*)?$", line)
+        if head:
+            section = head.group(1).strip().lower()
+            continue
+        for m, t in thresholds.items():
+            value = f"{t}"
+            if section == f"tables.{table}.measures":
+                new, found = re.subn(rf"^(\s*{re.escape(m)}\s*=\s*{{.*?\bthreshold\s*=\s*)[0-9.eE+_-]+", rf"\g<1>{value}",
+                                     line, count=1, flags=re.IGNORECASE)
+            elif section == f"tables.{table}.measures.{m}":
+                new, found = re.subn(r"^(\s*threshold\s*=\s*)[0-9.eE+_-]+", rf"\g<1>{value}", line, count=1)
+            else:
+                continue
+            if found:
+                lines[i] = new
+                done.add(m)
+    missing = sorted(set(thresholds) - done)
+    if missing:
+        raise PolicyFileError(f"{path}: could not find the threshold of {', '.join(missing)} to rewrite; "
+                              "set it by hand (the advice above is unchanged)")
+    tmp = path.with_name(f".{path.name}.advise-{os.getpid()}")
+    tmp.write_text("\n".join(lines))
+    try:
+        load_policy(tmp)  # the rewritten file must load before it replaces the old one
+    except PolicyFileError:
+        tmp.unlink()
+        raise
+    os.replace(tmp, path)
+    return path
