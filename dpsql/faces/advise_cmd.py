@@ -98,11 +98,14 @@ def advise(args: argparse.Namespace) -> int:
             label = f"MEDIAN({m})" if q == Fraction(1, 2) else f"QUANTILE({m}, {float(q):g})"
             rank = terms[label].rank_error95 if label in terms else None
             t = _threshold(value, session.policy.tables[table].measures[m])
-            rows.append({"quantile": float(q), "threshold": t, "splits_share": float(1 - q),
+            # A quantile whose rank error reaches past the units it leaves above is not resolved at
+            # this budget: the mechanism may return any grid value beyond the data's top.
+            resolved = rank is not None and n is not None and n > 0 and rank < float(1 - q) * n
+            rows.append({"quantile": float(q), "threshold": t, "splits_share": float(1 - q), "resolved": resolved,
                          "splits_share_pm": (rank / n) if rank is not None and n and n > 0 else None,
                          "sum_sigma": float(t) / math.sqrt(2 * float(at_rho))})
         chosen = next(r for r in rows if Fraction(r["quantile"]).limit_denominator(10_000) == target)
-        report["measures"][m] = {"candidates": rows, "recommended": chosen["threshold"]}
+        report["measures"][m] = {"candidates": rows, "recommended": chosen["threshold"], "resolved": chosen["resolved"]}
     if args.write:
         report["written"] = str(write_thresholds(Path(session.policy.path or ""), table,
                                                  {m: v["recommended"] for m, v in report["measures"].items()}))
@@ -162,9 +165,14 @@ def _text(r: dict[str, Any]) -> str:
         for c in v["candidates"]:
             pm = f" ± {100 * c['splits_share_pm']:.2g}%" if c["splits_share_pm"] is not None else ""
             sig = f"{c['sum_sigma']:,.4g}"
-            lines.append(f"  {100 * c['quantile']:>8g}%  {c['threshold']:>14,}  {100 * c['splits_share']:>7g}%{pm:<8}  {sig:>28}")
+            flag = "" if c["resolved"] else "  (not resolved: its rank error exceeds the units above it)"
+            lines.append(f"  {100 * c['quantile']:>8g}%  {c['threshold']:>14,}  {100 * c['splits_share']:>7g}%{pm:<8}  {sig:>28}"
+                         + flag)
         lines.append(f"  recommended: T = {v['recommended']:,} (splits about {100 * float(r['split_share']):g}% of units; "
                      "--split-share to choose another share)")
+        if not v["resolved"]:
+            lines.append("  WARNING: the recommended quantile is not resolved at this budget (too few units above it for "
+                         "its rank error); give advise a larger --rho, or a larger --split-share.")
         lines.append("")
     lines.append("A unit above T is split into ceil(|v|/T) records and pays rho*ceil(|v|/T)^2; the others pay rho "
                  "(paper 000 Algorithm 1).")
@@ -173,6 +181,9 @@ def _text(r: dict[str, Any]) -> str:
     else:
         lines.append("--write puts the recommended thresholds into the policy file.")
     return "\n".join(lines)
+
+
+_PLACEHOLDER_NOTE = re.compile(r"PLACEHOLDER split threshold, not read from the data: [^;]*")
 
 
 def write_thresholds(path: Path, table: str, thresholds: dict[str, int | float]) -> Path:
@@ -198,7 +209,7 @@ def write_thresholds(path: Path, table: str, thresholds: dict[str, int | float])
             else:
                 continue
             if found:
-                lines[i] = new
+                lines[i] = _PLACEHOLDER_NOTE.sub("split threshold T, from dpsql advise (a DP quantile)", new)
                 done.add(m)
     missing = sorted(set(thresholds) - done)
     if missing:

@@ -218,6 +218,7 @@ def _tell(database: Path, policy: Path, drafts: list[TableDraft], thresholds: di
     print(f"database: {database}\npolicy:   {policy}")
     if placeholders:
         print(f"\nReview the policy first: the split thresholds of {', '.join(placeholders)} are placeholders "
-              "(set them: docs/own_data.md, choosing T).")
+              "(set them from DP quantiles with `dpsql advise TABLE --db DATABASE --write`, one charged query, or by "
+              "hand: docs/own_data.md, choosing T).")
     print(f"\nNext: dpsql {database}                      (the prompt)\n"
           f"      dpsql query '{first_query(drafts[0])}' {database}")

@@ -129,7 +129,7 @@ def policy_text(database: str, source: str, tables: list[TableDraft]) -> str:
                 thr, note = t.thresholds[c], "split threshold T, given by the data owner"
             else:
                 thr, note = Decimal(PLACEHOLDER_THRESHOLD), ("PLACEHOLDER split threshold, not read from the data: "
-                                                             "set it (docs/own_data.md, choosing T)")
+                                                             "set it, or run dpsql advise --write (docs/own_data.md, choosing T)")
             fields = [f"threshold = {_number(thr)}"]
             if gran is not None:
                 fields.append(f"granularity = {_number(gran)}")
