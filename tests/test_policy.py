@@ -112,7 +112,7 @@ def test_missing_and_malformed_files(tmp_path):
 def test_policy_must_match_database(demo, tmp_path):
     import dpsql
 
-    text = Path(demo[1]).read_text().replace('payann = { threshold = 10000 }', 'payannn = { threshold = 10000 }')
+    text = Path(demo[1]).read_text().replace('payann = { threshold = 10000,', 'payannn = { threshold = 10000,')
     bad = write(tmp_path, text)
     with pytest.raises(PolicyFileError, match="payannn"):
         dpsql.connect(demo[0], bad)

@@ -208,8 +208,8 @@ def test_per_group_threshold_sum_spread(demo_files, tmp_path):
     db, base = demo_files
     table = ", ".join(f'"{k}" = {v}' for k, v in OVERRIDES.items())
     policy = write_policy(tmp_path, base, "override", replace=(
-        ("payann = { threshold = 10000 }",
-         f'payann = {{ threshold = 10000, overrides = {{ key = "naics2", thresholds = {{ {table} }} }} }}'),))
+        ("payann = { threshold = 10000,",
+         f'payann = {{ threshold = 10000, overrides = {{ key = "naics2", thresholds = {{ {table} }} }},'),))
     exact = {(s, k): p for s, k, p in raw(db, "SELECT state, naics2, SUM(payann) FROM establishments GROUP BY ALL")}
     overridden, default = [], []
     with dpsql.connect(db, policy, _random_source=seeded_random(104)) as con:
