@@ -216,7 +216,9 @@ def generated(n: int, seed: int) -> list[str]:
     return out
 
 
-GENERATED = 1500
+#: generated queries, each on the full table and a neighbour: 600 take about 30 s (1,500 took 70 s, a
+#: seventh of the whole suite); the seed is fixed, so the same 600 run every time
+GENERATED = 600
 
 
 def test_generated_outcomes_do_not_depend_on_hostile_rows(pairs):

@@ -69,9 +69,14 @@ def engines(demo_parquet):
     spark.close()
 
 
-@pytest.mark.parametrize("case", ACCEPTED, ids=[c.id for c in ACCEPTED])
+#: every third case on the demo's 200,000 rows (a Spark job each, 0.1-0.3 s): every case's exact SQL
+#: is compared on both engines over the hostile rows below, which hold 400 demo establishments too
+AT_SCALE = ACCEPTED[::3]
+
+
+@pytest.mark.parametrize("case", AT_SCALE, ids=[c.id for c in AT_SCALE])
 def test_corpus_values_agree_on_both_engines(engines, case):
-    """Every accepted corpus case's exact SQL, over the same Parquet files: DuckDB's and Spark's
+    """Accepted corpus cases' exact SQL, over the same Parquet files: DuckDB's and Spark's
     per-group rows are equal, to the digit (counts, sums, split-row sums, group keys)."""
     duck, spark = engines
     expected = duck.run(case.expected)
