@@ -23,6 +23,9 @@ from dpsql.privacy.allocate import EXPONENTIAL, Allocation, Settings, allocate
 from dpsql.privacy.budget import fmt, parse_rho
 from dpsql.sql.plan import Plan, Primitive
 
+#: most histogram bins the exact query of quantiles may hold over the public keys' groups (each
+#: group's HISTOGRAM keeps a count per bound: 8 bytes each, so about 400 MB); refused above (DP207)
+MAX_QUANTILE_BINS = 50_000_000
 #: the count of units taken from truncated-geometric partition selection (paper 002 Theorem 6)
 TSGD = "truncated_geometric"
 
@@ -61,6 +64,11 @@ def decision(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, blo
     if public_cells > domain.MAX_CELLS:
         raise QueryRefused(f"the public keys {', '.join(k.label for k in plan.keys if k.public)} make {public_cells} "
                            f"groups, more than {domain.MAX_CELLS}", code="DP207", hint="group by fewer keys or filter with WHERE.")
+    bins = sum(len(plan.table.measures[p.column].grid.bounds()) + 1 for p in plan.primitives if p.kind == "quantile")
+    if bins and public_cells * bins > MAX_QUANTILE_BINS:
+        raise QueryRefused(f"the quantiles' grids ({bins} bins a group) over the {public_cells} groups of the public keys "
+                           f"make more than {MAX_QUANTILE_BINS:,} bins for the exact query to count", code="DP207",
+                           hint="group by fewer keys, filter with WHERE, or ask for fewer quantiles in one query.")
     return Decision(sql=sql, plan=plan, allocs=tuple(allocs), selection=sel, rho=rho_q, delta=delta_q, epsilon=eps_q,
                     mechanism=next((a.mechanism for a in allocs if a.mechanism not in (TSGD, EXPONENTIAL)),
                                    next((a.mechanism for a in allocs if a.mechanism != TSGD), TSGD)),

@@ -10,6 +10,7 @@ of SQL or of the data.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -31,7 +32,7 @@ class ThresholdOverride:
 GRID_SCALES = ("linear", "log")
 #: candidates of a quantile grid by default, and at most (the exact query bins each value into
 #: them with a tree of comparisons of depth log2(points): ``sql/quantiles.py``)
-GRID_POINTS, MAX_GRID_POINTS = 1000, 100_000
+GRID_POINTS, MAX_GRID_POINTS = 1000, 10_000
 
 
 @dataclass(frozen=True)
@@ -47,18 +48,7 @@ class QuantileGrid:
     points: int = GRID_POINTS
 
     def candidates(self) -> tuple[int, ...]:
-        m, lo, hi = self.points, self.lo, self.hi
-        if m == 1 or lo == hi:
-            return (lo,)
-        if self.scale == "linear":
-            values = [lo + ((hi - lo) * i + (m - 1) // 2) // (m - 1) for i in range(m)]  # exact integers
-        else:
-            start = max(lo, 1)
-            n = m - 1 if lo == 0 else m
-            ratio = math.log(hi / start) / max(n - 1, 1)
-            values = ([0] if lo == 0 else []) + [round(start * math.exp(ratio * i)) for i in range(n)]
-            values[-1] = hi
-        return tuple(sorted(set(min(max(v, lo), hi) for v in values)))
+        return _candidates(self.lo, self.hi, self.scale, self.points)
 
     def bounds(self) -> list[int]:
         """The bin bounds the exact query counts a group's values into (``sql/quantiles.py``):
@@ -66,6 +56,22 @@ class QuantileGrid:
         whole granularity units) are both sums of bins."""
         grid = self.candidates()
         return sorted(set(grid) | {c - 1 for c in grid})
+
+
+@functools.lru_cache(maxsize=64)
+def _candidates(lo: int, hi: int, scale: str, m: int) -> tuple[int, ...]:
+    """The grid's values (public: computed from the policy alone), once per grid."""
+    if m == 1 or lo == hi:
+        return (lo,)
+    if scale == "linear":
+        values = [lo + ((hi - lo) * i + (m - 1) // 2) // (m - 1) for i in range(m)]  # exact integers
+    else:
+        start = max(lo, 1)
+        n = m - 1 if lo == 0 else m
+        ratio = math.log(hi / start) / max(n - 1, 1)
+        values = ([0] if lo == 0 else []) + [round(start * math.exp(ratio * i)) for i in range(n)]
+        values[-1] = hi
+    return tuple(sorted(set(min(max(v, lo), hi) for v in values)))
 
 
 @dataclass(frozen=True)

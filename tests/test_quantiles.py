@@ -134,6 +134,7 @@ def test_grid_candidates():
     ("range = [-5, 5]\ngrid = \"log\"", "starts at 0 or above"),
     ("range = [0, 5]\ngrid = \"cubic\"", "must be one of"),
     ("range = [0, 5]\npoints = 1", "from 2 to"),
+    ("range = [0, 5]\npoints = 10001", "from 2 to 10000"),
     ("grid = \"log\"", "needs range"),
 ])
 def test_a_bad_grid_is_refused_with_its_field(demo, fields, reason):
@@ -210,6 +211,19 @@ def test_explain_states_the_mechanism_and_reads_no_row(con):
     text = "\n".join(str(r[0]) for r in cur.fetchall())
     assert "exponential mechanism over 837 log-spaced values from 0 to 100000000" in text
     assert "HISTOGRAM(" in text and con.session.ledger.spent == before
+
+
+def test_too_many_histogram_bins_over_public_keys_are_refused_before_reading(con):
+    """51 states × 24 sectors × 35 years = 42,840 public groups: a SUM is answered, a MEDIAN over
+    the 837-value payann grid (1,675 bins a group, 72M in all) is refused in phase 1 (DP207)."""
+    cur = con.cursor()
+    groups = "FROM establishments GROUP BY state, naics2, EXTRACT(year FROM opened)"
+    before = con.session.ledger.spent
+    with pytest.raises(dpsql.ProgrammingError) as err:
+        cur.execute(f"SELECT state, naics2, EXTRACT(year FROM opened) AS y, MEDIAN(payann) {groups}")
+    assert err.value.code == "DP207" and "bins" in str(err.value) and con.session.ledger.spent == before
+    cur.execute(f"SELECT state, naics2, EXTRACT(year FROM opened) AS y, SUM(payann) {groups}")
+    assert len(cur.fetchall()) == 51 * 24 * 35
 
 
 def test_min_and_max_are_refused_with_the_quantile_to_ask_for(con):
