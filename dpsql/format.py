@@ -72,8 +72,8 @@ def footer(result: Result) -> str:
         cost = (f"zCDP: {fmt(rc.rho - Fraction(sel_rho))} noise ({rc.mechanism.replace('_', ' ')}) + {sel_rho} "
                 f"partition selection, and delta={float(rc.delta):.3g}")
     text = (f"({n} row{'s' if n != 1 else ''}) charged rho={fmt(rc.rho)} ({cost}); "
-            f"budget spent {fmt(rc.budget_spent)} of {fmt(rc.budget_total)}, {fmt(rc.budget_remaining)} left. "
-            "± is the 95% margin of error.")
+            f"budget spent {fmt(rc.budget_spent)} of {fmt(rc.budget_total)}, {fmt(rc.budget_remaining)} left."
+            + (" ± is the 95% margin of error." if _any_margin(rc) else ""))
     for note in sorted(notes):
         text += f"\nAVG columns: ± is {note}."
     for t in rc.noise:
@@ -81,6 +81,11 @@ def footer(result: Result) -> str:
             text += (f"\n{t.aggregate}: one of {t.grid}, drawn by the exponential mechanism; with 95% probability "
                      f"its rank is within {t.rank_error95:.3g} units of the best of them.")
     return text + "".join(f"\nNote: {note}." for note in rc.notes)
+
+
+def _any_margin(rc: Any) -> bool:
+    """Whether any column of the answer shows a ± (a query of quantiles only has none)."""
+    return not rc.columns or any(m is not None for e in rc.columns.values() for m in e.moe95)
 
 
 def explanation(ex: Explanation) -> str:
