@@ -34,10 +34,7 @@ def explain(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, doma
                           "moe95": [float(tsgd_threshold(sel.epsilon, sel.delta))]})
             continue
         if a.mechanism == EXPONENTIAL:
-            t = quantile_term(a, plan)
-            noise.append({"aggregate": p.label, "mechanism": EXPONENTIAL, "rho": fmt(a.rho), "em_epsilon": fmt(a.em_epsilon),
-                          "sensitivity": list(t.sensitivity), "sigma": [], "moe95": [], "rank_error95": t.rank_error95,
-                          "grid": t.grid})
+            noise.append({**quantile_term(a, plan).to_dict(), "em_epsilon": fmt(a.em_epsilon)})
             continue
         m = plan.table.measures.get(p.column) if p.kind == "sum" else None
         g = m.granularity if m else Fraction(1)

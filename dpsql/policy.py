@@ -54,8 +54,13 @@ class QuantileGrid:
         """The bin bounds the exact query counts a group's values into (``sql/quantiles.py``):
         every candidate c and c − 1, so that #{x ≤ c} and #{x < c} = #{x ≤ c − 1} (values are
         whole granularity units) are both sums of bins."""
-        grid = self.candidates()
-        return sorted(set(grid) | {c - 1 for c in grid})
+        return list(_bounds(self.lo, self.hi, self.scale, self.points))
+
+
+@functools.lru_cache(maxsize=64)
+def _bounds(lo: int, hi: int, scale: str, m: int) -> tuple[int, ...]:
+    grid = _candidates(lo, hi, scale, m)
+    return tuple(sorted(set(grid) | {c - 1 for c in grid}))
 
 
 @functools.lru_cache(maxsize=64)
