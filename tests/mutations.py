@@ -154,6 +154,12 @@ MUTATIONS: tuple[Mutation, ...] = (
              "the engine's one-row-per-unit scan is assumed to pass",
              (Patch("dpsql/backends/duckdb.py", "_UNIQUE_UNITS[key] = self._units_unique_scan(table, unit)", "_UNIQUE_UNITS[key] = True"),),
              (f"{REFUSALS}::test_repeated_units_refuse_every_query_and_charge_nothing",)),
+    Mutation("guided_sampler_decides_inside_the_margin",
+             "the float-guided sampler takes decisions closer than its float error bound allows",
+             (Patch("dpsql/privacy/guided.py",
+                    "if k >= 0 and uf < exp(-k * lamf) - MARGIN and uf > exp(-(k + 1) * lamf) + MARGIN:",
+                    "if k >= 0 and uf < exp(-k * lamf) + MARGIN and uf > exp(-(k + 1) * lamf) - MARGIN:"),),
+             ("tests/test_guided_samplers.py::test_float_decisions_next_to_the_boundaries_are_the_exact_ones",)),
     # ------------------------------------------------------------------ quantiles
     Mutation("quantile_epsilon_doubled",
              "the exponential mechanism runs at twice the epsilon its charge covers",

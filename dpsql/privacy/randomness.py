@@ -47,7 +47,9 @@ class RandomSource(Protocol):
 class _ByteSource:
     """Builds exact uniform integers from a byte stream; subclasses supply :meth:`_bytes`."""
 
-    _POOL = 4096  # bytes fetched at once for the scalar draws of :meth:`randbelow`
+    _POOL = 4096  # at most this many bytes fetched at once for the scalar draws
+    _FIRST = 256  # a new or dropped pool starts this small and doubles: one query's few draws
+    #               should not pay for 4 KiB of os.urandom
     _pool = b""  # class defaults; each instance's first refill shadows them
     _pos = 0
 
@@ -57,6 +59,22 @@ class _ByteSource:
     def _drop_pool(self) -> None:
         self._pool = b""
         self._pos = 0
+
+    def _refill(self, need: int) -> bytes:
+        """A fresh pool of at least ``need`` bytes (the old one's rest is dropped, never reused)."""
+        size = max(need, min(self._POOL, 2 * len(self._pool) or self._FIRST))
+        self._pool, self._pos = self._bytes(size), 0
+        return self._pool
+
+    def words64(self, n: int) -> list[int]:
+        """``n`` Python ints uniform in [0, 2^64): the float-guided samplers' small batches,
+        from the pool (every byte used once)."""
+        need = 8 * n
+        pos, pool = self._pos, self._pool
+        if pos + need > len(pool):
+            pool, pos = self._refill(need), 0
+        self._pos = pos + need
+        return np.frombuffer(pool, dtype="<u8", count=n, offset=pos).tolist()
 
     def randbelow(self, bound: int) -> int:
         """One Python int uniform in [0, bound) for any int bound >= 1: the scalar samplers' draw.
@@ -76,8 +94,7 @@ class _ByteSource:
         while True:
             pos, pool = self._pos, self._pool
             if pos + nbytes > len(pool):
-                pool, pos = self._bytes(max(self._POOL, nbytes)), 0
-                self._pool = pool
+                pool, pos = self._refill(nbytes), 0
             self._pos = pos + nbytes
             u = int.from_bytes(pool[pos : pos + nbytes], "little") & mask
             if u < bound:

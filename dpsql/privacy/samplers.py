@@ -11,9 +11,12 @@ Sources:
 The mechanisms' parameters and accuracy (sigma^2 from rho, b from epsilon, margins of error)
 are :mod:`dpsql.privacy.mechanisms`.
 
-Exactness: every sampling decision is an integer comparison against an exact uniform integer
-from a :class:`~dpsql.privacy.randomness.RandomSource`; parameters are ``Fraction``s and no float is
-ever formed on the sampling path. Big parameters (the discrete Gaussian's acceptance exponent
+Two exact paths. Parameters in the usual range (sigma and the Laplace scale in [2^-20, 2^40))
+go to :mod:`dpsql.privacy.guided`, which decides in floats only when that provably agrees with
+exact arithmetic and finishes every other comparison exactly. The rest take the integer-only
+algorithms here: every sampling decision is an integer comparison against an exact uniform
+integer from a :class:`~dpsql.privacy.randomness.RandomSource`; parameters are ``Fraction``s and
+no float is ever formed on that path. Big parameters (the discrete Gaussian's acceptance exponent
 outgrows int64 from sigma ~ 10^4) use numpy object arrays of Python ints. See docs/noise.md.
 
 Vectorisation: each rejection loop runs over a numpy array of still-pending cells; the Python
@@ -23,7 +26,7 @@ loop count is the number of rounds (logarithmic in the batch size), never the nu
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from numbers import Rational
 from typing import Union
@@ -31,8 +34,8 @@ from typing import Union
 import numpy as np
 
 from dpsql.privacy.bernoulli import _LIMIT, _bern_exp, _geometric_exp_minus_one
+from dpsql.privacy.guided import SMALL_BATCH, gauss_guided, gauss_small, in_range, lap_guided
 from dpsql.privacy.randomness import RandomSource, default_random
-from dpsql.privacy.scalar import SCALAR_MAX_CELLS, dgauss_one, dlap_one
 
 __all__ = [
     "sample_discrete_gaussian",
@@ -41,6 +44,7 @@ __all__ = [
 
 # A sequence of exact parameters, one per output cell (or one value broadcast with ``size``).
 Params = Union[int, Fraction, Sequence[Union[int, Fraction]], np.ndarray]
+Sampler = Callable[[list[Fraction], np.ndarray], np.ndarray]  # (values, group) -> one draw per cell
 
 _INT64_MAX = (1 << 63) - 1
 _SMALL = 1 << 31  # operands whose product must stay below _LIMIT (2^62)
@@ -160,17 +164,20 @@ def _dgauss(params: _GaussParams, rng: RandomSource) -> np.ndarray:
 
 
 def _exact_positive(x: object, what: str) -> Fraction:
-    if isinstance(x, bool) or not isinstance(x, Rational):
-        raise TypeError(f"{what} must be an int or fractions.Fraction, not {type(x).__name__}")
-    f = Fraction(x)
-    if f <= 0:
+    if type(x) is Fraction:  # the usual case, without the ABC checks
+        f = x
+    else:
+        if isinstance(x, bool) or not isinstance(x, Rational):
+            raise TypeError(f"{what} must be an int or fractions.Fraction, not {type(x).__name__}")
+        f = Fraction(x)
+    if f.numerator <= 0:
         raise ValueError(f"{what} must be positive")
     return f
 
 
 def _groups(params: Params, size: int | None, what: str) -> tuple[list[Fraction], np.ndarray]:
     """The distinct parameter values and, per cell, the index of its value."""
-    if isinstance(params, (Rational, float)):
+    if type(params) is Fraction or isinstance(params, (Rational, float)):
         n = 1 if size is None else size
         return [_exact_positive(params, what)], np.zeros(n, dtype=np.int64)
     seq = list(params)
@@ -196,6 +203,22 @@ def _groups(params: Params, size: int | None, what: str) -> tuple[list[Fraction]
     return values, of_object[inverse.ravel()]
 
 
+def _by_path(values: list[Fraction], group: np.ndarray, gaussian: bool, guided: Sampler,
+             exact: Sampler) -> np.ndarray:
+    """Cells whose parameter is in the float-guided range (:func:`~dpsql.privacy.guided.in_range`)
+    go to the guided sampler, the others to the integer-only one; both are exact."""
+    if all(in_range(v, gaussian) for v in values):  # the usual case
+        return guided(values, group)
+    ok = np.array([in_range(v, gaussian) for v in values], dtype=bool)
+    out = np.empty(group.size, dtype=np.int64)
+    on_guided = ok[group]
+    for cells, sampler in ((on_guided, guided), (~on_guided, exact)):
+        if cells.any():
+            used, local = np.unique(group[cells], return_inverse=True)
+            out[cells] = sampler([values[i] for i in used.tolist()], local.ravel())
+    return out
+
+
 def sample_discrete_gaussian(
     sigma2: Params, rng: RandomSource | None = None, *, size: int | None = None
 ) -> np.ndarray:
@@ -217,16 +240,14 @@ def sample_discrete_gaussian(
         An int64 array with one sample per cell.
     """
     rng = default_random() if rng is None else rng
+    n = 1 if size is None else size
+    if type(sigma2) is Fraction and 0 < n <= SMALL_BATCH and sigma2 > 0 and in_range(sigma2, True):
+        return gauss_small(sigma2.numerator, sigma2.denominator, n, rng)  # the usual query
     values, group = _groups(sigma2, size, "sigma2")
     if group.size == 0:
         return np.zeros(0, dtype=np.int64)
-    randbelow = getattr(rng, "randbelow", None)
-    if randbelow is not None and group.size <= SCALAR_MAX_CELLS:  # small batch: no numpy rounds
-        if any(math.isqrt(v.numerator // v.denominator) + 1 >= _LIMIT for v in values):
-            raise OverflowError("discrete Gaussian noise with sigma >= 2^62 does not fit in int64")
-        pq = [(v.numerator, v.denominator) for v in values]
-        return np.array([dgauss_one(*pq[g], randbelow) for g in group.tolist()], dtype=np.int64)
-    return _dgauss(_GaussParams(values, group), rng)
+    return _by_path(values, group, True, lambda v, g: gauss_guided(v, g, rng),
+                    lambda v, g: _dgauss(_GaussParams(v, g), rng))
 
 
 def sample_discrete_laplace(
@@ -257,11 +278,10 @@ def sample_discrete_laplace(
             "scale numerator and denominator must be below 2^62; round the scale UP to a "
             "simpler fraction (more noise keeps the guarantee)"
         )
-    # scale b = t/s in Algorithm 2's terms
-    randbelow = getattr(rng, "randbelow", None)
-    if randbelow is not None and group.size <= SCALAR_MAX_CELLS:  # small batch: no numpy rounds
-        ts = [(v.numerator, v.denominator) for v in values]
-        return np.array([dlap_one(*ts[g], randbelow) for g in group.tolist()], dtype=np.int64)
-    t = np.array([v.numerator for v in values], dtype=np.int64)[group]
-    s = np.array([v.denominator for v in values], dtype=np.int64)[group]
-    return _dlap(t, s, rng)
+
+    def exact(vals: list[Fraction], grp: np.ndarray) -> np.ndarray:  # scale b = t/s (Algorithm 2)
+        t = np.array([v.numerator for v in vals], dtype=np.int64)[grp]
+        s = np.array([v.denominator for v in vals], dtype=np.int64)[grp]
+        return _dlap(t, s, rng)
+
+    return _by_path(values, group, False, lambda v, g: lap_guided(v, g, rng), exact)
