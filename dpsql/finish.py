@@ -74,8 +74,10 @@ def column_errors(plan: Plan, rows: list[tuple[Any, ...]], n_visible: int) -> li
     error dpsql cannot state), read from the hidden columns the finish query carried along (so
     they follow HAVING / ORDER BY / LIMIT)."""
 
-    def hidden(r: tuple[Any, ...], i: int, k: int) -> Any:  # k: 0 noisy value, 1 σ, 2 MOE
-        return r[n_visible + 3 * i + k]
+    cols = list(zip(*rows)) if rows else [()] * (n_visible + 3 * len(plan.primitives))
+
+    def hidden(i: int, k: int) -> tuple[Any, ...]:  # k: 0 noisy value, 1 σ, 2 MOE; one per row
+        return cols[n_visible + 3 * i + k]
 
     out: list[ColumnError | None] = []
     for oc in plan.outputs:
@@ -85,14 +87,11 @@ def column_errors(plan: Plan, rows: list[tuple[Any, ...]], n_visible: int) -> li
                                    "exponential mechanism; its error is in ranks (the receipt's rank_error95)"))
         elif oc.primitive is not None:
             i = oc.primitive
-            out.append(ColumnError(oc.name, tuple(float(hidden(r, i, 1)) for r in rows),
-                                   tuple(float(hidden(r, i, 2)) for r in rows)))
+            out.append(ColumnError(oc.name, tuple(map(float, hidden(i, 1))), tuple(map(float, hidden(i, 2)))))
         elif oc.ratio is not None:
             s_i, c_i = oc.ratio
             sig_list: list[float | None] = []
-            for r in rows:
-                s, s_sig = hidden(r, s_i, 0), hidden(r, s_i, 1)
-                c, c_sig = hidden(r, c_i, 0), hidden(r, c_i, 1)
+            for s, s_sig, c, c_sig in zip(hidden(s_i, 0), hidden(s_i, 1), hidden(c_i, 0), hidden(c_i, 1)):
                 if c is None or c < 1:
                     sig_list.append(None)
                 else:

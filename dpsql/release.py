@@ -9,10 +9,10 @@ exact query before, the ledger charges after (``Session.execute``); phase 1's
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from fractions import Fraction
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -58,6 +58,9 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource, t
     noises = sample_noise(d.allocs, sens_of, rng)
     columns: dict[str, Any] = {k.name: [cell[i] for cell in cells] for i, k in enumerate(plan.keys)}
     noise_terms: list[NoiseTerm] = []
+    get, missing = exact_by_cell.get, (None,) * n_prim
+    exact_of_cell = [get(cell, missing) for cell in cells]  # one lookup per cell, not per primitive
+    del exact_by_cell
     for i, a in enumerate(d.allocs):
         p = a.primitive
         if a.mechanism == TSGD:
@@ -72,14 +75,14 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource, t
                                          sigma=(sd,), moe95=(float(k),)))
             continue
         if a.mechanism == EXPONENTIAL:
-            columns.update(release_quantile(i, a, plan, [exact_by_cell.get(cell, (None,) * n_prim)[i] for cell in cells], rng))
+            columns.update(release_quantile(i, a, plan, [r[i] for r in exact_of_cell], rng))
             noise_terms.append(quantile_term(a, plan))
             continue
         m = plan.table.measures.get(p.column) if p.kind == "sum" else None
         g = m.granularity if m else Fraction(1)
         sens, noise = sens_of[i], noises[i]
         distinct = sorted(set(sens))  # a handful of distinct values
-        exact = [int(exact_by_cell[cell][i] or 0) if cell in exact_by_cell else 0 for cell in cells]
+        exact = [int(r[i] or 0) for r in exact_of_cell]
         noisy = [e + int(n) for e, n in zip(exact, noise.tolist())]
         del exact
         sigma_by_sens = {s: a.sigma(s) for s in distinct}
@@ -93,7 +96,7 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource, t
             sensitivity=tuple(float(s * g) for s in distinct),
             sigma=tuple(sigma_by_sens[s] * float(g) for s in distinct),
             moe95=tuple(moe_by_sens[s] * float(g) for s in distinct)))
-    del exact_by_cell
+    del exact_of_cell
     timings["noise"] = time.perf_counter() - t0
     return columns, noise_terms, released
 
@@ -176,14 +179,18 @@ def domain(plan: Plan, blocks: Blocks,
     get noise on zero), times the released private-key groups. Its size was bounded in the
     decide phase (``decide.decision``), so nothing here can refuse."""
     private = [i for i, k in enumerate(plan.keys) if not k.public]
-    where: dict[int, tuple[str, int, int]] = {i: ("priv", 0, j) for j, i in enumerate(private)}
-    for b, (idx, _) in enumerate(blocks):
-        where.update({i: ("pub", b, j) for j, i in enumerate(idx)})
-    order = [where[i] for i in range(len(plan.keys))]
-    out = []
-    for combo in itertools.product(*(rows for _, rows in blocks)):
-        for priv in (released if released is not None else [()]):
-            out.append(tuple(combo[b][j] if side == "pub" else priv[j] for side, b, j in order))
+    # Cells are built as (public block 0's values, block 1's, ..., the private key's values),
+    # in itertools.product's order, by tuple concatenation one block at a time (C-speed list
+    # comprehensions, not a generator per cell), then put in the plan's key order if it differs.
+    layout = [i for idx, _ in blocks for i in idx] + private
+    out: list[tuple[Any, ...]] = [()]
+    for _, rows in blocks:
+        out = [c + r for c in out for r in rows]
+    if released is not None:
+        out = [c + priv for c in out for priv in released]
+    if layout != list(range(len(layout))) and len(layout) > 1:
+        where = itemgetter(*[layout.index(i) for i in range(len(layout))])
+        out = [where(c) for c in out]
     return out
 
 
