@@ -5,6 +5,9 @@
     python -m benchmarks utility        # paper 000 §6.4: ARE, unit splitting vs top-coding (Figure 3)
     python -m benchmarks policy-loss    # policy-loss CDFs (Figure 5), INTERNAL, data owner only
     python -m benchmarks heavy-tail     # paper 000 §6.3 on SIM (Table 4, Figure 2)
+    python -m benchmarks perf           # issue 15 in one run: speed with stages at 100k, 1M, 10M rows
+                                        # (--rows ... 100000000 adds 100M), samplers vs OpenDP
+                                        # (needs the [bench] extra), the fresh-process ratio
     python -m benchmarks all --quick    # smoke test: small data, few runs, into benchmarks/data/quick/
 
 Full runs write CSVs and PNGs to ``docs/evaluation/`` and their tables into the marked sections
@@ -35,10 +38,11 @@ from .common import (
     write_csv,
 )
 
-WHAT = ("all", "speed", "utility", "policy-loss", "heavy-tail")
-FULL = {"speed_rows": [1_000_000, 10_000_000, 100_000_000], "repeat": 7, "ref_repeat": 3,
+WHAT = ("all", "speed", "utility", "policy-loss", "heavy-tail", "perf")
+FULL = {"speed_rows": [1_000_000, 10_000_000, 100_000_000], "perf_rows": [100_000, 1_000_000, 10_000_000],
+        "repeat": 7, "ref_repeat": 3,
         "utility_rows": 10_000_000, "sim_rows": 100_000}
-QUICK = {"speed_rows": [200_000], "repeat": 3, "ref_repeat": 1, "utility_rows": 200_000, "sim_rows": 20_000}
+QUICK = {"speed_rows": [200_000], "perf_rows": [100_000], "repeat": 3, "ref_repeat": 1, "utility_rows": 200_000, "sim_rows": 20_000}
 
 
 def _stamp(command: str, seconds: float) -> str:
@@ -107,8 +111,34 @@ def do_heavy_tail(args: argparse.Namespace, sizes: dict[str, Any], out: Path, do
     return {}
 
 
+def do_perf(args: argparse.Namespace, sizes: dict[str, Any], out: Path, doc: Path, command: str) -> dict[str, Any]:
+    """Issue 15's evidence in one run: dpsql vs raw DuckDB with the per-stage breakdown (the
+    six standard queries and more), the samplers vs OpenDP, the fresh-process ratio."""
+    t0 = time.perf_counter()
+    from . import bench_fresh, bench_samplers, speed
+
+    res = speed.run(args.rows or sizes["perf_rows"], args.data_dir, args.repeat or sizes["repeat"],
+                    args.ref_repeat or 1, False)
+    write_csv(out / "perf_speed.csv", speed.csv_rows(res))
+    log("== samplers vs OpenDP")
+    budget = 0.5 if args.quick else 3.0
+    try:
+        samplers = bench_samplers.table(bench_samplers.SIZES, budget=budget)
+    except RuntimeError as exc:  # OpenDP missing: the rest of the evidence still stands
+        samplers = f"(not measured: {exc})\n"
+        log(samplers)
+    log("== fresh process")
+    fresh = bench_fresh.measure(3 if args.quick else 9)
+    log(bench_fresh.line(*fresh))
+    body = (speed.render(res) + "\n### The exact samplers against OpenDP's (N_Z(1000/3), µs per sample)\n\n"
+            + samplers + "\n### A fresh process\n\n" + bench_fresh.line(*fresh) + "\n")
+    update_section(doc, "perf", _stamp(command, time.perf_counter() - t0) + body)
+    return {"fresh_ratio": fresh[1] / fresh[0]}
+
+
 STEPS: dict[str, Callable[..., dict[str, Any]]] = {
-    "speed": do_speed, "utility": do_utility, "policy-loss": do_policy_loss, "heavy-tail": do_heavy_tail}
+    "speed": do_speed, "utility": do_utility, "policy-loss": do_policy_loss, "heavy-tail": do_heavy_tail,
+    "perf": do_perf}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,6 +27,16 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeat", type=int, default=9)
     args = ap.parse_args(argv)
+    print(line(*measure(args.repeat)))
+
+
+def line(raw: float, dpsql: float, repeat: int) -> str:
+    return (f"fresh process: one-shot python+duckdb {raw * 1e3:.0f} ms, dpsql query {dpsql * 1e3:.0f} ms, "
+            f"ratio {dpsql / raw:.2f}x (median of {repeat}, load {os.getloadavg()[0]:.2f})")
+
+
+def measure(repeat: int = 9) -> tuple[float, float, int]:
+    """Median seconds of the one-shot raw script and of ``dpsql query``, alternated."""
     db, policy = ensure_demo()
     dpsql_cmd = shutil.which("dpsql", path=str(Path(sys.executable).parent)) or "dpsql"
     with tempfile.TemporaryDirectory() as tmp:
@@ -35,15 +45,13 @@ def main(argv: list[str] | None = None) -> None:
                f"import duckdb; duckdb.connect({str(db)!r}, read_only=True).execute({SQL!r}).fetchall()"]
         dp = [dpsql_cmd, "query", SQL, "--db", str(db), "--policy", str(pol)]
         times: dict[str, list[float]] = {"raw": [], "dpsql": []}
-        for i in range(args.repeat):
+        for i in range(repeat):
             order = (("raw", raw), ("dpsql", dp)) if i % 2 else (("dpsql", dp), ("raw", raw))
             for name, cmd in order:
                 t0 = time.perf_counter()
                 subprocess.run(cmd, check=True, capture_output=True)
                 times[name].append(time.perf_counter() - t0)
-    r, d = statistics.median(times["raw"]), statistics.median(times["dpsql"])
-    print(f"fresh process: one-shot python+duckdb {r * 1e3:.0f} ms, dpsql query {d * 1e3:.0f} ms, "
-          f"ratio {d / r:.2f}x (median of {args.repeat}, load {os.getloadavg()[0]:.2f})")
+    return statistics.median(times["raw"]), statistics.median(times["dpsql"]), repeat
 
 
 if __name__ == "__main__":
