@@ -12,7 +12,7 @@ directory — the working tree is never touched — the patch is applied there (
 text does not occur exactly once fails loudly: the list must follow the code as it moves), and
 the killing tests run there:
 
-    python -m pytest -q -x -p no:cacheprovider <ids>      (cwd and PYTHONPATH: the copy)
+    python -m pytest -q -x -n 0 -p no:cacheprovider <ids>      (cwd and PYTHONPATH: the copy)
 
 A mutation is *killed* when pytest reports failing tests (exit code 1), *survived* when they
 pass, and an *error* otherwise (the ids do not exist, collection broke, the run timed out): the
@@ -261,7 +261,7 @@ def run_tests(repo: Path, node_ids: tuple[str, ...], timeout: float) -> tuple[in
     env = dict(os.environ)
     env["PYTHONPATH"] = str(repo) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *node_ids]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-n", "0", "-p", "no:cacheprovider", *node_ids]
     try:
         proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
