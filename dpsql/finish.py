@@ -1,8 +1,9 @@
 """The finish stage: the analyst's SELECT list, HAVING, ORDER BY and LIMIT on noisy values.
 
 Runs after the charge, on the noisy cells only (a separate in-memory DuckDB that never holds an
-exact value), and reads each row's σ and 95% MOE from hidden columns the finish query carries
-along, so error bars follow the rows through filtering and sorting.
+exact value). The finish query carries one hidden column, each row's position in the noisy
+cells, and each row's σ and 95% MOE are looked up by it, so error bars follow the rows through
+filtering and sorting.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ import math
 import weakref
 from typing import Any
 
+import numpy as np
 from sqlglot import exp
 
 from dpsql.backends import Finisher
 from dpsql.result import ColumnError
-from dpsql.sql.plan import NOISY_RELATION, Plan, hidden_columns, moe_column, primitive_column, sigma_column
+from dpsql.sql.plan import NOISY_RELATION, ROW_COLUMN, Plan, moe_column, primitive_column, sigma_column
 
 
 def finish(plan: Plan, columns: dict[str, Any], finisher: Finisher
@@ -24,8 +26,9 @@ def finish(plan: Plan, columns: dict[str, Any], finisher: Finisher
     noisy cells."""
     n_visible = len(plan.outputs)
     names, types, rows = finisher.run(columns, _finish_sql(plan))
-    errors = column_errors(plan, rows, n_visible)
-    return names[:n_visible], types[:n_visible], [tuple(r[:n_visible]) for r in rows], errors
+    at = np.fromiter((r[n_visible] for r in rows), dtype=np.int64, count=len(rows))
+    errors = column_errors(plan, columns, at)
+    return names[:n_visible], types[:n_visible], [r[:n_visible] for r in rows], errors
 
 
 # The finish SQL of a plan, generated once per plan object (plans are cached, so a repeated
@@ -40,8 +43,7 @@ def _finish_sql(plan: Plan) -> str:
     hit = _FINISH_SQL.get(id(plan))
     if hit is not None and hit[0]() is plan:
         return hit[1]
-    hidden = [exp.column(c, quoted=True) for c in hidden_columns(len(plan.primitives))]
-    sql = plan.finish.copy().select(*hidden).sql("duckdb")
+    sql = plan.finish.copy().select(exp.column(ROW_COLUMN, quoted=True)).sql("duckdb")
     if len(_FINISH_SQL) >= _FINISH_SQL_MAX:
         _FINISH_SQL.clear()
     _FINISH_SQL[id(plan)] = (weakref.ref(plan), sql)
@@ -69,29 +71,30 @@ def describe(plan: Plan, key_types: list[str], finisher: Finisher) -> tuple[list
     return names[:n], types[:n]
 
 
-def column_errors(plan: Plan, rows: list[tuple[Any, ...]], n_visible: int) -> list[ColumnError | None]:
+def column_errors(plan: Plan, columns: dict[str, Any], at: np.ndarray) -> list[ColumnError | None]:
     """Per-row σ and 95% MOE of each visible column (None for keys and for expressions whose
-    error dpsql cannot state), read from the hidden columns the finish query carried along (so
-    they follow HAVING / ORDER BY / LIMIT)."""
+    error dpsql cannot state), looked up in the release's columns at each answer row's position
+    ``at`` (the row column the finish query carried along, so they follow HAVING / ORDER BY /
+    LIMIT)."""
 
-    cols = list(zip(*rows)) if rows else [()] * (n_visible + 3 * len(plan.primitives))
-
-    def hidden(i: int, k: int) -> tuple[Any, ...]:  # k: 0 noisy value, 1 σ, 2 MOE; one per row
-        return cols[n_visible + 3 * i + k]
+    def hidden(name: str) -> list[Any]:  # one value per answer row
+        return np.asarray(columns[name])[at].tolist()
 
     out: list[ColumnError | None] = []
     for oc in plan.outputs:
         if oc.primitive is not None and plan.primitives[oc.primitive].kind == "quantile":
-            none: tuple[None, ...] = (None,) * len(rows)
+            none: tuple[None, ...] = (None,) * at.size
             out.append(ColumnError(oc.name, none, none, note="a value of the measure's public grid, drawn by the "
                                    "exponential mechanism; its error is in ranks (the receipt's rank_error95)"))
         elif oc.primitive is not None:
             i = oc.primitive
-            out.append(ColumnError(oc.name, tuple(map(float, hidden(i, 1))), tuple(map(float, hidden(i, 2)))))
+            out.append(ColumnError(oc.name, tuple(map(float, hidden(sigma_column(i)))),
+                                   tuple(map(float, hidden(moe_column(i))))))
         elif oc.ratio is not None:
             s_i, c_i = oc.ratio
             sig_list: list[float | None] = []
-            for s, s_sig, c, c_sig in zip(hidden(s_i, 0), hidden(s_i, 1), hidden(c_i, 0), hidden(c_i, 1)):
+            for s, s_sig, c, c_sig in zip(hidden(primitive_column(s_i)), hidden(sigma_column(s_i)),
+                                          hidden(primitive_column(c_i)), hidden(sigma_column(c_i))):
                 if c is None or c < 1:
                     sig_list.append(None)
                 else:

@@ -27,7 +27,7 @@ from dpsql.privacy.randomness import RandomSource
 from dpsql.privacy.selection import select
 from dpsql.privacy.tsgd import thresholded_release, tsgd_threshold
 from dpsql.result import NoiseTerm
-from dpsql.sql.plan import Plan, Primitive, moe_column, primitive_column, sigma_column
+from dpsql.sql.plan import ROW_COLUMN, Plan, Primitive, moe_column, primitive_column, sigma_column
 
 #: exact selection counts are capped here before numpy (see :func:`select_groups`)
 COUNT_CAP = 2**62 - 1  # selection.select takes counts below 2^62
@@ -57,6 +57,7 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource, t
                if a.mechanism not in (TSGD, EXPONENTIAL)}
     noises = sample_noise(d.allocs, sens_of, rng)
     columns: dict[str, Any] = {k.name: [cell[i] for cell in cells] for i, k in enumerate(plan.keys)}
+    columns[ROW_COLUMN] = np.arange(len(cells), dtype=np.int64)  # the finish query carries it (finish.py)
     noise_terms: list[NoiseTerm] = []
     get, missing = exact_by_cell.get, (None,) * n_prim
     exact_of_cell = [get(cell, missing) for cell in cells]  # one lookup per cell, not per primitive

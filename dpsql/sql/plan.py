@@ -146,7 +146,7 @@ def moe_column(i: int) -> str:
     return f"__m{i}"
 
 
-def hidden_columns(n_primitives: int) -> list[str]:
-    """Columns the finish SELECT carries after the visible ones, so that every row keeps its
-    own noisy values, σ and MOE through HAVING / ORDER BY / LIMIT: 3 per primitive."""
-    return [c for i in range(n_primitives) for c in (primitive_column(i), sigma_column(i), moe_column(i))]
+#: The one column the finish SELECT carries after the visible ones: each noisy cell's position in
+#: the release's arrays, so every row keeps its own noisy values, σ and MOE through HAVING /
+#: ORDER BY / LIMIT (they are looked up by it, not carried through the finish query).
+ROW_COLUMN = "__row"
