@@ -83,8 +83,8 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource, t
         g = m.granularity if m else Fraction(1)
         sens, noise = sens_of[i], noises[i]
         distinct = sorted(set(sens))  # a handful of distinct values
-        exact = [int(r[i] or 0) for r in exact_of_cell]
-        noisy = [e + int(n) for e, n in zip(exact, noise.tolist())]
+        exact, noise = exact_and_noise([r[i] for r in exact_of_cell], noise)
+        noisy = exact + noise
         del exact
         sigma_by_sens = {s: a.sigma(s) for s in distinct}
         sig_units = np.array([sigma_by_sens[s] for s in sens], dtype=float)
@@ -112,7 +112,8 @@ def release_quantile(i: int, a: Allocation, plan: Plan, hists: list[Any], rng: R
     grid = m.grid.candidates()
     picked = quantile.sample(quantile.scores(hists, m.grid, p.q), p.q, a.em_epsilon, rng)
     n = len(hists)
-    return {primitive_column(i): as_array([grid[j] for j in picked], m.granularity),
+    values = np.array([grid[j] for j in picked] + [0], dtype=object)[:-1]  # Python ints, any size
+    return {primitive_column(i): as_array(values, m.granularity),
             sigma_column(i): np.full(n, np.nan), moe_column(i): np.full(n, np.nan)}
 
 
@@ -218,11 +219,35 @@ def selection_counts(plan: Plan, exact_rows: list[tuple[Any, ...]]) -> dict[tupl
     return counts
 
 
-def as_array(noisy: list[int], g: Fraction) -> np.ndarray:
+_SAFE = 2**62  # |exact| and |noise| below this: their int64 sum cannot overflow
+
+
+def exact_and_noise(exact: list[Any], noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The exact values of a primitive per cell (None, an empty group, is 0) and its noise, as
+    two arrays whose sum is exact: int64 when every value is below 2^62 in magnitude, else
+    object arrays of Python ints (any size)."""
+    if None in exact:
+        exact = [0 if v is None else v for v in exact]
+    try:
+        e = np.array(exact, dtype=np.int64)
+        if e.size and max(int(e.max()), -int(e.min()), int(noise.max()), -int(noise.min())) < _SAFE:
+            return e, noise
+    except (OverflowError, TypeError, ValueError):  # beyond int64, or not integers
+        pass
+    return np.array([int(v) for v in exact] + [0], dtype=object)[:-1], noise.astype(object)
+
+
+def as_array(noisy: np.ndarray, g: Fraction) -> np.ndarray:
+    """Noisy values in the measure's units: granularity g times the integers (exactly rounded
+    once: (v * a) / b of Python ints is correctly rounded)."""
     if g == 1:
-        if noisy and max(abs(v) for v in noisy) >= 2**62:
-            return np.array([float(v) for v in noisy])
-        return np.array(noisy, dtype=np.int64)
-    return np.array([float(v * g) for v in noisy])
+        if noisy.dtype == np.int64:
+            return noisy
+        values = noisy.tolist()
+        if values and max(max(values), -min(values)) >= 2**62:
+            return np.array([float(v) for v in values])
+        return np.array(values, dtype=np.int64)
+    a, b = g.numerator, g.denominator
+    return np.array([(v * a) / b for v in noisy.tolist()])
 
 

@@ -137,3 +137,25 @@ def test_refusal_charges_nothing(con):
     with pytest.raises(dpsql.ProgrammingError):
         con.execute("SELECT SUM(firm_id) FROM establishments")
     assert con.session.ledger.spent == 0
+
+
+def test_noisy_values_are_exact_sums_on_both_integer_paths():
+    """exact + noise in int64 when everything is far below 2^63, in Python ints otherwise; an
+    empty group (None) is 0; as_array shows values past 2^62 as floats and scales by the
+    granularity with one rounding."""
+    from fractions import Fraction
+
+    import numpy as np
+
+    from dpsql.release import as_array, exact_and_noise
+
+    noise = np.array([3, -4, 5], dtype=np.int64)
+    e, n = exact_and_noise([10, None, -7], noise)
+    assert e.dtype == np.int64 and (e + n).tolist() == [13, -4, -2]
+    e, n = exact_and_noise([2**70, None, -(2**63)], noise)
+    assert e.dtype == object and (e + n).tolist() == [2**70 + 3, -4, -(2**63) + 5]
+    e, n = exact_and_noise([1, 2, 3], np.array([2**62, 0, 0], dtype=np.int64))  # the noise decides
+    assert e.dtype == object and (e + n).tolist() == [2**62 + 1, 2, 3]
+    assert as_array(np.array([2**70, 1], dtype=object), Fraction(1)).tolist() == [float(2**70), 1.0]
+    assert as_array(np.array([5, -3], dtype=np.int64), Fraction(1)).dtype == np.int64
+    assert as_array(np.array([1, 3], dtype=np.int64), Fraction(1, 3)).tolist() == [1 / 3, 1.0]
