@@ -87,11 +87,11 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource, t
         noisy = exact + noise
         del exact
         sigma_by_sens = {s: a.sigma(s) for s in distinct}
-        sig_units = np.array([sigma_by_sens[s] for s in sens], dtype=float)
+        sig_units = per_cell(sigma_by_sens, sens)
         columns[primitive_column(i)] = as_array(noisy, g)
         columns[sigma_column(i)] = sig_units * float(g)
         moe_by_sens = {s: a.moe(s) for s in distinct}
-        columns[moe_column(i)] = np.array([moe_by_sens[s] for s in sens], dtype=float) * float(g)
+        columns[moe_column(i)] = per_cell(moe_by_sens, sens) * float(g)
         noise_terms.append(NoiseTerm(
             aggregate=p.label, rho=a.rho, mechanism=a.mechanism, epsilon=a.epsilon,
             sensitivity=tuple(float(s * g) for s in distinct),
@@ -142,19 +142,24 @@ def sample_noise(allocs: tuple[Allocation, ...], sens_of: dict[int, list[int]], 
     vectorised rejection rounds whose cost is mostly per round, so three primitives of 24 cells
     drawn together cost about one call of 72, not three of 24. Each cell still gets its own
     independent draw at its own scale (σ² or b), exactly as drawn one primitive at a time."""
-    scales_of: dict[int, list[Fraction]] = {}
-    for i, sens in sens_of.items():
-        a = allocs[i]
-        by_sens = {s: a.scale(s) for s in set(sens)}  # a handful of distinct values
-        scales_of[i] = [by_sens[s] for s in sens]
     out: dict[int, np.ndarray] = {}
-    for mechanism in dict.fromkeys(allocs[i].mechanism for i in scales_of):
-        ids = [i for i in scales_of if allocs[i].mechanism == mechanism]
-        draws = allocs[ids[0]].sample([s for i in ids for s in scales_of[i]], rng)
-        start = 0
+    for mechanism in dict.fromkeys(allocs[i].mechanism for i in sens_of):
+        ids = [i for i in sens_of if allocs[i].mechanism == mechanism]
+        index: dict[Fraction, int] = {}  # the distinct scales of the call, in order
+        groups = []
         for i in ids:
-            out[i] = draws[start:start + len(scales_of[i])]
-            start += len(scales_of[i])
+            sens, a = sens_of[i], allocs[i]
+            by_sens = {s: a.scale(s) for s in set(sens)}  # a handful of distinct values
+            slot = {s: index.setdefault(v, len(index)) for s, v in by_sens.items()}
+            if len(slot) == 1:
+                groups.append(np.full(len(sens), slot[sens[0]], dtype=np.int64))
+            else:
+                groups.append(np.array([slot[s] for s in sens], dtype=np.int64))
+        draws = allocs[ids[0]].sample(list(index), np.concatenate(groups), rng)
+        start = 0
+        for i, g in zip(ids, groups):
+            out[i] = draws[start:start + g.size]
+            start += g.size
     return out
 
 
@@ -173,6 +178,13 @@ def select_groups(counts: dict[tuple[Any, ...], int], sel: Selection, rng: Rando
         return sorted(kept, key=sort_key), dict(zip(kept, noisy.tolist()))
     keep = select(n, sel.epsilon, sel.delta, rng)  # the optimal primitive, Theorem 1
     return sorted((g for g, k in zip(groups, keep) if k), key=sort_key), None
+
+
+def per_cell(by_sens: dict[int, float], sens: list[int]) -> np.ndarray:
+    """Each cell's value of ``by_sens`` (σ or MOE by sensitivity) as a float array."""
+    if len(by_sens) == 1:
+        return np.full(len(sens), next(iter(by_sens.values())), dtype=float)
+    return np.array([by_sens[s] for s in sens], dtype=float)
 
 
 def domain(plan: Plan, blocks: Blocks,

@@ -155,8 +155,11 @@ class DuckDBFinisher:
 def _column_array(values: np.ndarray | list[Any]) -> np.ndarray:
     if isinstance(values, np.ndarray):
         return values
-    if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return np.array(values, dtype=np.int64)
+    if values and set(map(type, values)) == {int}:  # ints only (a bool's type is bool)
+        try:
+            return np.array(values, dtype=np.int64)
+        except OverflowError:  # beyond int64: DuckDB takes them as Python objects
+            pass
     return np.array(values, dtype=object)  # strings stay VARCHAR (a str array would become an ENUM)
 
 

@@ -33,7 +33,7 @@ from dpsql.privacy.mechanisms import (
     moe95_geometric,
 )
 from dpsql.privacy.quantile import epsilon_for_rho
-from dpsql.privacy.samplers import sample_discrete_gaussian, sample_discrete_laplace
+from dpsql.privacy.samplers import sample_grouped
 from dpsql.sql.plan import Primitive
 from dpsql.privacy.randomness import RandomSource
 
@@ -83,9 +83,9 @@ class Allocation:
         assert self.epsilon is not None
         return geometric_scale(sensitivity, self.epsilon)
 
-    def sample(self, scales: Fraction | list[Fraction], rng: RandomSource, size: int | None = None) -> np.ndarray:
-        sampler = sample_discrete_gaussian if self.mechanism == GAUSSIAN else sample_discrete_laplace
-        return sampler(scales, rng, size=size) if size is not None else sampler(scales, rng)
+    def sample(self, scales: list[Fraction], group: np.ndarray, rng: RandomSource) -> np.ndarray:
+        """One draw of this mechanism per cell, cell i at scale ``scales[group[i]]`` (σ² or b)."""
+        return sample_grouped(self.mechanism == GAUSSIAN, scales, group, rng)
 
     def sigma(self, sensitivity: int) -> float:
         """The noise's standard deviation parameter, in granularity units."""

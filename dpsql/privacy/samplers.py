@@ -40,6 +40,7 @@ from dpsql.privacy.randomness import RandomSource, default_random
 __all__ = [
     "sample_discrete_gaussian",
     "sample_discrete_laplace",
+    "sample_grouped",
 ]
 
 # A sequence of exact parameters, one per output cell (or one value broadcast with ``size``).
@@ -243,11 +244,7 @@ def sample_discrete_gaussian(
     n = 1 if size is None else size
     if type(sigma2) is Fraction and 0 < n <= SMALL_BATCH and sigma2 > 0 and in_range(sigma2, True):
         return gauss_small(sigma2.numerator, sigma2.denominator, n, rng)  # the usual query
-    values, group = _groups(sigma2, size, "sigma2")
-    if group.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    return _by_path(values, group, True, lambda v, g: gauss_guided(v, g, rng),
-                    lambda v, g: _dgauss(_GaussParams(v, g), rng))
+    return sample_grouped(True, *_groups(sigma2, size, "sigma2"), rng)
 
 
 def sample_discrete_laplace(
@@ -269,10 +266,22 @@ def sample_discrete_laplace(
     Returns:
         An int64 array with one sample per cell.
     """
+    return sample_grouped(False, *_groups(scale, size, "scale"), rng)
+
+
+def sample_grouped(gaussian: bool, values: list[Fraction], group: np.ndarray,
+                   rng: RandomSource | None = None) -> np.ndarray:
+    """One sample per cell, cell i's parameter being ``values[group[i]]``: the discrete
+    Gaussian's sigma^2 (``gaussian``) or the discrete Laplace's scale b. The two samplers above,
+    for a caller that has its cells' parameters grouped already (the release: a few distinct
+    values over thousands of cells)."""
     rng = default_random() if rng is None else rng
-    values, group = _groups(scale, size, "scale")
+    values = [_exact_positive(v, "sigma2" if gaussian else "scale") for v in values]
     if group.size == 0:
         return np.zeros(0, dtype=np.int64)
+    if gaussian:
+        return _by_path(values, group, True, lambda v, g: gauss_guided(v, g, rng),
+                        lambda v, g: _dgauss(_GaussParams(v, g), rng))
     if any(v.numerator >= _LIMIT or v.denominator >= _LIMIT for v in values):
         raise ValueError(
             "scale numerator and denominator must be below 2^62; round the scale UP to a "
