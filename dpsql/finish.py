@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -26,9 +27,9 @@ def finish(plan: Plan, columns: dict[str, Any], finisher: Finisher
     noisy cells."""
     n_visible = len(plan.outputs)
     names, types, rows = finisher.run(columns, _finish_sql(plan))
-    at = np.fromiter((r[n_visible] for r in rows), dtype=np.int64, count=len(rows))
+    at = np.fromiter(map(itemgetter(n_visible), rows), dtype=np.int64, count=len(rows))
     errors = column_errors(plan, columns, at)
-    return names[:n_visible], types[:n_visible], [r[:n_visible] for r in rows], errors
+    return names[:n_visible], types[:n_visible], list(map(itemgetter(slice(0, n_visible)), rows)), errors
 
 
 # The finish SQL of a plan, generated once per plan object (plans are cached, so a repeated

@@ -25,6 +25,8 @@ measure the schema bounds below by zero (an unsigned type, or ``CHECK (x >= 0)``
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,7 +115,7 @@ def notes(plan: Plan, names: list[str], rows: list[tuple[Any, ...]], prims: set[
             out.append("dpsql.clamp_negative is on, but no aggregate of this query is known to be non-negative "
                        "(COUNT is; SUM and AVG when the schema bounds the measure below by 0)")
     for j, (name, can_not) in enumerate(zip(names, _nonnegative_outputs(plan, prims))):
-        below = sum(1 for r in rows if isinstance(r[j], (int, float)) and r[j] < 0) if can_not else 0
+        below = sum(1 for v in map(itemgetter(j), rows) if type(v) in (int, float) and v < 0) if can_not else 0
         if below:
             out.append(f"{name}: {below} value{'s' if below != 1 else ''} below 0, though it cannot be negative: "
                        "that is the noise (SET dpsql.clamp_negative = on shows them as 0)")
