@@ -25,9 +25,8 @@ measure the schema bounds below by zero (an unsigned type, or ``CHECK (x >= 0)``
 
 from __future__ import annotations
 
-from operator import itemgetter
-
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
