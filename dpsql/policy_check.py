@@ -9,6 +9,8 @@ These are configuration errors for the data owner, decided the same way for ever
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from dpsql import unit_record
 from dpsql.backends import Engine
 from dpsql.errors import DatabaseFileError, PolicyFileError
@@ -82,14 +84,14 @@ def check_units(policy: Policy, engine: Engine, table: str) -> None:
     remembered with the data file's identity (:mod:`dpsql.unit_record`), so the scan it may need
     (no PRIMARY KEY in the catalog) is paid once per file, not once per process."""
     tp = policy.tables[table]
-    # Over Parquet (DuckDB or Spark) the data is not one file at engine.path: checked per process.
-    recordable = not policy.parquet
-    if recordable and unit_record.passed(engine.path, table, tp.privacy_unit):
+    # The file that holds the table: the database, or (DuckDB or Spark over Parquet) the table's
+    # own Parquet file. A folder, a glob or a URI has no single identity: checked per process.
+    source = Path(policy.parquet[table]) if policy.parquet else engine.path
+    if unit_record.passed(source, table, tp.privacy_unit):
         return
     if not engine.units_unique(table, tp.privacy_unit):
         raise PolicyFileError(
             f"table {table!r}: the privacy unit {tp.privacy_unit!r} does not identify one row per unit; "
             "dpsql refuses to answer because its sensitivity analysis assumes one row per unit",
             hint="the data owner must aggregate rows per unit or declare the right unit column.")
-    if recordable:
-        unit_record.remember(engine.path, table, tp.privacy_unit)
+    unit_record.remember(source, table, tp.privacy_unit)

@@ -108,3 +108,36 @@ def test_the_scan_in_passes_finds_every_repeat_and_null(tmp_path, monkeypatch, e
         assert engine._units_unique_scan("t", "id") is unique
     finally:
         engine.close()
+
+
+def test_a_table_read_from_its_own_parquet_file_is_recorded_by_that_file(tmp_path, monkeypatch):
+    """Over Parquet (DuckDB here; Spark takes the same path in policy_check) each table's file is
+    its identity: recorded after one scan, not scanned by a new session, checked again once the
+    file is rewritten; a table given as a folder is checked every time."""
+    from dpsql.backends import duckdb as duckdb_backend
+
+    monkeypatch.setenv("DPSQL_HOME", str(tmp_path / "home"))
+    data = tmp_path / "people.parquet"
+    with duckdb.connect() as con:
+        con.execute(f"COPY (SELECT i AS id, CASE WHEN i % 2 = 0 THEN 'a' ELSE 'b' END AS region, i AS income "
+                    f"FROM range(1000) t(i)) TO '{data}' (FORMAT parquet)")
+    policy = tmp_path / "people.policy.toml"
+    policy.write_text(POLICY.replace('privacy_unit = "id"', 'privacy_unit = "id"\nparquet = "people.parquet"'))
+
+    def session_scans() -> list[str]:
+        duckdb_backend._UNIQUE_UNITS.clear()  # what a new process starts with
+        with dpsql.connect(None, str(policy)) as con:
+            scans = _scans(con, monkeypatch)
+            con.execute(QUERY)
+            return scans
+
+    assert session_scans() == ["people"]
+    assert unit_record.passed(data, "people", "id")
+    assert session_scans() == []
+    with duckdb.connect() as con:  # the owner rewrites the file with a repeated unit
+        con.execute(f"COPY (SELECT i % 999 AS id, 'a' AS region, i AS income FROM range(1000) t(i)) "
+                    f"TO '{data}' (FORMAT parquet)")
+    duckdb_backend._UNIQUE_UNITS.clear()
+    with dpsql.connect(None, str(policy)) as con:
+        with pytest.raises(PolicyFileError, match="does not identify one row per unit"):
+            con.execute(QUERY)
