@@ -153,8 +153,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("guided_sampler_decides_inside_the_margin",
              "the float-guided sampler takes decisions closer than its float error bound allows",
              (Patch("dpsql/privacy/guided.py",
-                    "if k >= 0 and uf < exp(-k * lamf) - MARGIN and uf > exp(-(k + 1) * lamf) + MARGIN:",
-                    "if k >= 0 and uf < exp(-k * lamf) + MARGIN and uf > exp(-(k + 1) * lamf) - MARGIN:"),),
+                    "if sure or (k >= 0 and uf < exp(-k * lamf) - MARGIN and uf > exp(-(k + 1) * lamf) + MARGIN):",
+                    "if sure or (k >= 0 and uf < exp(-k * lamf) + MARGIN and uf > exp(-(k + 1) * lamf) - MARGIN):"),),
              ("tests/test_guided_samplers.py::test_float_decisions_next_to_the_boundaries_are_the_exact_ones",)),
     # ------------------------------------------------------------------ quantiles
     Mutation("quantile_epsilon_doubled",

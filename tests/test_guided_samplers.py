@@ -168,8 +168,10 @@ def _boundary_word(g: Fraction, offset: int) -> int:
     return min(max(int(lo * (1 << 63)) + offset, 0), (1 << 63) - 1)
 
 
-OFFSETS = [-(1 << 26), -(1 << 23) - 7, -(1 << 23) + 7, -(1 << 20), -1, 1, 1 << 20, (1 << 23) - 7,
-           (1 << 23) + 7, 1 << 26]  # 2^23 words = 2^-40 = MARGIN
+OFFSETS = [-(1 << 44), -(1 << 42), -(1 << 40), -(1 << 26), -(1 << 23) - 7, -(1 << 23) + 7, -(1 << 20), -1,
+           1, 1 << 20, (1 << 23) - 7, (1 << 23) + 7, 1 << 26, 1 << 40, 1 << 42, 1 << 44]
+# 2^23 words = 2^-40 = MARGIN; 2^40..2^44 words put -t ln U about 2^-19..2^-14 from an integer,
+# around the small batches' log margin (2^-16)
 
 
 def _adversarial_trials(t: int, p: int, q: int, rng: np.random.Generator):
@@ -208,10 +210,11 @@ def test_float_decisions_next_to_the_boundaries_are_the_exact_ones(p, q):
     for (x, wc), e in zip(trials, exact):
         got = guided._one_gauss(p, q, t, Words([x, wc, *marker]).word64)
         assert got == (marker_y if e is None else e), (x, wc, e, got)
-    # the numpy rounds: one cell, four trials a round (the trial, then three markers); the
-    # first accepted trial is the sample
+    # the numpy rounds: one cell, r trials a round (the trial, then markers); the first accepted
+    # trial is the sample
+    r = guided.trials_per_cell(1)
     for (x, wc), e in zip(trials, exact):
-        src = Words(words63=[x & ((1 << 63) - 1), 1 << 62, 1 << 62, 1 << 62, x >> 63, wc, 0, 0, 0])
+        src = Words(words63=[x & ((1 << 63) - 1)] + [1 << 62] * (r - 1) + [x >> 63, wc] + [0] * (r - 1))
         got = guided._vector([(1, t)], [(p, q, t)], np.zeros(1, dtype=np.int64), src)[0]
         assert got == (marker_y if e is None else e), (x, wc, e, got)
 

@@ -74,6 +74,9 @@ class _ByteSource:
         if pos + need > len(pool):
             pool, pos = self._refill(need), 0
         self._pos = pos + need
+        if n <= 16:  # cheaper than numpy's set-up for a few words
+            big = int.from_bytes(pool[pos:pos + need], "little")
+            return [(big >> s) & 0xFFFFFFFFFFFFFFFF for s in range(0, 64 * n, 64)]
         return np.frombuffer(pool, dtype="<u8", count=n, offset=pos).tolist()
 
     def randbelow(self, bound: int) -> int:

@@ -242,7 +242,7 @@ def sample_discrete_gaussian(
     """
     rng = default_random() if rng is None else rng
     n = 1 if size is None else size
-    if type(sigma2) is Fraction and 0 < n <= SMALL_BATCH and sigma2 > 0 and in_range(sigma2, True):
+    if type(sigma2) is Fraction and 0 < n <= SMALL_BATCH and sigma2.numerator > 0 and in_range(sigma2, True):
         return gauss_small(sigma2.numerator, sigma2.denominator, n, rng)  # the usual query
     return sample_grouped(True, *_groups(sigma2, size, "sigma2"), rng)
 
