@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpsql.privacy.budget import fmt
-from dpsql.workload import spec
-from dpsql.workload.plan import WorkloadPlan, plan
-from dpsql.workload.run import run
+
+if TYPE_CHECKING:
+    from dpsql.workload.plan import WorkloadPlan
+
+# dpsql.workload is imported when the command runs: every `dpsql` command builds the parser that
+# registers this one (add_command), and `dpsql query` should not pay for the workload planner.
 
 __all__ = ["add_command", "workload", "plan_text"]
 
@@ -36,6 +39,10 @@ def _session(args: argparse.Namespace) -> Any:
 
 
 def workload(args: argparse.Namespace) -> int:
+    from dpsql.workload import spec
+    from dpsql.workload.plan import plan
+    from dpsql.workload.run import run
+
     w = spec.load(args.file)  # DP501 before anything is opened
     if args.dry_run and not w.queries:  # a SafeTab-only plan needs no database
         p = plan(None, w)
