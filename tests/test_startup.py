@@ -84,3 +84,42 @@ def test_the_process_command_freezes_instead_of_collecting():
         "assert cli.main() == 0\n"
         "print(gc.isenabled(), gc.get_freeze_count() > 0)\n")
     assert out.split() == ["False", "True"]
+
+
+def test_one_catalog_read_gives_the_information_schema_facts(tmp_path):
+    """The engine reads duckdb_columns() and duckdb_constraints() once per session for the
+    schema, the NOT NULL columns, the non-negative ones and the unit check's constraints: the
+    same facts as information_schema.columns (a view of duckdb_columns) read three times."""
+    import duckdb
+
+    from dpsql.backends.duckdb import DuckDBEngine, _bounded_below_by_zero
+
+    path = tmp_path / "cat.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute('CREATE TABLE t (id BIGINT PRIMARY KEY, u UINTEGER, x INTEGER CHECK (x >= 0), y DOUBLE NOT NULL, '
+                '"Mixed" VARCHAR UNIQUE, z DECIMAL(10,2), CHECK (0 <= y AND y < 100))')
+    con.execute('CREATE TABLE "Other" (k VARCHAR UNIQUE NOT NULL, s STRUCT(a INT), e INTEGER[])')
+    con.execute("CREATE VIEW v AS SELECT id, x FROM t")
+    con.execute("INSERT INTO t VALUES (1, 1, 0, 1.0, 'a', 1), (2, 1, 0, 2.0, 'b', 1)")
+    tables = ["t", "other", "v", "missing"]
+    schema: dict = {t: {} for t in tables}
+    for table, column, dtype, nullable in con.execute(
+            "SELECT lower(table_name), lower(column_name), data_type, is_nullable FROM information_schema.columns "
+            "WHERE table_schema = 'main' ORDER BY table_name, ordinal_position").fetchall():
+        if table in schema:
+            schema[table][column] = (dtype, nullable)
+    con.close()
+    engine = DuckDBEngine(path)
+    try:
+        got = engine.schema(tables)
+        assert {t: list(c.items()) for t, c in got.items()} == \
+            {t: [(c, d) for c, (d, _) in cols.items()] for t, cols in schema.items()}
+        assert engine.not_null_columns(tables) == \
+            {t: {c for c, (_, n) in cols.items() if n == "NO"} for t, cols in schema.items()}
+        assert engine.nonnegative_columns(tables) == {"t": {"u", "x", "y"}, "other": set(), "v": set(), "missing": set()}
+        assert _bounded_below_by_zero("(x >= 0)") == {"x"}
+        # proven by the catalog (PRIMARY KEY; UNIQUE and NOT NULL), or by a scan of the rows
+        assert [engine.units_unique(t, u) for t, u in [("t", "id"), ("other", "k"), ("t", "mixed"), ("t", "x")]] == \
+            [True, True, True, False]
+    finally:
+        engine.close()
