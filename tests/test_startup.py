@@ -123,3 +123,61 @@ def test_one_catalog_read_gives_the_information_schema_facts(tmp_path):
             [True, True, True, False]
     finally:
         engine.close()
+
+
+def test_the_finisher_shares_the_empty_twin_made_when_first_needed(con):
+    """The DuckDB engine's finish stage runs on a cursor of the empty schema twin's in-memory
+    database (one DuckDB instance fewer per session), opened at the first query, not before;
+    it holds no private row and keeps the lockdown."""
+    import duckdb
+
+    session = con.session
+    assert session.engine._twin is None and session.finisher._con is None  # nothing opened yet
+    cur = con.cursor().execute("SELECT naics2, COUNT(*) AS n FROM establishments GROUP BY naics2")
+    assert len(cur.fetchall()) == 24
+    fin = session.finisher._con
+    assert session.engine._twin is not None and fin is not None
+    assert fin.execute("SELECT COUNT(*) FROM establishments").fetchall() == [(0,)]  # the twin's empty table
+    for statement in ("SELECT * FROM read_csv('/etc/passwd')", "SET enable_external_access = true",
+                      "INSTALL httpfs", "SET threads = 1"):
+        with pytest.raises(duckdb.Error):
+            fin.execute(statement)
+    with pytest.raises(duckdb.CatalogException):  # a query's noisy cells are on its own cursor only
+        session.engine._twin.execute("SELECT * FROM __noisy")
+
+
+def test_a_schema_the_twin_cannot_mirror_is_refused_per_query(tmp_path):
+    """A column whose default reads a sequence cannot be mirrored on the empty twin: the session still
+    opens (the finisher, on the twin's instance, is made on first use) and a query is refused in
+    phase 1 with nothing charged."""
+    import textwrap
+
+    import duckdb
+
+    import dpsql
+    from dpsql.errors import DatabaseFileError
+
+    db = tmp_path / "ev.duckdb"
+    raw = duckdb.connect(str(db))
+    raw.execute("CREATE SEQUENCE ids")
+    raw.execute("CREATE TABLE ev (id BIGINT DEFAULT nextval('ids'), amt BIGINT)")
+    raw.execute("INSERT INTO ev SELECT i, i % 7 FROM range(100) r(i)")
+    raw.close()
+    policy = tmp_path / "ev.policy.toml"
+    policy.write_text(textwrap.dedent("""
+        [budget]
+        default_rho = 1.0
+        total_rho = 10.0
+        [tables.ev]
+        privacy_unit = "id"
+        [tables.ev.measures]
+        amt = { threshold = 10 }
+        """))
+    c = dpsql.connect(db, policy)
+    try:
+        assert c.cursor().execute("SELECT 1").fetchall() == [(1,)]
+        with pytest.raises(DatabaseFileError, match="cannot mirror the schema"):
+            c.cursor().execute("SELECT COUNT(*) FROM ev")
+        assert c.session.ledger.spent == 0
+    finally:
+        c.close()
