@@ -181,3 +181,17 @@ def test_a_schema_the_twin_cannot_mirror_is_refused_per_query(tmp_path):
         assert c.session.ledger.spent == 0
     finally:
         c.close()
+
+
+def test_the_postgres_dialect_is_imported_by_the_first_to_date(demo):
+    """sqlglot's PostgreSQL dialect (its time mapping turns TO_DATE formats into STRPTIME ones)
+    is imported when a query first uses TO_DATE / TO_TIMESTAMP, not by every process."""
+    out = _python(
+        "import sys, dpsql\n"
+        f"c = dpsql.connect({str(demo[0])!r}, {str(demo[1])!r})\n"
+        "c.cursor().execute('SELECT COUNT(*) FROM establishments').fetchall()\n"
+        "print('sqlglot.dialects.postgres' in sys.modules)\n"
+        "sql = \"SELECT COUNT(*) FROM establishments WHERE opened >= TO_DATE('2015-01-01', 'YYYY-MM-DD')\"\n"
+        "print('strptime' in c.session.plan(sql).where.sql('duckdb').lower(), 'sqlglot.dialects.postgres' in sys.modules)\n"
+        "c.close()\n")
+    assert out.split() == ["False", "True", "True"]
