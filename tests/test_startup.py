@@ -75,15 +75,19 @@ def test_a_failing_command_gives_the_collector_back(monkeypatch):
 
 def test_the_process_command_freezes_instead_of_collecting():
     """Without argv, main() is the process's command: the process exits next, so the collector
-    stays off and what start-up made is frozen (Python's exit-time collection skips it)."""
-    out = _python(
-        "import gc, sys\n"
-        "from dpsql.faces import cli\n"
-        "cli._run = lambda args: 0\n"
-        "sys.argv = ['dpsql', 'query', 'SELECT 1']\n"
-        "assert cli.main() == 0\n"
-        "print(gc.isenabled(), gc.get_freeze_count() > 0)\n")
-    assert out.split() == ["False", "True"]
+    stays off and what start-up made is frozen (Python's exit-time collection skips it), and
+    OpenBLAS starts one thread unless told otherwise; a caller's own process is left alone."""
+    code = ("import gc, os, sys\n"
+            "from dpsql.faces import cli\n"
+            "cli._run = lambda args: print(os.environ.get('OPENBLAS_NUM_THREADS')) or 0\n"
+            "sys.argv = ['dpsql', 'query', 'SELECT 1']\n"
+            "assert cli.main() == 0\n"
+            "print(gc.isenabled(), gc.get_freeze_count() > 0)\n"
+            "sys.argv = ['dpsql', 'ledger']\n")
+    assert _python(code).split() == ["1", "False", "True"]
+    assert _python(code.replace("import gc, os, sys", "import gc, os, sys; os.environ['OPENBLAS_NUM_THREADS'] = '3'")
+                   ).split() == ["3", "False", "True"]
+    assert _python(code.replace("cli.main()", "cli.main(['query', 'SELECT 1'])")).split() == ["None", "True", "False"]
 
 
 def test_one_catalog_read_gives_the_information_schema_facts(tmp_path):

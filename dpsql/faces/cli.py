@@ -25,16 +25,13 @@ standard output went away (``| head``).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gc
 import os
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 from dpsql import format as fmt_mod
 from dpsql.errors import DpsqlError
-from dpsql.faces import budget_commands, engine_option
+from dpsql.faces import budget_commands, engine_option, startup
 
 SAMPLE_QUERY = "SELECT naics2, COUNT(*) AS establishments, SUM(payann) AS payroll, AVG(employees) AS avg_employees\n" \
                "FROM establishments GROUP BY naics2 ORDER BY naics2"
@@ -50,9 +47,6 @@ def _connection_args(p: argparse.ArgumentParser) -> None:
 
 
 COMMANDS = ("demo", "query", "explain", "ledger", "policy", "convert", "serve", "user", "init", "workload", "advise")
-#: Commands that answer one statement and exit: Python's cyclic garbage collector is paused while
-#: they run (:func:`_collector_paused`).
-ONE_STATEMENT = ("query", "explain")
 REPL_USAGE = "dpsql [DATABASE] [--policy FILE] [--rho R] [--sigma]"
 
 
@@ -175,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     killed by SIGPIPE does, instead of a BrokenPipeError traceback.
 
     Without ``argv`` (the console script, ``python -m dpsql``) this is the process's command:
-    the process exits when it returns (see :func:`_collector_paused`)."""
+    the process exits when it returns (see :func:`dpsql.faces.startup.one_statement`)."""
     try:
         try:
             return _main(argv)
@@ -190,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     exiting = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
-    with _collector_paused(_first_word(argv) in ONE_STATEMENT, exiting):
+    with startup.one_statement(_first_word(argv), exiting):
         args = _parse(argv)
         return _run(args) if args is not None else 0
 
@@ -213,31 +207,6 @@ def _parse(argv: list[str]) -> argparse.Namespace | None:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
     engine_option.apply(args)
     return args
-
-
-@contextlib.contextmanager
-def _collector_paused(pause: bool, exiting: bool) -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a one-statement command runs.
-
-    It runs after every few hundred allocations, and importing sqlglot, numpy and the pipeline
-    makes a few hundred thousand objects that live as long as the process: on the demo query it
-    ran about 110 times and freed about a thousand objects. One statement's cyclic garbage (sqlglot
-    trees link to their parents) is small; everything else is freed by reference counting as
-    before. Afterwards the collector is enabled again, which at once collects everything made
-    meanwhile; when the process exits next (``exiting``) that is skipped, and the objects are
-    frozen (:func:`gc.freeze`) so that the collection Python runs at exit does not walk them
-    either. Resources are never left to the collector: the command closes its connections."""
-    if not pause or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        if exiting:
-            gc.freeze()
-        else:
-            gc.enable()
 
 
 def _run(args: argparse.Namespace) -> int:
