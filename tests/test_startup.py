@@ -49,6 +49,18 @@ def test_the_command_line_parser_loads_no_pipeline():
     assert not {"sqlglot", "numpy", "duckdb", "dpsql.session"} & loaded
 
 
+def test_a_command_line_starting_with_a_command_builds_its_parser_only():
+    loaded = _loaded_after("import dpsql.faces.cli as c\nc.build_parser('query')")
+    assert not {"dpsql.faces.server.cli", "dpsql.faces.init_cmd", "dpsql.faces.workload_cmd",
+                "dpsql.faces.advise_cmd"} & loaded
+    for argv in (["query", "SELECT 1", "--db", "x.duckdb", "--format", "csv", "--engine", "spark"],
+                 ["serve", "--port", "0"], ["user", "list"], ["init", "a.csv", "--unit", "id"],
+                 ["workload", "w.toml", "--dry-run"], ["advise", "--json"], ["ledger", "--all"],
+                 ["policy", "employees=3"], ["convert", "--rho", "1", "--delta", "1e-6"], ["explain", "SELECT 1"],
+                 ["demo", "--rows", "10"]):
+        assert cli.build_parser(argv[0]).parse_args(argv) == cli.build_parser().parse_args(argv)
+
+
 def test_the_collector_is_paused_only_while_one_statement_runs(monkeypatch):
     seen = []
     monkeypatch.setattr(cli, "_run", lambda args: seen.append((args.command, gc.isenabled())) or 0)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from dpsql import format as fmt_mod
@@ -50,7 +51,9 @@ COMMANDS = ("demo", "query", "explain", "ledger", "policy", "convert", "serve", 
 REPL_USAGE = "dpsql [DATABASE] [--policy FILE] [--rho R] [--sigma]"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of the `dpsql` commands; with ``command``, of that one only (a command line that
+    starts with its name needs no other, nor the modules that define them)."""
     parser = argparse.ArgumentParser(
         prog="dpsql", usage=f"{REPL_USAGE}\n       dpsql COMMAND ...",
         description="Differentially private GROUP BY aggregates (COUNT, SUM, AVG) over a DuckDB file. "
@@ -63,60 +66,73 @@ def build_parser() -> argparse.ArgumentParser:
     # prog: each subcommand's usage line starts "dpsql query", not with the two-line usage above.
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", prog="dpsql")
 
-    from dpsql.faces.server import cli as server_cli
+    def wanted(*names: str) -> bool:
+        return command is None or command in names
 
-    server_cli.add_commands(sub)
-    from dpsql.faces import init_cmd
+    if wanted("serve", "user"):
+        from dpsql.faces.server import cli as server_cli
 
-    init_cmd.add_command(sub)
-    from dpsql.faces import workload_cmd
+        server_cli.add_commands(sub)
+    if wanted("init"):
+        from dpsql.faces import init_cmd
 
-    workload_cmd.add_command(sub)
-    from dpsql.faces import advise_cmd
+        init_cmd.add_command(sub)
+    if wanted("workload"):
+        from dpsql.faces import workload_cmd
 
-    advise_cmd.add_command(sub)
+        workload_cmd.add_command(sub)
+    if wanted("advise"):
+        from dpsql.faces import advise_cmd
 
-    p = sub.add_parser("demo", help="build the demo database if needed, show where it is, run a sample query")
-    p.add_argument("--rows", type=int, default=200_000, help="establishments rows (default 200000)")
-    p.add_argument("--json", action="store_true", help="print JSON")
-
-    p = sub.add_parser("query", help="answer one aggregate query with differential privacy (charges the budget)")
-    p.add_argument("sql", help="the SELECT statement ('-' reads it from standard input)")
-    _connection_args(p)
-    p.add_argument("--sigma", action="store_true", help="show σ instead of the 95%% margin of error")
-    p.add_argument("--format", choices=("table", "csv", "json"), help="table (the default), csv (the rows with "
-                   "a <column>_moe95 column after each noisy one, or _sigma too with --sigma; the cost on standard "
-                   "error) or json (as --json)")
-
-    p = sub.add_parser("explain", help="show how a query would be answered; touches no data, charges nothing")
-    p.add_argument("sql", help="the SELECT statement ('-' reads it from standard input)")
-    _connection_args(p)
-    for name in ("demo", "query", "explain", "serve"):
-        engine_option.add_engine_args(sub.choices[name])
-
-    p = sub.add_parser("ledger", help="budget spent and remaining in rho and delta, the (epsilon, delta)-DP "
-                                      "guarantee of everything spent, and every charge so far")
-    _ledger_args(p)
-    p.add_argument("--all", action="store_true", help="every analyst's charges, and the data set's guarantee (default: yours)")
-    p.add_argument("--delta", metavar="D", help="delta' at which the rho spent is converted to epsilon "
-                                                "(default 1e-6); the guarantee's delta is D plus the delta spent")
-
-    p = sub.add_parser("policy", help="the public policy function P(r) of everything released so far",
-                       description="Prints P(r) as a formula in a record's measure values; with measure=value "
-                                   "pairs, evaluates it for that hypothetical record (never for real records).")
-    _ledger_args(p)
-    p.add_argument("record", nargs="*", metavar="measure=value", help="a hypothetical record, e.g. employees=150 payann=10000")
-    p.add_argument("--table", help="the table the record belongs to (default: the only one with releases)")
-
-    p = sub.add_parser("convert", help="convert rho-zCDP (optionally P-approximate) to (epsilon, delta)-DP",
-                       description="Converts rho alone: rho-zCDP is (epsilon, D)-DP. With --plus-delta P (the delta "
-                                   "of approximate zCDP, e.g. the delta the ledger shows spent by partition "
-                                   "selection), P-approximate rho-zCDP is (epsilon, D + P)-DP, epsilon unchanged.")
-    p.add_argument("--rho", required=True, help="zCDP rho (e.g. the total spent)")
-    p.add_argument("--delta", required=True, help="delta of the conversion, e.g. 1e-10")
-    p.add_argument("--plus-delta", metavar="P", help="delta already spent (approximate zCDP), added to the result's delta")
-    p.add_argument("--json", action="store_true", help="print JSON")
+        advise_cmd.add_command(sub)
+    _add_builtin_commands(sub, wanted)
     return parser
+
+
+def _add_builtin_commands(sub: Any, wanted: Callable[..., bool]) -> None:
+    """The commands defined here that are ``wanted``, and the engine options of those that read data."""
+    if wanted("demo"):
+        p = sub.add_parser("demo", help="build the demo database if needed, show where it is, run a sample query")
+        p.add_argument("--rows", type=int, default=200_000, help="establishments rows (default 200000)")
+        p.add_argument("--json", action="store_true", help="print JSON")
+    if wanted("query"):
+        p = sub.add_parser("query", help="answer one aggregate query with differential privacy (charges the budget)")
+        p.add_argument("sql", help="the SELECT statement ('-' reads it from standard input)")
+        _connection_args(p)
+        p.add_argument("--sigma", action="store_true", help="show σ instead of the 95%% margin of error")
+        p.add_argument("--format", choices=("table", "csv", "json"), help="table (the default), csv (the rows with "
+                       "a <column>_moe95 column after each noisy one, or _sigma too with --sigma; the cost on standard "
+                       "error) or json (as --json)")
+    if wanted("explain"):
+        p = sub.add_parser("explain", help="show how a query would be answered; touches no data, charges nothing")
+        p.add_argument("sql", help="the SELECT statement ('-' reads it from standard input)")
+        _connection_args(p)
+    for name in ("demo", "query", "explain", "serve"):
+        if name in sub.choices:
+            engine_option.add_engine_args(sub.choices[name])
+    if wanted("ledger"):
+        p = sub.add_parser("ledger", help="budget spent and remaining in rho and delta, the (epsilon, delta)-DP "
+                                          "guarantee of everything spent, and every charge so far")
+        _ledger_args(p)
+        p.add_argument("--all", action="store_true", help="every analyst's charges, and the data set's guarantee (default: yours)")
+        p.add_argument("--delta", metavar="D", help="delta' at which the rho spent is converted to epsilon "
+                                                    "(default 1e-6); the guarantee's delta is D plus the delta spent")
+    if wanted("policy"):
+        p = sub.add_parser("policy", help="the public policy function P(r) of everything released so far",
+                           description="Prints P(r) as a formula in a record's measure values; with measure=value "
+                                       "pairs, evaluates it for that hypothetical record (never for real records).")
+        _ledger_args(p)
+        p.add_argument("record", nargs="*", metavar="measure=value", help="a hypothetical record, e.g. employees=150 payann=10000")
+        p.add_argument("--table", help="the table the record belongs to (default: the only one with releases)")
+    if wanted("convert"):
+        p = sub.add_parser("convert", help="convert rho-zCDP (optionally P-approximate) to (epsilon, delta)-DP",
+                           description="Converts rho alone: rho-zCDP is (epsilon, D)-DP. With --plus-delta P (the delta "
+                                       "of approximate zCDP, e.g. the delta the ledger shows spent by partition "
+                                       "selection), P-approximate rho-zCDP is (epsilon, D + P)-DP, epsilon unchanged.")
+        p.add_argument("--rho", required=True, help="zCDP rho (e.g. the total spent)")
+        p.add_argument("--delta", required=True, help="delta of the conversion, e.g. 1e-10")
+        p.add_argument("--plus-delta", metavar="P", help="delta already spent (approximate zCDP), added to the result's delta")
+        p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def _ledger_args(p: argparse.ArgumentParser) -> None:
@@ -193,7 +209,8 @@ def _parse(argv: list[str]) -> argparse.Namespace | None:
     """The command line parsed (``args.command`` set, "repl" for the prompt); None when the
     top-level help was printed instead."""
     if _names_command(argv):
-        parser = build_parser()
+        # A line that starts with the command's name needs that command's parser only.
+        parser = build_parser(argv[0] if argv[0] in COMMANDS else None)
         args = parser.parse_args(argv)
         if args.command is None:
             parser.print_help()
