@@ -211,3 +211,31 @@ def test_the_postgres_dialect_is_imported_by_the_first_to_date(demo):
         "print('strptime' in c.session.plan(sql).where.sql('duckdb').lower(), 'sqlglot.dialects.postgres' in sys.modules)\n"
         "c.close()\n")
     assert out.split() == ["False", "True", "True"]
+
+
+def test_each_session_reads_the_catalog_afresh(tmp_path):
+    """The engine keeps its catalog read for its own life only (the file is read-only and locked
+    against writers meanwhile): a column added between two sessions is seen by the second."""
+    import duckdb
+
+    from dpsql.backends.duckdb import DuckDBEngine
+
+    path = tmp_path / "grow.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, x INTEGER)")
+    con.close()
+    first = DuckDBEngine(path)
+    assert first.schema(["t"]) == {"t": {"id": "BIGINT", "x": "INTEGER"}}
+    writer = subprocess.run([sys.executable, "-c", f"import duckdb; duckdb.connect({str(path)!r})"],
+                            capture_output=True, text=True, timeout=60)
+    assert writer.returncode != 0 and "lock" in writer.stderr.lower()  # no writer while a session holds it
+    first.close()
+    con = duckdb.connect(str(path))
+    con.execute("ALTER TABLE t ADD COLUMN y UINTEGER")
+    con.close()
+    second = DuckDBEngine(path)
+    try:
+        assert second.schema(["t"]) == {"t": {"id": "BIGINT", "x": "INTEGER", "y": "UINTEGER"}}
+        assert second.nonnegative_columns(["t"]) == {"t": {"y"}}
+    finally:
+        second.close()
