@@ -128,12 +128,14 @@ def do_perf(args: argparse.Namespace, sizes: dict[str, Any], out: Path, doc: Pat
         samplers = f"(not measured: {exc})\n"
         log(samplers)
     log("== fresh process")
-    fresh = bench_fresh.measure(3 if args.quick else 9)
-    log(bench_fresh.line(*fresh))
+    repeat = 3 if args.quick else 9
+    fresh = bench_fresh.measure(repeat)
+    fresh_text = bench_fresh.report(fresh, repeat)
+    log(fresh_text)
     body = (speed.render(res) + "\n### The exact samplers against OpenDP's (N_Z(1000/3), µs per sample)\n\n"
-            + samplers + "\n### A fresh process\n\n" + bench_fresh.line(*fresh) + "\n")
+            + samplers + "\n### A fresh process\n\n```\n" + fresh_text + "\n```\n")
     update_section(doc, "perf", _stamp(command, time.perf_counter() - t0) + body)
-    return {"fresh_ratio": fresh[1] / fresh[0]}
+    return {"fresh_ratio": fresh["dpsql"] / fresh["raw"]}
 
 
 STEPS: dict[str, Callable[..., dict[str, Any]]] = {

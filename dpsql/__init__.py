@@ -8,26 +8,8 @@
 
 from __future__ import annotations
 
-from dpsql.faces.dbapi import (
-    BINARY,
-    DATETIME,
-    NUMBER,
-    ROWID,
-    STRING,
-    Binary,
-    Connection,
-    Cursor,
-    Date,
-    DateFromTicks,
-    Time,
-    TimeFromTicks,
-    Timestamp,
-    TimestampFromTicks,
-    apilevel,
-    connect,
-    paramstyle,
-    threadsafety,
-)
+from typing import TYPE_CHECKING, Any
+
 from dpsql.errors import (
     BudgetExceededError,
     DatabaseError,
@@ -47,6 +29,53 @@ from dpsql.errors import (
 )
 
 from dpsql.version import __version__
+
+if TYPE_CHECKING:
+    from dpsql.faces.dbapi import (
+        BINARY,
+        DATETIME,
+        NUMBER,
+        ROWID,
+        STRING,
+        Binary,
+        Connection,
+        Cursor,
+        Date,
+        DateFromTicks,
+        Time,
+        TimeFromTicks,
+        Timestamp,
+        TimestampFromTicks,
+        apilevel,
+        connect,
+        paramstyle,
+        threadsafety,
+    )
+
+#: the PEP 249 names of :mod:`dpsql.faces.dbapi`, imported on first use (PEP 562): `import dpsql`
+#: alone, and every `dpsql` command that opens no database (ledger, convert, --help), then loads
+#: neither sqlglot, numpy, DuckDB nor the query pipeline.
+_DBAPI_NAMES = frozenset({
+    "connect", "Connection", "Cursor", "apilevel", "threadsafety", "paramstyle",
+    "STRING", "NUMBER", "DATETIME", "BINARY", "ROWID",
+    "Date", "Time", "Timestamp", "DateFromTicks", "TimeFromTicks", "TimestampFromTicks", "Binary",
+})
+
+
+def __getattr__(name: str) -> Any:
+    """The DB-API's names (``dpsql.connect``, ``dpsql.paramstyle``, ...), from
+    :mod:`dpsql.faces.dbapi` on first use; kept as module globals after that."""
+    if name not in _DBAPI_NAMES:
+        raise AttributeError(f"module 'dpsql' has no attribute {name!r}")
+    from dpsql.faces import dbapi
+
+    globals().update({n: getattr(dbapi, n) for n in _DBAPI_NAMES})
+    return globals()[name]
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _DBAPI_NAMES)
+
 
 __all__ = [
     "connect", "Connection", "Cursor", "apilevel", "threadsafety", "paramstyle",

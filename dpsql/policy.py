@@ -143,6 +143,8 @@ class Key:
 
 @dataclass(frozen=True)
 class TablePolicy:
+    """One private table of the policy: its privacy unit, measures, keys and split cap."""
+
     name: str
     privacy_unit: str
     measures: dict[str, Measure] = field(default_factory=dict)
@@ -235,6 +237,8 @@ SELECTION_METHODS = ("optimal", "truncated_geometric")
 
 @dataclass(frozen=True)
 class Policy:
+    """The data owner's policy file, loaded and validated (:func:`dpsql.policy_file.load_policy`)."""
+
     path: Path | None
     tables: dict[str, TablePolicy]
     budget: Budget

@@ -40,6 +40,7 @@ File format (see ``docs/policy.md``)::
 from __future__ import annotations
 
 import datetime
+import itertools
 import math
 import tomllib
 from fractions import Fraction
@@ -238,11 +239,14 @@ def _range_key(name: str, kdoc: dict[str, Any], where: str, kfield: str) -> Key:
     if size > MAX_RANGE_GRID:
         raise _err(where, kfield, f"the range by the {grain} holds {size:,} instants, more than {MAX_RANGE_GRID:,}; "
                    "declare a shorter range or a coarser grain")
+    # Built by C-level iterators (date.fromordinal; a running datetime + step): the same values as
+    # lo + i days / start + i * step, several times faster, and every policy load pays it (the
+    # demo's two ranges are 21,569 instants: ~25 ms of a fresh `dpsql query` as generators).
     if grain == "day":
-        keyset: tuple[Any, ...] = tuple(lo + datetime.timedelta(days=i) for i in range(size))
+        keyset: tuple[Any, ...] = tuple(map(datetime.date.fromordinal, range(lo.toordinal(), lo.toordinal() + size)))
     else:
         start = datetime.datetime.combine(lo, datetime.time())
-        keyset = tuple(start + i * step for i in range(size))
+        keyset = tuple(itertools.accumulate(itertools.repeat(step, size - 1), initial=start))
     return Key(name, keyset, range=(lo, hi), grain=grain)
 
 

@@ -103,6 +103,8 @@ class Receipt:
 
 @dataclass(frozen=True)
 class Result:
+    """A released answer: column names and DuckDB types, noisy rows, and the receipt of its charge."""
+
     columns: tuple[str, ...]
     types: tuple[str, ...]
     rows: list[tuple[Any, ...]]

@@ -136,7 +136,7 @@ class Session:
             raise
         self.rng = random_source if random_source is not None else default_random()
         self.database = database
-        self.finisher = open_finisher()
+        self.finisher = open_finisher(self.engine)
         self.domain = PublicDomain(self.engine, self.finisher, self.schema)
         self._units_checked: set[str] = set()
         self._plans: OrderedDict[str, tuple[Plan, str]] = OrderedDict()  # _planned's cache, least recent first

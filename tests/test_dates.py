@@ -39,6 +39,21 @@ def test_range_key_keyset_is_every_instant_of_the_range():
     assert "range 2020-01-01 to 2020-12-31 by day" in p.tables["ev"].role("d")
 
 
+@pytest.mark.parametrize("lo, hi, grain", [("2024-02-29", "2024-02-29", "day"), ("1990-01-01", "2024-12-31", "day"),
+                                           ("2024-12-31", "2024-12-31", "hour"), ("2023-03-25", "2023-03-27", "minute")])
+def test_range_keyset_is_lo_plus_i_steps(lo, hi, grain):
+    """The keyset is built by C-level iterators at policy load (start-up, issue 15): exactly the
+    instants lo + i * step, i = 0 .. size - 1, of the definition, one-day ranges included."""
+    key = parse_policy(_policy({"k": {"range": [lo, hi], "grain": grain}})).tables["ev"].keys["k"]
+    first, last = datetime.date.fromisoformat(lo), datetime.date.fromisoformat(hi)
+    step = {"day": datetime.timedelta(days=1), "hour": datetime.timedelta(hours=1),
+            "minute": datetime.timedelta(minutes=1)}[grain]
+    start = first if grain == "day" else datetime.datetime.combine(first, datetime.time())
+    size = ((last - first).days + 1) * (datetime.timedelta(days=1) // step)
+    assert key.keyset == tuple(start + i * step for i in range(size))
+    assert all(type(v) is type(start) for v in key.keyset)
+
+
 @pytest.mark.parametrize("key, reason", [
     ({"range": ["2020-01-01"]}, "must be [first day, last day]"),
     ({"range": ["2020-02-30", "2020-03-01"]}, "is not a day written YYYY-MM-DD"),

@@ -49,8 +49,13 @@ def open_engine(database: str | Path, *, threads: int | None = None, parquet: di
     return duckdb.DuckDBEngine(database, threads=threads, parquet=parquet)
 
 
-def open_finisher() -> Finisher:
-    """A fresh in-memory DuckDB for the finish stage, locked down before it holds anything."""
+def open_finisher(engine: Engine | None = None) -> Finisher:
+    """An in-memory DuckDB for the finish stage, locked down before it holds anything: with the
+    DuckDB engine, the instance of its empty schema twin (:meth:`~dpsql.backends.duckdb.DuckDBEngine.finisher`,
+    which holds no row either), else a fresh one."""
+    from dpsql.backends import duckdb as duckdb_engine
     from dpsql.backends import duckdb_local
 
+    if isinstance(engine, duckdb_engine.DuckDBEngine):
+        return engine.finisher()
     return duckdb_local.DuckDBFinisher()

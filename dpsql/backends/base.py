@@ -9,9 +9,10 @@ error text through (it can quote private rows).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
+if TYPE_CHECKING:  # annotations only: the seam itself does not need numpy
+    import numpy as np
 
 
 class InterruptedBeforeStart(KeyboardInterrupt):

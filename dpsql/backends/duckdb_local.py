@@ -7,6 +7,7 @@ opens the data file itself). Their own error messages may therefore be shown.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import duckdb
@@ -118,15 +119,23 @@ class DuckDBFinisher:
     One in-memory DuckDB per session, locked down like the engine's connection before it sees
     anything; each query registers its noisy cells on a fresh cursor (a registered relation is
     visible to that cursor only) and closes it. Opening a connection per query cost 15-25 ms
-    (docs/performance.md).
+    (docs/performance.md). ``connect`` makes the connection when it is first needed (default:
+    a new locked-down in-memory DuckDB); the DuckDB engine passes a cursor of its empty schema
+    twin's instance instead (:meth:`dpsql.backends.duckdb.DuckDBEngine.finisher`).
     """
 
-    def __init__(self) -> None:
-        self._con = _lock_down(duckdb.connect(":memory:"))
+    def __init__(self, connect: Callable[[], duckdb.DuckDBPyConnection] | None = None) -> None:
+        self._connect = connect or (lambda: _lock_down(duckdb.connect(":memory:")))
+        self._con: duckdb.DuckDBPyConnection | None = None
+
+    def _connection(self) -> duckdb.DuckDBPyConnection:
+        if self._con is None:
+            self._con = self._connect()
+        return self._con
 
     def run(self, columns: dict[str, np.ndarray | list[Any]], sql: str) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
         """Returns (column names, DuckDB type names, rows) of ``sql`` over ``__noisy``."""
-        cur = self._con.cursor()
+        cur = self._connection().cursor()
         try:
             if columns:  # none: the query brings its own (empty) relation, to describe its result
                 cur.register("__noisy", {name: _column_array(values) for name, values in columns.items()})
@@ -149,7 +158,8 @@ class DuckDBFinisher:
             ((None,) if None in values else ())
 
     def close(self) -> None:
-        self._con.close()
+        if self._con is not None:
+            self._con.close()
 
 
 def _column_array(values: np.ndarray | list[Any]) -> np.ndarray:

@@ -27,11 +27,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from dpsql import format as fmt_mod
 from dpsql.errors import DpsqlError
-from dpsql.faces import budget_commands, engine_option
+from dpsql.faces import budget_commands, engine_option, startup
 
 SAMPLE_QUERY = "SELECT naics2, COUNT(*) AS establishments, SUM(payann) AS payroll, AVG(employees) AS avg_employees\n" \
                "FROM establishments GROUP BY naics2 ORDER BY naics2"
@@ -50,7 +51,9 @@ COMMANDS = ("demo", "query", "explain", "ledger", "policy", "convert", "serve", 
 REPL_USAGE = "dpsql [DATABASE] [--policy FILE] [--rho R] [--sigma]"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of the `dpsql` commands; with ``command``, of that one only (a command line that
+    starts with its name needs no other, nor the modules that define them)."""
     parser = argparse.ArgumentParser(
         prog="dpsql", usage=f"{REPL_USAGE}\n       dpsql COMMAND ...",
         description="Differentially private GROUP BY aggregates (COUNT, SUM, AVG) over a DuckDB file. "
@@ -63,60 +66,73 @@ def build_parser() -> argparse.ArgumentParser:
     # prog: each subcommand's usage line starts "dpsql query", not with the two-line usage above.
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", prog="dpsql")
 
-    from dpsql.faces.server import cli as server_cli
+    def wanted(*names: str) -> bool:
+        return command is None or command in names
 
-    server_cli.add_commands(sub)
-    from dpsql.faces import init_cmd
+    if wanted("serve", "user"):
+        from dpsql.faces.server import cli as server_cli
 
-    init_cmd.add_command(sub)
-    from dpsql.faces import workload_cmd
+        server_cli.add_commands(sub)
+    if wanted("init"):
+        from dpsql.faces import init_cmd
 
-    workload_cmd.add_command(sub)
-    from dpsql.faces import advise_cmd
+        init_cmd.add_command(sub)
+    if wanted("workload"):
+        from dpsql.faces import workload_cmd
 
-    advise_cmd.add_command(sub)
+        workload_cmd.add_command(sub)
+    if wanted("advise"):
+        from dpsql.faces import advise_cmd
 
-    p = sub.add_parser("demo", help="build the demo database if needed, show where it is, run a sample query")
-    p.add_argument("--rows", type=int, default=200_000, help="establishments rows (default 200000)")
-    p.add_argument("--json", action="store_true", help="print JSON")
-
-    p = sub.add_parser("query", help="answer one aggregate query with differential privacy (charges the budget)")
-    p.add_argument("sql", help="the SELECT statement ('-' reads it from standard input)")
-    _connection_args(p)
-    p.add_argument("--sigma", action="store_true", help="show σ instead of the 95%% margin of error")
-    p.add_argument("--format", choices=("table", "csv", "json"), help="table (the default), csv (the rows with "
-                   "a <column>_moe95 column after each noisy one, or _sigma too with --sigma; the cost on standard "
-                   "error) or json (as --json)")
-
-    p = sub.add_parser("explain", help="show how a query would be answered; touches no data, charges nothing")
-    p.add_argument("sql", help="the SELECT statement ('-' reads it from standard input)")
-    _connection_args(p)
-    for name in ("demo", "query", "explain", "serve"):
-        engine_option.add_engine_args(sub.choices[name])
-
-    p = sub.add_parser("ledger", help="budget spent and remaining in rho and delta, the (epsilon, delta)-DP "
-                                      "guarantee of everything spent, and every charge so far")
-    _ledger_args(p)
-    p.add_argument("--all", action="store_true", help="every analyst's charges, and the data set's guarantee (default: yours)")
-    p.add_argument("--delta", metavar="D", help="delta' at which the rho spent is converted to epsilon "
-                                                "(default 1e-6); the guarantee's delta is D plus the delta spent")
-
-    p = sub.add_parser("policy", help="the public policy function P(r) of everything released so far",
-                       description="Prints P(r) as a formula in a record's measure values; with measure=value "
-                                   "pairs, evaluates it for that hypothetical record (never for real records).")
-    _ledger_args(p)
-    p.add_argument("record", nargs="*", metavar="measure=value", help="a hypothetical record, e.g. employees=150 payann=10000")
-    p.add_argument("--table", help="the table the record belongs to (default: the only one with releases)")
-
-    p = sub.add_parser("convert", help="convert rho-zCDP (optionally P-approximate) to (epsilon, delta)-DP",
-                       description="Converts rho alone: rho-zCDP is (epsilon, D)-DP. With --plus-delta P (the delta "
-                                   "of approximate zCDP, e.g. the delta the ledger shows spent by partition "
-                                   "selection), P-approximate rho-zCDP is (epsilon, D + P)-DP, epsilon unchanged.")
-    p.add_argument("--rho", required=True, help="zCDP rho (e.g. the total spent)")
-    p.add_argument("--delta", required=True, help="delta of the conversion, e.g. 1e-10")
-    p.add_argument("--plus-delta", metavar="P", help="delta already spent (approximate zCDP), added to the result's delta")
-    p.add_argument("--json", action="store_true", help="print JSON")
+        advise_cmd.add_command(sub)
+    _add_builtin_commands(sub, wanted)
     return parser
+
+
+def _add_builtin_commands(sub: Any, wanted: Callable[..., bool]) -> None:
+    """The commands defined here that are ``wanted``, and the engine options of those that read data."""
+    if wanted("demo"):
+        p = sub.add_parser("demo", help="build the demo database if needed, show where it is, run a sample query")
+        p.add_argument("--rows", type=int, default=200_000, help="establishments rows (default 200000)")
+        p.add_argument("--json", action="store_true", help="print JSON")
+    if wanted("query"):
+        p = sub.add_parser("query", help="answer one aggregate query with differential privacy (charges the budget)")
+        p.add_argument("sql", help="the SELECT statement ('-' reads it from standard input)")
+        _connection_args(p)
+        p.add_argument("--sigma", action="store_true", help="show σ instead of the 95%% margin of error")
+        p.add_argument("--format", choices=("table", "csv", "json"), help="table (the default), csv (the rows with "
+                       "a <column>_moe95 column after each noisy one, or _sigma too with --sigma; the cost on standard "
+                       "error) or json (as --json)")
+    if wanted("explain"):
+        p = sub.add_parser("explain", help="show how a query would be answered; touches no data, charges nothing")
+        p.add_argument("sql", help="the SELECT statement ('-' reads it from standard input)")
+        _connection_args(p)
+    for name in ("demo", "query", "explain", "serve"):
+        if name in sub.choices:
+            engine_option.add_engine_args(sub.choices[name])
+    if wanted("ledger"):
+        p = sub.add_parser("ledger", help="budget spent and remaining in rho and delta, the (epsilon, delta)-DP "
+                                          "guarantee of everything spent, and every charge so far")
+        _ledger_args(p)
+        p.add_argument("--all", action="store_true", help="every analyst's charges, and the data set's guarantee (default: yours)")
+        p.add_argument("--delta", metavar="D", help="delta' at which the rho spent is converted to epsilon "
+                                                    "(default 1e-6); the guarantee's delta is D plus the delta spent")
+    if wanted("policy"):
+        p = sub.add_parser("policy", help="the public policy function P(r) of everything released so far",
+                           description="Prints P(r) as a formula in a record's measure values; with measure=value "
+                                       "pairs, evaluates it for that hypothetical record (never for real records).")
+        _ledger_args(p)
+        p.add_argument("record", nargs="*", metavar="measure=value", help="a hypothetical record, e.g. employees=150 payann=10000")
+        p.add_argument("--table", help="the table the record belongs to (default: the only one with releases)")
+    if wanted("convert"):
+        p = sub.add_parser("convert", help="convert rho-zCDP (optionally P-approximate) to (epsilon, delta)-DP",
+                           description="Converts rho alone: rho-zCDP is (epsilon, D)-DP. With --plus-delta P (the delta "
+                                       "of approximate zCDP, e.g. the delta the ledger shows spent by partition "
+                                       "selection), P-approximate rho-zCDP is (epsilon, D + P)-DP, epsilon unchanged.")
+        p.add_argument("--rho", required=True, help="zCDP rho (e.g. the total spent)")
+        p.add_argument("--delta", required=True, help="delta of the conversion, e.g. 1e-10")
+        p.add_argument("--plus-delta", metavar="P", help="delta already spent (approximate zCDP), added to the result's delta")
+        p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def _ledger_args(p: argparse.ArgumentParser) -> None:
@@ -141,23 +157,35 @@ def build_repl_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _names_command(argv: list[str]) -> bool:
-    """Whether ``argv`` is for a subcommand (or the top-level help): its first positional word is a
-    command name. Values of the prompt's options are skipped, so `--policy demo` is not the command."""
+def _first_word(argv: list[str]) -> str | None:
+    """The first positional word of ``argv`` (a command's name, when it names one). Values of the
+    prompt's options are skipped, so `--policy demo` is not the command."""
     takes_value = {"--db", "--policy", "--rho"}
     words = iter(argv)
     for word in words:
         if word in takes_value:
             next(words, None)
         elif not word.startswith("-"):
-            return word in COMMANDS
+            return word
+    return None
+
+
+def _names_command(argv: list[str]) -> bool:
+    """Whether ``argv`` is for a subcommand (or the top-level help): its first positional word is a
+    command name."""
+    word = _first_word(argv)
+    if word is not None:
+        return word in COMMANDS
     return any(w in ("-h", "--help", "--version") for w in argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     """The ``dpsql`` command; returns its exit status. When the reader of standard output goes
     away (``dpsql ledger --json | head -1``) it stops quietly with status 141, as a program
-    killed by SIGPIPE does, instead of a BrokenPipeError traceback."""
+    killed by SIGPIPE does, instead of a BrokenPipeError traceback.
+
+    Without ``argv`` (the console script, ``python -m dpsql``) this is the process's command:
+    the process exits when it returns (see :func:`dpsql.faces.startup.one_statement`)."""
     try:
         try:
             return _main(argv)
@@ -170,13 +198,23 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    exiting = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
+    with startup.one_statement(_first_word(argv), exiting):
+        args = _parse(argv)
+        return _run(args) if args is not None else 0
+
+
+def _parse(argv: list[str]) -> argparse.Namespace | None:
+    """The command line parsed (``args.command`` set, "repl" for the prompt); None when the
+    top-level help was printed instead."""
     if _names_command(argv):
-        parser = build_parser()
+        # A line that starts with the command's name needs that command's parser only.
+        parser = build_parser(argv[0] if argv[0] in COMMANDS else None)
         args = parser.parse_args(argv)
         if args.command is None:
             parser.print_help()
-            return 0
+            return None
     else:
         parser = build_repl_parser()
         args, extra = parser.parse_known_args(argv)
@@ -185,6 +223,11 @@ def _main(argv: list[str] | None) -> int:
         if extra:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
     engine_option.apply(args)
+    return args
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command; every failure becomes an exit status and a message."""
     try:
         commands = {"demo": _demo, "query": _query, "explain": _explain, "ledger": budget_commands.ledger,
                     "policy": budget_commands.policy, "convert": budget_commands.convert, "repl": _repl,

@@ -13,8 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from dpsql.privacy.budget import fmt
 
-if TYPE_CHECKING:  # the workload modules load when the command runs, not with every `dpsql`
+if TYPE_CHECKING:
     from dpsql.workload.plan import WorkloadPlan
+
+# dpsql.workload is imported when the command runs: every `dpsql` command builds the parser that
+# registers this one (add_command), and `dpsql query` should not pay for the workload planner.
 
 __all__ = ["add_command", "workload", "plan_text"]
 

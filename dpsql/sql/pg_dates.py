@@ -10,15 +10,28 @@ refused by name.
 
 from __future__ import annotations
 
+import functools
+from typing import TYPE_CHECKING
+
 from sqlglot import exp
-from sqlglot.dialects.postgres import Postgres
 from sqlglot.time import format_time
 
-_PG = Postgres()
+if TYPE_CHECKING:
+    from sqlglot.dialects.postgres import Postgres
+
+
+@functools.cache
+def _postgres() -> Postgres:
+    """sqlglot's PostgreSQL dialect, imported when a query first needs its time mapping (every
+    query is looked at here, few use TO_DATE: not a cost of every process's start)."""
+    from sqlglot.dialects.postgres import Postgres
+
+    return Postgres()
 
 
 def _strftime_format(literal: exp.Literal) -> exp.Literal:
-    return exp.Literal.string(format_time(literal.name, _PG.TIME_MAPPING, _PG.TIME_TRIE) or "")
+    pg = _postgres()
+    return exp.Literal.string(format_time(literal.name, pg.TIME_MAPPING, pg.TIME_TRIE) or "")
 
 
 def _is_text(node: exp.Expression | None) -> bool:

@@ -103,6 +103,9 @@ class OutputColumn:
 
 @dataclass(frozen=True)
 class Plan:
+    """One query planned from its text, the policy and the schema: the private table, filter,
+    group keys, aggregate primitives and the finish query over the noisy cells."""
+
     sql: str
     table: TablePolicy
     where: exp.Expression | None
