@@ -13,7 +13,8 @@ the medians of two more fresh processes per round:
 
 * ``python -c "import duckdb"``: the part the raw script and dpsql share (interpreter + duckdb);
 * ``python -c "import dpsql.faces.cli, dpsql.faces.dbapi, sqlglot.dialects.duckdb, dpsql.backends.duckdb"``
-  (with the garbage collector paused, as the command runs): every import a query needs (the
+  (with the garbage collector paused and one OpenBLAS thread, as the command runs; an older dpsql
+  does neither, so its split is approximate): every import a query needs (the
   pipeline, sqlglot's DuckDB dialect and the engine are imported on first use);
   ``dpsql query`` minus this is the work of the query itself (connections, catalog, policy, plan,
   empty-twin check, exact query, noise, durable charge, finish, closing).
@@ -37,10 +38,10 @@ from benchmarks.bench_fixed_cost import SQL
 from benchmarks.common import REPO, benchmark_policy
 from dpsql.demo_db import ensure_demo
 
-#: the imports of a query, as ``dpsql query`` ends up with them (and as it makes them: with the
-#: garbage collector paused, dpsql/faces/cli.py)
-QUERY_IMPORTS = ("import gc; gc.disable(); import dpsql.faces.cli, dpsql.faces.dbapi, sqlglot.dialects.duckdb, "
-                 "dpsql.backends.duckdb; gc.freeze()")
+#: the imports of a query, as ``dpsql query`` ends up with them, and as it makes them: with the
+#: garbage collector paused and one OpenBLAS thread (dpsql/faces/startup.py)
+QUERY_IMPORTS = ("import gc, os; os.environ.setdefault('OPENBLAS_NUM_THREADS', '1'); gc.disable(); "
+                 "import dpsql.faces.cli, dpsql.faces.dbapi, sqlglot.dialects.duckdb, dpsql.backends.duckdb; gc.freeze()")
 
 
 def byte_compile() -> None:

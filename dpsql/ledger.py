@@ -34,6 +34,7 @@ ledger for unused and delete its WAL.
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import sqlite3
@@ -116,6 +117,14 @@ class Spent:
     delta: Fraction = Fraction(0)
     rho_all: Fraction = Fraction(0)
     delta_all: Fraction = Fraction(0)
+
+
+def os_user() -> str:
+    """The login name, the analyst recorded with charges when a face names none."""
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no login name (some containers): one shared analyst
+        return "analyst"
 
 
 class Ledger:

@@ -17,7 +17,6 @@ answers itself (SET, probes) never get here: :func:`dpsql.intercept.execute` ans
 
 from __future__ import annotations
 
-import getpass
 import os
 import threading
 import time
@@ -38,7 +37,7 @@ from dpsql.domain import PublicDomain
 from dpsql.errors import DatabaseFileError, DpsqlError, PolicyFileError, QueryFailed
 from dpsql.explain import explain
 from dpsql.finish import describe, finish
-from dpsql.ledger import Charge, Ledger, ledger_path
+from dpsql.ledger import Charge, Ledger, ledger_path, os_user
 from dpsql.policy import Policy
 from dpsql.policy_check import check_catalog, check_units
 from dpsql.policy_file import default_policy_path, load_policy
@@ -50,14 +49,6 @@ from dpsql.result import Explanation, NoiseTerm, Receipt, Result
 from dpsql.sql.plan import Plan
 from dpsql.sql.query import plan_query
 from dpsql.sql.rewrite import exact_sql
-
-
-def os_user() -> str:
-    """The login name, the analyst recorded with charges when a face names none."""
-    try:
-        return getpass.getuser()
-    except Exception:  # noqa: BLE001 - no login name (some containers): one shared analyst
-        return "analyst"
 
 
 #: plans remembered per session (a dashboard's queries, a REPL's history), and the longest text kept

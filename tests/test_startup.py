@@ -49,6 +49,16 @@ def test_the_command_line_parser_loads_no_pipeline():
     assert not {"sqlglot", "numpy", "duckdb", "dpsql.session"} & loaded
 
 
+def test_budget_commands_load_no_engine_parser_or_numpy(demo):
+    """`dpsql ledger`, `policy` and `convert` read the ledger file and the policy only."""
+    for argv in (["ledger", "--db", str(demo[0]), "--policy", str(demo[1]), "--json"],
+                 ["policy", "--db", str(demo[0]), "--policy", str(demo[1]), "--table", "establishments", "employees=3"],
+                 ["convert", "--rho", "1", "--delta", "1e-6"]):
+        loaded = _loaded_after("import contextlib, io\nfrom dpsql.faces.cli import main\n"
+                               f"with contextlib.redirect_stdout(io.StringIO()):\n    assert main({argv!r}) == 0")
+        assert not {"sqlglot", "numpy", "duckdb", "dpsql.session"} & loaded, argv
+
+
 def test_a_command_line_starting_with_a_command_builds_its_parser_only():
     loaded = _loaded_after("import dpsql.faces.cli as c\nc.build_parser('query')")
     assert not {"dpsql.faces.server.cli", "dpsql.faces.init_cmd", "dpsql.faces.workload_cmd",

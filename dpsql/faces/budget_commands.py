@@ -17,9 +17,8 @@ def open_ledger(args: argparse.Namespace, everyone: bool = False):
     """The ledger of the policy (no database needed), for one analyst or all."""
     from pathlib import Path
 
-    from dpsql.ledger import Ledger, ledger_path
+    from dpsql.ledger import Ledger, ledger_path, os_user
     from dpsql.policy_file import default_policy_path, load_policy
-    from dpsql.session import os_user
 
     if args.policy:
         policy_file = Path(args.policy)
