@@ -58,11 +58,11 @@ def test_substr_bounds_no_longer_tell_whether_a_row_matched(demo_files, tmp_path
     raw = duckdb.connect(str(db), read_only=True, config=dict(dpsql.backends.duckdb.LOCKDOWN))
     exact = raw.execute("SELECT payann FROM establishments WHERE id = 17").fetchone()[0]
     raw.close()
-    con = dpsql.connect(db, _policy(tmp_path, policy))
-    for x in (exact - 1, exact + 1):  # one matches, one does not
-        sql = (f"SELECT state, naics2, SUBSTR(state, 9223372036854775807, 1) k, COUNT(*) FROM establishments "
-               f"WHERE id = 17 AND payann > {x} GROUP BY state, naics2, k")
-        assert _outcome(con, sql) == "answer"
+    with dpsql.connect(db, _policy(tmp_path, policy)) as con:
+        for x in (exact - 1, exact + 1):  # one matches, one does not
+            sql = (f"SELECT state, naics2, SUBSTR(state, 9223372036854775807, 1) k, COUNT(*) FROM establishments "
+                   f"WHERE id = 17 AND payann > {x} GROUP BY state, naics2, k")
+            assert _outcome(con, sql) == "answer"
 
 
 @pytest.mark.parametrize("sql", [

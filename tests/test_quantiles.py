@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import dpsql
+from dpsql.backends.duckdb import LOCKDOWN
 from dpsql.errors import BudgetValueError, PolicyFileError
 from dpsql.policy import QuantileGrid
 from dpsql.policy_file import load_policy
@@ -152,7 +153,7 @@ def test_median_per_group_on_the_demo_is_where_the_median_is_and_is_charged(demo
     exact median or next to it (n is large, the rank error a few units), charged the query's ρ
     in the ledger; the receipt states the mechanism, ε's charge and the rank error."""
     db, policy = demo
-    exact = dict(duckdb.connect(str(db), read_only=True).execute(
+    exact = dict(duckdb.connect(str(db), read_only=True, config=dict(LOCKDOWN)).execute(  # as test_advise.py
         "SELECT sex, quantile_cont(age, 0.5) FROM persons GROUP BY sex").fetchall())
     with dpsql.connect(db, policy, rho=Fraction(1, 5), _random_source=seeded_random(9)) as con:
         before = con.session.ledger.spent

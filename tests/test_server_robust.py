@@ -219,10 +219,16 @@ def test_a_cancel_before_the_data_is_read_charges_nothing(srv):
 
 
 def test_a_cancel_after_the_data_was_read_is_charged_and_returns_nothing(srv):
+    """A cancel 1 s in lands in the 3 s of DuckDB work once the 0.1 s plan is made. On a
+    machine so loaded that the plan took longer, that cancel is one before the data was read
+    (free, as the test above shows): the next try waits twice as long."""
     user = new_user(srv, "late")
-    message = _cancelled(srv, user, SLOW, 1.0)  # lands in the 3 s of DuckDB work
+    for tries, after in enumerate((1.0, 2.0, 4.0), start=1):
+        message = _cancelled(srv, user, SLOW, after)
+        if "nothing was charged" not in message:
+            break
     assert "user request" in message and "was charged and nothing was released" in message
-    assert len(srv.charges(user)) == 2  # the cancelled query and the one after it
+    assert len(srv.charges(user)) == tries + 1  # the cancelled query, and the one after each try
     srv.check_ledger()
 
 
@@ -251,11 +257,16 @@ def test_a_client_that_disconnects_mid_query(start_server):
     exactly when the server has finished with the first."""
     srv = start_server("--threads", "1", "--max-connections", "1", users=())
     new_user(srv, "leaver")
-    for sql, wait, charges in ((SLOW, 0.8, 1), (SLOW_TO_PLAN, 0.2, 1)):  # at work; still planning
-        with eventually(lambda: srv.login("leaver")) as raw:
-            raw.send(frame(b"Q", cstr(sql)))
-            time.sleep(wait)
-        eventually(lambda: srv.login("leaver"), timeout=30).close()  # the abandoned query is over
+    # at work (a client gone 0.8 s in, or later on a machine so loaded that the plan was not made
+    # by then, which leaves for free); then still planning
+    for sql, waits, charges in ((SLOW, (0.8, 1.6, 3.2), 1), (SLOW_TO_PLAN, (0.2,), 1)):
+        for wait in waits:
+            with eventually(lambda: srv.login("leaver")) as raw:
+                raw.send(frame(b"Q", cstr(sql)))
+                time.sleep(wait)
+            eventually(lambda: srv.login("leaver"), timeout=30).close()  # the abandoned query is over
+            if len(srv.charges("leaver")) == charges:
+                break
         assert len(srv.charges("leaver")) == charges
     srv.check_ledger()
     assert eventually(lambda: serving(srv, "leaver"))
