@@ -248,6 +248,10 @@ class Policy:
     #: table -> where its rows are as Parquet (a local path, resolved; or an ``hdfs://``/``s3a://``
     #: URI), for every table or none (docs/policy.md, "Parquet data")
     parquet: dict[str, str] = field(default_factory=dict)
+    #: SHA-256 of the file's bytes when read from a file (:func:`dpsql.policy_file.load_policy`),
+    #: else None: with the path and the resolved Parquet locations it identifies the policy, so
+    #: sessions of one process can share plans (:mod:`dpsql.session`)
+    digest: str | None = field(default=None, compare=False, repr=False)
 
     def table(self, name: str) -> TablePolicy | None:
         return self.tables.get(name.lower())

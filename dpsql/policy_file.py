@@ -40,9 +40,11 @@ File format (see ``docs/policy.md``)::
 from __future__ import annotations
 
 import datetime
+import hashlib
 import itertools
 import math
 import tomllib
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -85,7 +87,7 @@ def load_policy(path: str | Path) -> Policy:
         doc = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise PolicyFileError(f"{p}: not a valid TOML file: {exc}") from None
-    return parse_policy(doc, p)
+    return replace(parse_policy(doc, p), digest=hashlib.sha256(raw).hexdigest())
 
 
 def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:

@@ -21,7 +21,6 @@ import os
 import threading
 import time
 import uuid
-from collections import OrderedDict
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
@@ -46,14 +45,10 @@ from dpsql.privacy.budget import fmt, parse_rho
 from dpsql.privacy.randomness import RandomSource, default_random
 from dpsql.release import release
 from dpsql.result import Explanation, NoiseTerm, Receipt, Result
+from dpsql.sql import plan_cache
 from dpsql.sql.plan import Plan
 from dpsql.sql.query import plan_query
 from dpsql.sql.rewrite import exact_sql
-
-
-#: plans remembered per session (a dashboard's queries, a REPL's history), and the longest text kept
-PLAN_CACHE_SIZE = 256
-PLAN_CACHE_TEXT = 8192
 
 
 class Session:
@@ -130,7 +125,7 @@ class Session:
         self.finisher = open_finisher(self.engine)
         self.domain = PublicDomain(self.engine, self.finisher, self.schema)
         self._units_checked: set[str] = set()
-        self._plans: OrderedDict[str, tuple[Plan, str]] = OrderedDict()  # _planned's cache, least recent first
+        self._plan_context = plan_cache.context(self.policy, self.schema, self.not_null)  # _planned's cache key
         self._lock = threading.RLock()  # one query at a time: threads sharing a connection cannot interleave
         self._public: PublicCatalog | None = None  # public_database(), built on first use
 
@@ -224,20 +219,17 @@ class Session:
             self._units_checked.add(table)
 
     def _planned(self, sql: str, parameters: Any) -> tuple[Plan, str]:
-        """The plan of ``sql`` and its exact SQL, remembered per text for this session: both are
-        functions of the text, the policy and the schema alone, which do not change while the
-        session is open (the file is read-only, the policy loaded once). Settings (ρ, weights,
-        MOE targets) are applied afterwards, on every query. A query with parameters is planned
-        afresh, as its text does not say its values."""
-        if parameters is None and (hit := self._plans.get(sql)) is not None:
-            self._plans.move_to_end(sql)
+        """The plan of ``sql`` and its exact SQL, remembered for the process
+        (:mod:`dpsql.sql.plan_cache`): both are functions of the text, the policy and the schema
+        alone, which do not change while the session is open (the file is read-only, the policy
+        loaded once). Settings (ρ, weights, MOE targets) are applied afterwards, on every query.
+        A query with parameters is planned afresh, as its text does not say its values."""
+        if parameters is None and (hit := plan_cache.get(self._plan_context, sql)) is not None:
             return hit
         plan = self.plan(sql, parameters)
         planned = (plan, exact_sql(plan, self.schema[plan.table.name]))
-        if parameters is None and len(sql) <= PLAN_CACHE_TEXT:
-            self._plans[sql] = planned
-            if len(self._plans) > PLAN_CACHE_SIZE:
-                self._plans.popitem(last=False)
+        if parameters is None:
+            plan_cache.put(self._plan_context, sql, planned)
         return planned
 
     # ------------------------------------------------------------------ the phases

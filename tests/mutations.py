@@ -204,6 +204,11 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/session.py", "self._lock = threading.RLock()", "self._lock = contextlib.nullcontext()"),
               Patch("dpsql/session.py", "import threading\n", "import threading\nimport contextlib\n")),
              ("tests/test_guarantee.py::test_threads_sharing_a_connection_never_overspend",)),
+    Mutation("plan_cache_ignores_the_policy",
+             "a session is served a plan made under another policy (its keys, thresholds, budget split)",
+             (Patch("dpsql/sql/plan_cache.py", "parts = (policy.digest, str(policy.path), sorted(policy.parquet.items()),",
+                    "parts = (None, str(policy.path), sorted(policy.parquet.items()),"),),
+             ("tests/test_plan_cache.py::test_a_session_on_another_policy_never_gets_the_plan_made_under_the_first",)),
 )
 
 

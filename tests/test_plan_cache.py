@@ -1,12 +1,23 @@
-"""The per-session plan cache (Session._planned) and the probes' shared parse: a repeated
-statement is planned once, while everything that may differ between runs of the same text —
-settings, parameters — is still applied on every run."""
+"""The plan cache (Session._planned, shared by the sessions of a process: dpsql/sql/plan_cache.py)
+and the probes' shared parse: a repeated statement is planned once, while everything that may
+differ between runs of the same text — settings, parameters — is still applied on every run, and
+a session on another policy or schema never gets a plan made under the first one. The empty
+schema twin is shared by the sessions of one schema too (dpsql/backends/duckdb_local.py)."""
 
 from __future__ import annotations
 
+import shutil
 from fractions import Fraction
 
+import duckdb
+import numpy as np
+import pytest
+
+import dpsql
+from dpsql.errors import QueryRefused
 from dpsql.intercept import probes
+from dpsql.policy_file import parse_policy
+from dpsql.sql import plan_cache
 
 
 def test_a_repeated_statement_is_planned_once(con, monkeypatch):
@@ -51,3 +62,86 @@ def test_the_probes_parse_a_statement_once():
     assert probes._parsed_cached.cache_info().misses == 1
     long_sql = "SELECT 1" + " " * probes.CACHED_LENGTH
     assert probes.parsed(long_sql) is not probes.parsed(long_sql)  # too long to keep
+
+
+def _counting(session, monkeypatch):
+    calls = []
+    real_plan = session.plan
+
+    def counting_plan(sql, parameters=None):
+        calls.append(sql)
+        return real_plan(sql, parameters)
+
+    monkeypatch.setattr(session, "plan", counting_plan)
+    return calls
+
+
+def test_a_new_session_on_the_same_policy_and_schema_reuses_the_plan(demo, monkeypatch):
+    """A BI tool that opens a connection per query plans each text once in the process."""
+    sql = "SELECT state, COUNT(*) FROM establishments GROUP BY state -- reused across sessions"
+    with dpsql.connect(*demo) as first:
+        calls = _counting(first.session, monkeypatch)
+        first.execute(sql).fetchall()
+        assert calls == [sql]
+        context = first.session._plan_context
+    with dpsql.connect(*demo) as second:
+        assert second.session._plan_context == context
+        calls = _counting(second.session, monkeypatch)
+        assert len(second.execute(sql).fetchall()) == 51
+        assert calls == []
+
+
+def test_a_session_on_another_policy_never_gets_the_plan_made_under_the_first(demo, tmp_path):
+    """The data owner edits the policy while a process runs: the same text, planned when county
+    was a key, is refused once it is not — the file's bytes (their digest) are in the cache key,
+    not only its path."""
+    db, policy = demo
+    sql = "SELECT county, SUM(payann) FROM establishments GROUP BY county"
+    with dpsql.connect(db, policy) as con:
+        con.execute(sql).fetchall()
+    text = policy.read_text()
+    edited = text.replace("county = {}     # private key: no keyset (needs partition selection)\n", "")
+    assert edited != text
+    policy.write_text(edited)
+    with dpsql.connect(db, policy) as con:
+        with pytest.raises(QueryRefused):
+            con.execute(sql)
+    # The same bytes at another path: a context of its own as well (the path is in the key).
+    same = tmp_path / "same" / "demo.policy.toml"
+    same.parent.mkdir()
+    shutil.copyfile(policy, same)
+    with dpsql.connect(db, policy) as a, dpsql.connect(db, same) as b:
+        assert a.session._plan_context != b.session._plan_context
+
+
+def test_a_policy_not_read_from_a_file_has_a_context_of_its_own(con):
+    session = con.session
+    doc = {"tables": {"establishments": {"privacy_unit": "id"}}}
+    policy = parse_policy(doc)
+    assert policy.digest is None
+    first = plan_cache.context(policy, session.schema, session.not_null)
+    assert first != plan_cache.context(policy, session.schema, session.not_null)
+    assert session._plan_context == plan_cache.context(session.policy, session.schema, session.not_null)
+
+
+def test_sessions_of_one_schema_share_the_empty_twin_and_see_only_their_own_cells(demo):
+    """One DuckDB instance per schema in the process (a new one cost 15-30 ms per connection):
+    each session has its own cursor, the noisy cells one registers are invisible to another, and
+    closing one session leaves the other's twin working."""
+    sql = "SELECT naics2, COUNT(*) FROM establishments GROUP BY naics2"
+    a, b = dpsql.connect(*demo), dpsql.connect(*demo)
+    try:
+        a.execute(sql).fetchall()
+        b.execute(sql).fetchall()
+        ta, tb = a.session.engine._twin, b.session.engine._twin
+        assert ta.checked is tb.checked and ta.con is not tb.con
+        ta.con.register("__noisy", {"x": np.array([1, 2, 3])})
+        with pytest.raises(duckdb.CatalogException):
+            tb.con.execute("SELECT * FROM __noisy")
+        assert tb.con.execute("SELECT COUNT(*) FROM establishments").fetchall() == [(0,)]
+        a.close()
+        assert tb.con.execute("SELECT COUNT(*) FROM establishments").fetchall() == [(0,)]
+        assert len(b.execute(sql).fetchall()) == 24
+    finally:
+        a.close()
+        b.close()

@@ -169,7 +169,7 @@ def test_the_finisher_shares_the_empty_twin_made_when_first_needed(con):
         with pytest.raises(duckdb.Error):
             fin.execute(statement)
     with pytest.raises(duckdb.CatalogException):  # a query's noisy cells are on its own cursor only
-        session.engine._twin.execute("SELECT * FROM __noisy")
+        session.engine._twin.con.execute("SELECT * FROM __noisy")
 
 
 def test_a_schema_the_twin_cannot_mirror_is_refused_per_query(tmp_path):

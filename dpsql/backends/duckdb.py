@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 
 from dpsql.backends.base import CatalogQueryError
-from dpsql.backends.duckdb_local import LOCKDOWN, DuckDBCatalog, DuckDBFinisher, _lock_down, catalog_of  # noqa: F401 - LOCKDOWN re-exported
+from dpsql.backends.duckdb_local import LOCKDOWN, DuckDBCatalog, DuckDBFinisher, Twin, catalog_of, schema_twin  # noqa: F401 - LOCKDOWN re-exported
 from dpsql.backends.interrupt import StickyInterrupt
 from dpsql.errors import DatabaseFileError, QueryRefused
 
@@ -125,8 +125,7 @@ class DuckDBEngine:
         self.path = Path(path)
         self._parquet = dict(parquet or {})
         self._interrupt = StickyInterrupt()
-        self._twin: duckdb.DuckDBPyConnection | None = None  # the empty schema twin (check)
-        self._checked: set[str] = set()
+        self._twin: Twin | None = None  # the empty schema twin (check), shared in the process
         self._column_rows: list[tuple[str, str, str, bool]] | None = None  # _columns(), read once
         self._constraint_rows: list[tuple[str, str, str | None, list[str]]] | None = None
         if self._parquet:
@@ -261,9 +260,10 @@ class DuckDBEngine:
         read (DESIGN.md, "Phases of a query"). The twin holds no data, so DuckDB's message is
         safe to show; errors that only rows could trigger are excluded by the rewrite's
         allow-list (totality.py)."""
-        if sql in self._checked:
-            return
         twin = self._twin_connection()
+        assert self._twin is not None
+        if sql in self._twin.checked:  # the check depends on the schema and the text alone
+            return
         try:
             twin.execute(sql).fetchall()
         except duckdb.Error as exc:
@@ -271,9 +271,9 @@ class DuckDBEngine:
                                code="DP120",
                                hint="check the types in the query: compare text with text and numbers with numbers, "
                                     "and use literals DuckDB can represent.") from None
-        if len(self._checked) > 1000:
-            self._checked.clear()
-        self._checked.add(sql)
+        if len(self._twin.checked) > 1000:
+            self._twin.checked.clear()
+        self._twin.checked.add(sql)
 
     def describe(self, sql: str) -> list[str]:
         """The DuckDB types of ``sql``'s result columns, bound on the empty twin (no row read)."""
@@ -295,20 +295,16 @@ class DuckDBEngine:
         return DuckDBFinisher(lambda: self._twin_connection().cursor())
 
     def _twin_connection(self) -> duckdb.DuckDBPyConnection:
+        """This engine's cursor on the process's empty twin of the schema (:class:`~dpsql.backends.duckdb_local.Twin`)."""
         if self._twin is None:
-            rows = self._ddl()
-            twin = duckdb.connect(":memory:")
             try:
-                for _, ddl in rows:
-                    twin.execute(ddl)
+                self._twin = schema_twin([ddl for _, ddl in self._ddl()])
             except duckdb.Error as exc:
-                twin.close()
                 raise DatabaseFileError(f"cannot mirror the schema of {self.path} to check queries before they run "
                                         f"({type(exc).__name__}: {exc})",
                                         hint="dpsql supports tables whose column types DuckDB can create without "
                                              "user-defined types.") from None
-            self._twin = _lock_down(twin)
-        return self._twin
+        return self._twin.con
 
     def _ddl(self) -> list[tuple[str, str]]:
         """(lower-cased table name, CREATE TABLE statement) of every table (of every Parquet view:

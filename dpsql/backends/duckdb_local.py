@@ -173,10 +173,60 @@ def _column_array(values: np.ndarray | list[Any]) -> np.ndarray:
     return np.array(values, dtype=object)  # strings stay VARCHAR (a str array would become an ENUM)
 
 
-def schema_twin(ddl: list[str]) -> duckdb.DuckDBPyConnection:
-    """An empty, locked-down in-memory DuckDB with the tables of ``ddl`` and no row: another
-    engine (Spark) checks and describes dpsql's DuckDB SQL there before a private row is read,
-    exactly as :meth:`dpsql.backends.duckdb.DuckDBEngine.check` does. Raises duckdb.Error."""
+class Twin:
+    """One user's handle on an empty schema twin: a cursor (``con``) of an in-memory DuckDB that
+    holds the tables of a DDL and no row, locked down. Twins are shared in the process, one
+    instance per schema (:func:`schema_twin`): a new DuckDB instance costs 15-30 ms, which every
+    new connection paid on its first query. Sharing is safe because nothing in a twin is private
+    or can change — no row ever, the configuration locked, and what a user registers (the
+    finisher's noisy cells) is visible to that user's own cursor only. ``checked`` holds the
+    statements found to run on this schema (a function of the DDL and the text alone)."""
+
+    def __init__(self, key: tuple[str, ...], con: duckdb.DuckDBPyConnection, checked: set[str]) -> None:
+        self._key, self.con, self.checked = key, con, checked
+
+    def close(self) -> None:
+        """Close this handle's cursor; the instance stays for the next user of the schema."""
+        self.con.close()
+        _TWINS.release(self._key)
+
+
+class _TwinRegistry:
+    """The process's schema twins by DDL, with how many handles each has. An instance is closed
+    only when no handle is open (closing a DuckDB connection closes its cursors) and more than
+    :data:`IDLE_TWINS` schemas are idle, least recently used first."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[str, ...], list[Any]] = {}  # key -> [root, open handles, checked]; insertion = recency
+
+    def acquire(self, ddl: list[str]) -> Twin:
+        key = tuple(ddl)
+        with self._lock:
+            entry = self._entries.pop(key, None)
+            if entry is None:
+                entry = [_new_twin(ddl), 0, set()]
+            self._entries[key] = entry  # most recent last
+            entry[1] += 1
+            return Twin(key, entry[0].cursor(), entry[2])
+
+    def release(self, key: tuple[str, ...]) -> None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return
+            entry[1] -= 1
+            idle = [k for k, e in self._entries.items() if e[1] <= 0]
+            for k in idle[:max(len(idle) - IDLE_TWINS, 0)]:
+                self._entries.pop(k)[0].close()
+
+
+#: schemas whose twin stays open with no user (a process rarely sees more than a few)
+IDLE_TWINS = 4
+_TWINS = _TwinRegistry()
+
+
+def _new_twin(ddl: list[str]) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:")
     try:
         for statement in ddl:
@@ -185,6 +235,13 @@ def schema_twin(ddl: list[str]) -> duckdb.DuckDBPyConnection:
         con.close()
         raise
     return _lock_down(con)
+
+
+def schema_twin(ddl: list[str]) -> Twin:
+    """A handle on the empty, locked-down in-memory DuckDB with the tables of ``ddl`` and no row
+    (shared in the process: :class:`Twin`): the DuckDB engine, and another engine (Spark), check
+    and describe dpsql's DuckDB SQL there before a private row is read. Raises duckdb.Error."""
+    return _TWINS.acquire(ddl)
 
 
 def twin_check(twin: duckdb.DuckDBPyConnection, sql: str) -> str | None:

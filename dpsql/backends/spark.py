@@ -202,7 +202,7 @@ class SparkEngine:
         analysis of the Spark form (binding only: no row is read)."""
         if sql in self._checked:
             return
-        message = twin_check(self._twin, sql)
+        message = twin_check(self._twin.con, sql)
         if message is not None:
             raise QueryRefused(f"the rewritten query does not run on this schema, whatever the data: {message}",
                                code="DP120", hint="check the types in the query: compare text with text and numbers "
@@ -224,7 +224,7 @@ class SparkEngine:
 
     def describe(self, sql: str) -> list[str]:
         self.check(sql)
-        return twin_describe(self._twin, sql)
+        return twin_describe(self._twin.con, sql)
 
     def public_catalog(self, tables: list[str], public: list[str], name: str) -> Any:
         """The schema of ``tables`` with no row and the rows of the ``public`` ones, collected
