@@ -214,7 +214,8 @@ def test_float_decisions_next_to_the_boundaries_are_the_exact_ones(p, q):
     # trial is the sample
     r = guided.trials_per_cell(1)
     for (x, wc), e in zip(trials, exact):
-        src = Words(words63=[x & ((1 << 63) - 1)] + [1 << 62] * (r - 1) + [x >> 63, wc] + [0] * (r - 1))
+        # one draw a round: U's words, the acceptance words, then the sign word (bit j: trial j)
+        src = Words(words63=[x & ((1 << 63) - 1)] + [1 << 62] * (r - 1) + [wc] + [0] * (r - 1) + [x >> 63])
         got = guided._vector([(1, t)], [(p, q, t)], np.zeros(1, dtype=np.int64), src)[0]
         assert got == (marker_y if e is None else e), (x, wc, e, got)
 

@@ -172,14 +172,20 @@ def _trial_exact(w: int, neg: bool, wc: int, lam: tuple[int, int],
 
 
 def _one_gauss(p: int, q: int, t: int, word64: Callable[[], int]) -> int:
-    """One N_Z(p/q) sample by trials decided in Python floats, finished exactly when too close
+    """One N_Z(p/q) sample (:func:`_gauss_run`)."""
+    return _gauss_run(p, q, t, 1, word64)[0]
+
+
+def _gauss_run(p: int, q: int, t: int, n: int, word64: Callable[[], int]) -> list[int]:
+    """``n`` N_Z(p/q) samples by trials decided in Python floats, finished exactly when too close
     to call. ``word64`` gives fresh 64-bit uniform ints; a trial takes two: the first is the
     sign (top bit) and U's first 63 bits, the second the acceptance uniform's."""
     lamf, s2 = 1.0 / t, p / q  # both correctly rounded
     b, two_s2 = s2 / t, 2.0 * s2
     exp, log = math.exp, math.log
     by_log = t < _LOG_T_MAX
-    while True:
+    out: list[int] = []
+    while len(out) < n:
         x, wc = word64(), word64() & _MASK63
         neg, w = x >> 63, x & _MASK63
         uf = w * _INV_W
@@ -196,12 +202,14 @@ def _one_gauss(p: int, q: int, t: int, word64: Callable[[], int]) -> int:
             ucf, d = wc * _INV_W, k - b
             pa = exp(-(d * d) / two_s2)
             if ucf < pa - MARGIN:
-                return -k if neg else k
+                out.append(-k if neg else k)
+                continue
             if ucf > pa + MARGIN:
                 continue
         y = _trial_exact(w, bool(neg), wc, (1, t), (p, q, t), _word63(word64))
         if y is not None:
-            return y
+            out.append(y)
+    return out
 
 
 def _one_lap(t: int, s: int, word64: Callable[[], int]) -> int:
@@ -235,13 +243,16 @@ def trials_per_cell(pending: int) -> int:
     """Trials drawn per pending cell in a numpy round: one trial accepts with probability ~0.74
     (sigma = 18), so 4 leave ~0.3% of cells for the next round, 2 leave ~7% (cheaper per cell
     once the round's fixed cost is spread over many)."""
-    return 2 if pending >= 512 else 4
+    return 2 if pending >= 512 else 3
 
 
-def _signs(rng: RandomSource, n: int) -> np.ndarray:
-    """``n`` fair bits, 63 from each word."""
-    words = rng.bits63((n + 62) // 63)
-    return ((words[:, None] >> np.arange(63, dtype=np.int64)) & 1).ravel()[:n].astype(bool)
+def _draw(rng: RandomSource, n: int, acceptance: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """A round's uniforms for ``n`` trials in one call to the source (one system call): U's first
+    63 bits, the fair signs (63 from each word), and the acceptance uniform's first 63 bits."""
+    n_sign = (n + 62) // 63
+    words = rng.bits63((2 if acceptance else 1) * n + n_sign)
+    signs = ((words[-n_sign:, None] >> np.arange(63, dtype=np.int64)) & 1).ravel()[:n].astype(bool)
+    return words[:n], signs, words[n:2 * n] if acceptance else None
 
 
 def _vector(lam: list[tuple[int, int]], accept: list[tuple[int, int, int]] | None,
@@ -269,8 +280,7 @@ def _vector(lam: list[tuple[int, int]], accept: list[tuple[int, int, int]] | Non
             break
         r = trials_per_cell(m)
         gi = np.repeat(group[pending], r)
-        w = rng.bits63(gi.size)
-        neg = _signs(rng, gi.size)
+        w, neg, wc = _draw(rng, gi.size, accept is not None)
         uf = w.astype(np.float64) * _INV_W
         lamf = lamf_g[gi]
         with np.errstate(divide="ignore"):
@@ -279,9 +289,7 @@ def _vector(lam: list[tuple[int, int]], accept: list[tuple[int, int, int]] | Non
         k = np.where(bad, 0.0, np.floor(x))
         sure = ~bad & (uf < np.exp(-k * lamf) - MARGIN) & (uf > np.exp(-(k + 1.0) * lamf) + MARGIN)
         keep = sure & ~(neg & (k == 0.0))
-        wc = None
-        if accept is not None:
-            wc = rng.bits63(gi.size)
+        if wc is not None:
             s2 = s2_g[gi]
             d = k - b_g[gi]
             pa = np.exp(-(d * d) / (2.0 * s2))
@@ -333,8 +341,7 @@ def gauss_small(p: int, q: int, n: int, rng: RandomSource) -> np.ndarray:
     word64 = _word_stream(rng, 3 * n + 8)
     if word64 is None:
         return gauss_guided([Fraction(p, q)], np.zeros(n, dtype=np.int64), rng)
-    t = math.isqrt(p // q) + 1
-    return np.array([_one_gauss(p, q, t, word64) for _ in range(n)], dtype=np.int64)
+    return np.array(_gauss_run(p, q, math.isqrt(p // q) + 1, n, word64), dtype=np.int64)
 
 
 def gauss_guided(values: list[Fraction], group: np.ndarray, rng: RandomSource) -> np.ndarray:
