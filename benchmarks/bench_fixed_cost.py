@@ -1,9 +1,12 @@
 """Fixed cost of one query through the DB-API on the demo database, per stage, against raw DuckDB.
 
-    python benchmarks/bench_fixed_cost.py [--repeat 41] [--sql "..."]
+    python -m benchmarks.bench_fixed_cost [--repeat 41] [--sql "..."] [--fresh]
 
 Fixed cost = dpsql's wall time minus its execute stage (DuckDB running the exact SQL); the
-raw-DuckDB comparison at sizes is benchmarks/speed.py. Medians are printed with the load average. The policy is a copy with a huge budget beside a throw-away ledger.
+raw-DuckDB comparison at sizes is benchmarks/speed.py. Medians are printed with the load average.
+The policy is a copy with a huge budget beside a throw-away ledger. With ``--fresh`` every query
+is the first of a new connection (as a BI tool or script that connects per query runs it); the
+time to open the connection is printed apart.
 """
 
 from __future__ import annotations
@@ -27,25 +30,34 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeat", type=int, default=41)
     ap.add_argument("--sql", default=SQL)
+    ap.add_argument("--fresh", action="store_true", help="each query on a new connection")
     args = ap.parse_args(argv)
     db, policy = ensure_demo()
     with tempfile.TemporaryDirectory() as tmp:
         pol = benchmark_policy(Path(policy), Path(tmp))
-        with dpsql.connect(db, pol) as con:
-            cur = con.cursor()
-            cur.execute(args.sql)
-            cur.fetchall()  # warm-up (and the one-time unit check)
-            walls, stages = [], {}
-            for _ in range(args.repeat):
+        con = dpsql.connect(db, pol)
+        cur = con.cursor()
+        cur.execute(args.sql)
+        cur.fetchall()  # warm-up (and the one-time unit check)
+        walls, stages, opens = [], {}, []
+        for _ in range(args.repeat):
+            if args.fresh:
+                con.close()
                 t0 = time.perf_counter()
-                cur.execute(args.sql)
-                rows = cur.fetchall()
-                walls.append(time.perf_counter() - t0)
-                for k, v in (getattr(cur.result, "timings", None) or {}).items():
-                    stages.setdefault(k, []).append(v)
+                con = dpsql.connect(db, pol)
+                cur = con.cursor()
+                opens.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            cur.execute(args.sql)
+            rows = cur.fetchall()
+            walls.append(time.perf_counter() - t0)
+            for k, v in (getattr(cur.result, "timings", None) or {}).items():
+                stages.setdefault(k, []).append(v)
+        con.close()
     med = {k: statistics.median(v) * 1e3 for k, v in stages.items()}
     wall = statistics.median(walls) * 1e3
-    print(f"rows={len(rows)} repeat={args.repeat} load={os.getloadavg()[0]:.2f}")
+    print(f"rows={len(rows)} repeat={args.repeat} load={os.getloadavg()[0]:.2f}"
+          + (f"; a new connection each query (opening it: {statistics.median(opens) * 1e3:.1f} ms)" if opens else ""))
     print(f"dpsql wall {wall:.1f} ms; fixed (wall - execute) {wall - med.get('execute', 0):.1f} ms")
     print("stages (ms, medians): " + ", ".join(f"{k} {v:.1f}" for k, v in med.items()))
 

@@ -125,7 +125,7 @@ class Session:
         self.finisher = open_finisher(self.engine)
         self.domain = PublicDomain(self.engine, self.finisher, self.schema)
         self._units_checked: set[str] = set()
-        self._plan_context = plan_cache.context(self.policy, self.schema, self.not_null)  # _planned's cache key
+        self._plan_context = plan_cache.context(self.policy, self.schema, self.not_null, self.analyst)  # _planned's cache key
         self._lock = threading.RLock()  # one query at a time: threads sharing a connection cannot interleave
         self._public: PublicCatalog | None = None  # public_database(), built on first use
 

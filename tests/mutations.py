@@ -206,9 +206,14 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/test_guarantee.py::test_threads_sharing_a_connection_never_overspend",)),
     Mutation("plan_cache_ignores_the_policy",
              "a session is served a plan made under another policy (its keys, thresholds, budget split)",
-             (Patch("dpsql/sql/plan_cache.py", "parts = (policy.digest, str(policy.path), sorted(policy.parquet.items()),",
-                    "parts = (None, str(policy.path), sorted(policy.parquet.items()),"),),
+             (Patch("dpsql/sql/plan_cache.py", "parts = (analyst, policy.digest, str(policy.path), sorted(policy.parquet.items()),",
+                    "parts = (analyst, None, str(policy.path), sorted(policy.parquet.items()),"),),
              ("tests/test_plan_cache.py::test_a_session_on_another_policy_never_gets_the_plan_made_under_the_first",)),
+    Mutation("plan_cache_shared_by_analysts",
+             "one analyst's sessions are served plans another analyst's queries made (their texts leak by timing)",
+             (Patch("dpsql/sql/plan_cache.py", "def context(policy: Policy, schema: dict[str, dict[str, str]], not_null: dict[str, set[str]], analyst: str) -> Any:",
+                    "def context(policy: Policy, schema: dict[str, dict[str, str]], not_null: dict[str, set[str]], analyst_: str, analyst: str = '') -> Any:"),),
+             ("tests/test_plan_cache.py::test_analysts_do_not_share_plans",)),
 )
 
 

@@ -119,9 +119,24 @@ def test_a_policy_not_read_from_a_file_has_a_context_of_its_own(con):
     doc = {"tables": {"establishments": {"privacy_unit": "id"}}}
     policy = parse_policy(doc)
     assert policy.digest is None
-    first = plan_cache.context(policy, session.schema, session.not_null)
-    assert first != plan_cache.context(policy, session.schema, session.not_null)
-    assert session._plan_context == plan_cache.context(session.policy, session.schema, session.not_null)
+    first = plan_cache.context(policy, session.schema, session.not_null, session.analyst)
+    assert first != plan_cache.context(policy, session.schema, session.not_null, session.analyst)
+    assert session._plan_context == plan_cache.context(session.policy, session.schema, session.not_null,
+                                                       session.analyst)
+
+
+def test_analysts_do_not_share_plans(demo, monkeypatch):
+    """A cached plan answers faster than a new one: sharing across analysts would tell one
+    analyst of a wire server, by timing, which texts another had sent."""
+    sql = "SELECT naics2, COUNT(*) FROM establishments GROUP BY naics2 -- per analyst"
+    with dpsql.connect(*demo, analyst="alice") as alice:
+        alice.execute(sql).fetchall()
+        context = alice.session._plan_context
+    with dpsql.connect(*demo, analyst="bob") as bob:
+        assert bob.session._plan_context != context
+        calls = _counting(bob.session, monkeypatch)
+        bob.execute(sql).fetchall()
+        assert calls == [sql]
 
 
 def test_sessions_of_one_schema_share_the_empty_twin_and_see_only_their_own_cells(demo):
@@ -134,7 +149,12 @@ def test_sessions_of_one_schema_share_the_empty_twin_and_see_only_their_own_cell
         a.execute(sql).fetchall()
         b.execute(sql).fetchall()
         ta, tb = a.session.engine._twin, b.session.engine._twin
-        assert ta.checked is tb.checked and ta.con is not tb.con
+        assert ta.con is not tb.con
+        ta.con.execute("CREATE TABLE __one_instance (x INTEGER)")  # what one cursor makes, the other sees
+        try:
+            assert tb.con.execute("SELECT COUNT(*) FROM __one_instance").fetchall() == [(0,)]
+        finally:
+            ta.con.execute("DROP TABLE __one_instance")
         ta.con.register("__noisy", {"x": np.array([1, 2, 3])})
         with pytest.raises(duckdb.CatalogException):
             tb.con.execute("SELECT * FROM __noisy")

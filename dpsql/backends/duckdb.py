@@ -126,6 +126,7 @@ class DuckDBEngine:
         self._parquet = dict(parquet or {})
         self._interrupt = StickyInterrupt()
         self._twin: Twin | None = None  # the empty schema twin (check), shared in the process
+        self._checked: set[str] = set()  # this session's (a process-wide set would tell, by timing, what others ran)
         self._column_rows: list[tuple[str, str, str, bool]] | None = None  # _columns(), read once
         self._constraint_rows: list[tuple[str, str, str | None, list[str]]] | None = None
         if self._parquet:
@@ -260,10 +261,9 @@ class DuckDBEngine:
         read (DESIGN.md, "Phases of a query"). The twin holds no data, so DuckDB's message is
         safe to show; errors that only rows could trigger are excluded by the rewrite's
         allow-list (totality.py)."""
-        twin = self._twin_connection()
-        assert self._twin is not None
-        if sql in self._twin.checked:  # the check depends on the schema and the text alone
+        if sql in self._checked:
             return
+        twin = self._twin_connection()
         try:
             twin.execute(sql).fetchall()
         except duckdb.Error as exc:
@@ -271,9 +271,9 @@ class DuckDBEngine:
                                code="DP120",
                                hint="check the types in the query: compare text with text and numbers with numbers, "
                                     "and use literals DuckDB can represent.") from None
-        if len(self._twin.checked) > 1000:
-            self._twin.checked.clear()
-        self._twin.checked.add(sql)
+        if len(self._checked) > 1000:
+            self._checked.clear()
+        self._checked.add(sql)
 
     def describe(self, sql: str) -> list[str]:
         """The DuckDB types of ``sql``'s result columns, bound on the empty twin (no row read)."""

@@ -179,11 +179,11 @@ class Twin:
     instance per schema (:func:`schema_twin`): a new DuckDB instance costs 15-30 ms, which every
     new connection paid on its first query. Sharing is safe because nothing in a twin is private
     or can change — no row ever, the configuration locked, and what a user registers (the
-    finisher's noisy cells) is visible to that user's own cursor only. ``checked`` holds the
-    statements found to run on this schema (a function of the DDL and the text alone)."""
+    finisher's noisy cells) is visible to that user's own cursor only. Which statements passed
+    the check stays with each user (a shared record would tell, by timing, what others ran)."""
 
-    def __init__(self, key: tuple[str, ...], con: duckdb.DuckDBPyConnection, checked: set[str]) -> None:
-        self._key, self.con, self.checked = key, con, checked
+    def __init__(self, key: tuple[str, ...], con: duckdb.DuckDBPyConnection) -> None:
+        self._key, self.con = key, con
 
     def close(self) -> None:
         """Close this handle's cursor; the instance stays for the next user of the schema."""
@@ -198,17 +198,17 @@ class _TwinRegistry:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: dict[tuple[str, ...], list[Any]] = {}  # key -> [root, open handles, checked]; insertion = recency
+        self._entries: dict[tuple[str, ...], list[Any]] = {}  # key -> [root, open handles]; insertion = recency
 
     def acquire(self, ddl: list[str]) -> Twin:
         key = tuple(ddl)
         with self._lock:
             entry = self._entries.pop(key, None)
             if entry is None:
-                entry = [_new_twin(ddl), 0, set()]
+                entry = [_new_twin(ddl), 0]
             self._entries[key] = entry  # most recent last
             entry[1] += 1
-            return Twin(key, entry[0].cursor(), entry[2])
+            return Twin(key, entry[0].cursor())
 
     def release(self, key: tuple[str, ...]) -> None:
         with self._lock:

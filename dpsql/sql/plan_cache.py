@@ -11,6 +11,11 @@ A context names what the plan depends on besides the text: the policy file's SHA
 resolved Parquet locations, and the schema's tables, column types and NOT NULL columns. A policy
 not read from a file (``parse_policy``) has no digest: its session gets a context of its own
 (an object that compares by identity and is kept alive by the entries that hold it).
+
+The analyst is in the context too, though the plan does not depend on it: a plan found in the
+cache answers faster than one made, so a shared entry would let one analyst of a wire server
+learn, by timing, which query texts another analyst had sent. Only one analyst's own sessions
+share plans (a BI tool connecting per query as one user is the case this serves).
 """
 
 from __future__ import annotations
@@ -32,11 +37,12 @@ _lock = threading.Lock()
 _plans: OrderedDict[tuple[Any, str], tuple[Plan, str]] = OrderedDict()
 
 
-def context(policy: Policy, schema: dict[str, dict[str, str]], not_null: dict[str, set[str]]) -> Any:
-    """The key part that stands for the policy and the schema (computed once per session)."""
+def context(policy: Policy, schema: dict[str, dict[str, str]], not_null: dict[str, set[str]], analyst: str) -> Any:
+    """The key part that stands for the policy, the schema and the analyst (computed once per
+    session)."""
     if policy.digest is None:
         return object()
-    parts = (policy.digest, str(policy.path), sorted(policy.parquet.items()),
+    parts = (analyst, policy.digest, str(policy.path), sorted(policy.parquet.items()),
              [(t, sorted(cols.items())) for t, cols in sorted(schema.items())],
              [(t, sorted(cols)) for t, cols in sorted(not_null.items())])
     return hashlib.sha256(repr(parts).encode()).hexdigest()
