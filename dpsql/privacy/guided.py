@@ -264,6 +264,7 @@ def _vector(lam: list[tuple[int, int]], accept: list[tuple[int, int, int]] | Non
     if accept is not None:
         s2_g = np.array([p / q for p, q, _ in accept])
         b_g = s2_g / np.array([float(t) for _, _, t in accept])
+    one = len(lam) == 1  # every cell with the same parameters (the usual query): scalars, no gathers
     word: Word = lambda: int(rng.bits63(1)[0])  # noqa: E731
     n = group.size
     out = np.empty(n, dtype=np.int64)
@@ -279,10 +280,11 @@ def _vector(lam: list[tuple[int, int]], accept: list[tuple[int, int, int]] | Non
             out[pending] = _scalar(one, params, group[pending].tolist(), word64)
             break
         r = trials_per_cell(m)
-        gi = np.repeat(group[pending], r)
-        w, neg, wc = _draw(rng, gi.size, accept is not None)
+        n_trials = m * r
+        gi = None if one else np.repeat(group[pending], r)
+        w, neg, wc = _draw(rng, n_trials, accept is not None)
         uf = w.astype(np.float64) * _INV_W
-        lamf = lamf_g[gi]
+        lamf = lamf_g[0] if gi is None else lamf_g[gi]
         with np.errstate(divide="ignore"):
             x = -np.log(uf) / lamf
         bad = ~(x < 2.0**62)  # U's first 63 bits all zero: infinite
@@ -290,8 +292,8 @@ def _vector(lam: list[tuple[int, int]], accept: list[tuple[int, int, int]] | Non
         sure = ~bad & (uf < np.exp(-k * lamf) - MARGIN) & (uf > np.exp(-(k + 1.0) * lamf) + MARGIN)
         keep = sure & ~(neg & (k == 0.0))
         if wc is not None:
-            s2 = s2_g[gi]
-            d = k - b_g[gi]
+            s2 = s2_g[0] if gi is None else s2_g[gi]
+            d = k - (b_g[0] if gi is None else b_g[gi])
             pa = np.exp(-(d * d) / (2.0 * s2))
             ucf = wc.astype(np.float64) * _INV_W
             no = ucf > pa + MARGIN
@@ -300,7 +302,7 @@ def _vector(lam: list[tuple[int, int]], accept: list[tuple[int, int, int]] | Non
         keep &= sure
         val = np.where(neg, -k, k).astype(np.int64)
         for j in np.flatnonzero(~sure).tolist():  # too close to call in floats: finish exactly
-            g = int(gi[j])
+            g = 0 if gi is None else int(gi[j])
             y = _trial_exact(int(w[j]), bool(neg[j]), int(wc[j]) if wc is not None else 0, lam[g],
                              accept[g] if accept is not None else None, word)
             keep[j] = y is not None
