@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import dpsql
+from dpsql.backends import duckdb_local
 from dpsql.errors import QueryRefused
 from dpsql.intercept import probes
 from dpsql.policy_file import parse_policy
@@ -139,10 +140,11 @@ def test_analysts_do_not_share_plans(demo, monkeypatch):
         assert calls == [sql]
 
 
-def test_sessions_of_one_schema_share_the_empty_twin_and_see_only_their_own_cells(demo):
+def test_sessions_of_one_schema_share_the_empty_twin_and_see_only_their_own_cells(demo, monkeypatch):
     """One DuckDB instance per schema in the process (a new one cost 15-30 ms per connection):
     each session has its own cursor, the noisy cells one registers are invisible to another, and
     closing one session leaves the other's twin working."""
+    monkeypatch.setattr(duckdb_local, "IDLE_TWINS", 0)  # an instance nobody holds is closed at once
     sql = "SELECT naics2, COUNT(*) FROM establishments GROUP BY naics2"
     a, b = dpsql.connect(*demo), dpsql.connect(*demo)
     try:
@@ -160,8 +162,10 @@ def test_sessions_of_one_schema_share_the_empty_twin_and_see_only_their_own_cell
             tb.con.execute("SELECT * FROM __noisy")
         assert tb.con.execute("SELECT COUNT(*) FROM establishments").fetchall() == [(0,)]
         a.close()
+        ta.close()  # a second close of a handle must not release the instance another session holds
         assert tb.con.execute("SELECT COUNT(*) FROM establishments").fetchall() == [(0,)]
         assert len(b.execute(sql).fetchall()) == 24
     finally:
         a.close()
         b.close()
+    assert ta._key not in duckdb_local._TWINS._entries  # no user left, none kept idle: closed

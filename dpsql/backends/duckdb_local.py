@@ -183,12 +183,15 @@ class Twin:
     the check stays with each user (a shared record would tell, by timing, what others ran)."""
 
     def __init__(self, key: tuple[str, ...], con: duckdb.DuckDBPyConnection) -> None:
-        self._key, self.con = key, con
+        self._key, self.con, self._open = key, con, True
 
     def close(self) -> None:
-        """Close this handle's cursor; the instance stays for the next user of the schema."""
-        self.con.close()
-        _TWINS.release(self._key)
+        """Close this handle's cursor (once: a second call changes nothing); the instance stays
+        for the next user of the schema."""
+        if self._open:
+            self._open = False
+            self.con.close()
+            _TWINS.release(self._key)
 
 
 class _TwinRegistry:
