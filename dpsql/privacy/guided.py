@@ -243,7 +243,10 @@ def trials_per_cell(pending: int) -> int:
     """Trials drawn per pending cell in a numpy round: one trial accepts with probability ~0.74
     (sigma = 18), so 4 leave ~0.3% of cells for the next round, 2 leave ~7% (cheaper per cell
     once the round's fixed cost is spread over many)."""
-    return 2 if pending >= 512 else 3
+    return 2 if pending >= 512 else 4
+
+
+_BIT = np.arange(63, dtype=np.int64)
 
 
 def _draw(rng: RandomSource, n: int, acceptance: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -251,7 +254,7 @@ def _draw(rng: RandomSource, n: int, acceptance: bool) -> tuple[np.ndarray, np.n
     63 bits, the fair signs (63 from each word), and the acceptance uniform's first 63 bits."""
     n_sign = (n + 62) // 63
     words = rng.bits63((2 if acceptance else 1) * n + n_sign)
-    signs = ((words[-n_sign:, None] >> np.arange(63, dtype=np.int64)) & 1).ravel()[:n].astype(bool)
+    signs = ((words[-n_sign:, None] >> _BIT) & 1).ravel()[:n].astype(bool)
     return words[:n], signs, words[n:2 * n] if acceptance else None
 
 
@@ -264,7 +267,7 @@ def _vector(lam: list[tuple[int, int]], accept: list[tuple[int, int, int]] | Non
     if accept is not None:
         s2_g = np.array([p / q for p, q, _ in accept])
         b_g = s2_g / np.array([float(t) for _, _, t in accept])
-    one = len(lam) == 1  # every cell with the same parameters (the usual query): scalars, no gathers
+    shared = len(lam) == 1  # every cell with the same parameters (the usual query): scalars, no gathers
     word: Word = lambda: int(rng.bits63(1)[0])  # noqa: E731
     n = group.size
     out = np.empty(n, dtype=np.int64)
@@ -281,7 +284,7 @@ def _vector(lam: list[tuple[int, int]], accept: list[tuple[int, int, int]] | Non
             break
         r = trials_per_cell(m)
         n_trials = m * r
-        gi = None if one else np.repeat(group[pending], r)
+        gi = None if shared else np.repeat(group[pending], r)
         w, neg, wc = _draw(rng, n_trials, accept is not None)
         uf = w.astype(np.float64) * _INV_W
         lamf = lamf_g[0] if gi is None else lamf_g[gi]
@@ -290,14 +293,15 @@ def _vector(lam: list[tuple[int, int]], accept: list[tuple[int, int, int]] | Non
         bad = ~(x < 2.0**62)  # U's first 63 bits all zero: infinite
         k = np.where(bad, 0.0, np.floor(x))
         sure = ~bad & (uf < np.exp(-k * lamf) - MARGIN) & (uf > np.exp(-(k + 1.0) * lamf) + MARGIN)
-        keep = sure & ~(neg & (k == 0.0))
+        neg_zero = neg & (k == 0.0)  # -0: rejected, so that 0 is not counted twice
+        keep = sure & ~neg_zero
         if wc is not None:
             s2 = s2_g[0] if gi is None else s2_g[gi]
             d = k - (b_g[0] if gi is None else b_g[gi])
             pa = np.exp(-(d * d) / (2.0 * s2))
             ucf = wc.astype(np.float64) * _INV_W
             no = ucf > pa + MARGIN
-            sure &= (neg & (k == 0.0)) | no | (ucf < pa - MARGIN)
+            sure &= neg_zero | no | (ucf < pa - MARGIN)
             keep &= ~no
         keep &= sure
         val = np.where(neg, -k, k).astype(np.int64)
