@@ -49,7 +49,7 @@ def test_corpus(corpus_session, case: Case):
         assert result is not None and result.receipt.rho == 0, where
         assert sorted(result.rows, key=repr) == sorted(session.engine.run(case.expected), key=repr), where
         return
-    tree = parsed(case.sql)  # no other case may be taken for a query of public tables only
+    tree = parsed(case.sql, session.analyst)  # no other case may be taken for a query of public tables only
     assert tree is None or not reads_only_public(tree, case.sql, session), f"{where}: read as public"
     if case.expected is None:
         with pytest.raises(DpsqlError) as err:

@@ -56,13 +56,14 @@ def test_parameters_are_bound_on_every_run(con):
     assert con.execute(sql, ["CA"]).fetchall()[0][0] > 10 * max(wy, 1)
 
 
-def test_the_probes_parse_a_statement_once():
+def test_the_probes_parse_a_statement_once_per_analyst():
     probes._parsed_cached.cache_clear()
     sql = "SELECT state, COUNT(*) FROM establishments GROUP BY state -- not a probe"
-    assert probes.parsed(sql) is probes.parsed(sql)
+    assert probes.parsed(sql, "alice") is probes.parsed(sql, "alice")
     assert probes._parsed_cached.cache_info().misses == 1
+    assert probes.parsed(sql, "bob") is not probes.parsed(sql, "alice")  # no analyst's texts show in another's timing
     long_sql = "SELECT 1" + " " * probes.CACHED_LENGTH
-    assert probes.parsed(long_sql) is not probes.parsed(long_sql)  # too long to keep
+    assert probes.parsed(long_sql, "alice") is not probes.parsed(long_sql, "alice")  # too long to keep
 
 
 def _counting(session, monkeypatch):

@@ -41,7 +41,7 @@ def answer_explain(session: Session, sql: str, parameters: Any = None) -> Result
 def explanation_text(session: Session, sql: str, parameters: Any = None) -> str:
     """How ``sql`` would be answered, as text: dpsql's explanation of a private release, or, for
     a query of public tables only, that it is answered exactly and for free."""
-    tree = parsed(sql)
+    tree = parsed(sql, session.analyst)
     if tree is not None and session.policy.public_tables and reads_only_public(tree, sql, session):
         return ("public tables only: answered exactly from the public tables' rows, on a database that holds "
                 "nothing private; no noise, nothing charged.\n\n" + sql.strip().rstrip(";") + ";")

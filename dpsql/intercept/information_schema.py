@@ -181,7 +181,7 @@ def _information_schema_view(tree: exp.Expression) -> tuple[str, str | None] | N
 
 def answer_information_schema(session: Session, sql: str) -> Result | None:
     """``SELECT ... FROM information_schema.{schemata,tables,columns}`` over the policy's tables."""
-    tree = parsed(sql)
+    tree = parsed(sql, session.analyst)
     found = _information_schema_view(tree) if tree is not None else None
     if found is None:
         return None

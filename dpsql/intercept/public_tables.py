@@ -96,7 +96,7 @@ def answer_public_query(session: Session, sql: str, parameters: Any = None) -> R
     statement (the private pipeline answers or refuses it)."""
     if not session.policy.public_tables:
         return None
-    tree = parsed(sql)
+    tree = parsed(sql, session.analyst)
     if tree is None or not reads_only_public(tree, sql, session):
         return None
     try:
