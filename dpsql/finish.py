@@ -30,7 +30,7 @@ def finish(plan: Plan, columns: dict[str, Any], finisher: Finisher
     if projected is not None:
         names, types, values = projected
         rows = list(zip(*values))
-        return names, types, rows, column_errors(plan, columns, np.arange(len(rows), dtype=np.int64))
+        return names, types, rows, column_errors(plan, columns, None)
     names, types, rows = finisher.run(columns, _finish_sql(plan))
     at = np.fromiter(map(itemgetter(n_visible), rows), dtype=np.int64, count=len(rows))
     errors = column_errors(plan, columns, at)
@@ -164,25 +164,30 @@ def describe(plan: Plan, key_types: list[str], finisher: Finisher) -> tuple[list
     return names[:n], types[:n]
 
 
-def column_errors(plan: Plan, columns: dict[str, Any], at: np.ndarray) -> list[ColumnError | None]:
+def column_errors(plan: Plan, columns: dict[str, Any], at: np.ndarray | None) -> list[ColumnError | None]:
     """Per-row σ and 95% MOE of each visible column (None for keys and for expressions whose
     error dpsql cannot state), looked up in the release's columns at each answer row's position
     ``at`` (the row column the finish query carried along, so they follow HAVING / ORDER BY /
-    LIMIT)."""
+    LIMIT); None: every cell, in order (a projection)."""
 
     def hidden(name: str) -> list[Any]:  # one value per answer row
-        return np.asarray(columns[name])[at].tolist()
+        values = np.asarray(columns[name])
+        return (values if at is None else values[at]).tolist()
 
+    def floats(name: str) -> tuple[float, ...]:
+        values = hidden(name)
+        return tuple(values) if np.asarray(columns[name]).dtype == np.float64 else tuple(map(float, values))
+
+    n_rows = len(columns[ROW_COLUMN]) if at is None else at.size
     out: list[ColumnError | None] = []
     for oc in plan.outputs:
         if oc.primitive is not None and plan.primitives[oc.primitive].kind == "quantile":
-            none: tuple[None, ...] = (None,) * at.size
+            none: tuple[None, ...] = (None,) * n_rows
             out.append(ColumnError(oc.name, none, none, note="a value of the measure's public grid, drawn by the "
                                    "exponential mechanism; its error is in ranks (the receipt's rank_error95)"))
         elif oc.primitive is not None:
             i = oc.primitive
-            out.append(ColumnError(oc.name, tuple(map(float, hidden(sigma_column(i)))),
-                                   tuple(map(float, hidden(moe_column(i))))))
+            out.append(ColumnError(oc.name, floats(sigma_column(i)), floats(moe_column(i))))
         elif oc.ratio is not None:
             s_i, c_i = oc.ratio
             sig_list: list[float | None] = []

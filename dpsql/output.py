@@ -82,6 +82,9 @@ def nonnegative_primitives(plan: Plan, nonnegative: dict[str, set[str]]) -> set[
     return {i for i, p in enumerate(plan.primitives) if p.kind == "count" or p.column in columns}
 
 
+_NUMBERS = (int, float)
+
+
 def _nonnegative_outputs(plan: Plan, prims: set[int]) -> list[bool]:
     """Per column of the answer: exactly a primitive that cannot be negative, or AVG of one."""
     return [(oc.primitive is not None and oc.primitive in prims)
@@ -114,7 +117,7 @@ def notes(plan: Plan, names: list[str], rows: list[tuple[Any, ...]], prims: set[
             out.append("dpsql.clamp_negative is on, but no aggregate of this query is known to be non-negative "
                        "(COUNT is; SUM and AVG when the schema bounds the measure below by 0)")
     for j, (name, can_not) in enumerate(zip(names, _nonnegative_outputs(plan, prims))):
-        below = sum(1 for v in map(itemgetter(j), rows) if type(v) in (int, float) and v < 0) if can_not else 0
+        below = len([v for v in map(itemgetter(j), rows) if type(v) in _NUMBERS and v < 0]) if can_not else 0
         if below:
             out.append(f"{name}: {below} value{'s' if below != 1 else ''} below 0, though it cannot be negative: "
                        "that is the noise (SET dpsql.clamp_negative = on shows them as 0)")

@@ -67,7 +67,7 @@ def test_a_projection_is_exactly_duckdbs_answer(session, sql):
     assert len(rows) == len(want_rows) > 0
     for got, want in zip(rows, want_rows):
         assert len(got) == len(want) and all(_same(g, w) for g, w in zip(got, want)), (got, want)
-    assert [e.sigma if e else None for e in errors] == [e.sigma if e else None for e in
+    assert [(e.sigma, e.moe95) if e else None for e in errors] == [(e.sigma, e.moe95) if e else None for e in
                                                         finish_mod.column_errors(plan, columns, np.arange(len(rows)))]
 
 
