@@ -30,6 +30,18 @@ def sort_key(group: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple((v is None, type(v).__name__, v if v is not None else 0) for v in group)
 
 
+_PLAIN = {str, int}  # one of these per position, no NULL: the groups compare as they are
+
+
+def sorted_groups(groups: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """``groups`` in :func:`sort_key`'s order. When every position holds values of one type, text
+    or integers, and no NULL, that order is the tuples' own: sorted without a key (in C; the key
+    cost ~3 ms for 3,000 counties)."""
+    if groups and all(len(kinds := set(map(type, column))) == 1 and kinds <= _PLAIN for column in zip(*groups)):
+        return sorted(groups)
+    return sorted(groups, key=sort_key)
+
+
 class PublicDomain:
     """The keysets of one connection's public keys, cached (public data does not change while
     the file is open read-only)."""
@@ -102,6 +114,6 @@ class PublicDomain:
                 where = f" WHERE {' AND '.join(f'{c} IS NOT NULL' for c in plain)}" if plain else ""
                 rows = self.engine.run(f'SELECT DISTINCT {", ".join(key_sql(k) for k in keys)} '
                                        f'FROM (SELECT {cols} FROM "{table}"){where}')  # public rows only
-                self._images[cache] = tuple(sorted(rows, key=sort_key))
+                self._images[cache] = tuple(sorted_groups(rows))
             blocks.append((idx, list(self._images[cache])))
         return blocks

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from dpsql.decide import TSGD, Decision
-from dpsql.domain import Blocks, sort_key
+from dpsql.domain import Blocks, sorted_groups
 from dpsql.policy import Measure, Selection
 from dpsql.privacy import quantile
 from dpsql.privacy.allocate import EXPONENTIAL, Allocation
@@ -178,9 +178,9 @@ def select_groups(counts: dict[tuple[Any, ...], int], sel: Selection, rng: Rando
     if sel.method == "truncated_geometric":
         keep, noisy = thresholded_release(n, sel.epsilon, sel.delta, rng)
         kept = [g for g, k in zip(groups, keep) if k]
-        return sorted(kept, key=sort_key), dict(zip(kept, noisy.tolist()))
+        return sorted_groups(kept), dict(zip(kept, noisy.tolist()))
     keep = select(n, sel.epsilon, sel.delta, rng)  # the optimal primitive, Theorem 1
-    return sorted((g for g, k in zip(groups, keep) if k), key=sort_key), None
+    return sorted_groups([g for g, k in zip(groups, keep) if k]), None
 
 
 def per_cell(by_sens: dict[int, float], sens: list[int]) -> np.ndarray:
@@ -227,10 +227,11 @@ def sensitivities(plan: Plan, domain: list[tuple[Any, ...]], p: Primitive) -> li
 def selection_counts(plan: Plan, exact_rows: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], int]:
     """n per private-key group: the last column of the exact rows, summed over public keys."""
     idx = [i for i, k in enumerate(plan.keys) if not k.public]
+    get = itemgetter(*idx)
+    groups = map(get, exact_rows) if len(idx) > 1 else zip(map(get, exact_rows))  # as tuples
     counts: dict[tuple[Any, ...], int] = {}
-    for row in exact_rows:
-        g = tuple(row[i] for i in idx)
-        counts[g] = counts.get(g, 0) + int(row[-1])
+    for g, n in zip(groups, map(itemgetter(-1), exact_rows)):
+        counts[g] = counts.get(g, 0) + int(n)
     return counts
 
 

@@ -159,3 +159,20 @@ def test_noisy_values_are_exact_sums_on_both_integer_paths():
     assert as_array(np.array([2**70, 1], dtype=object), Fraction(1)).tolist() == [float(2**70), 1.0]
     assert as_array(np.array([5, -3], dtype=np.int64), Fraction(1)).dtype == np.int64
     assert as_array(np.array([1, 3], dtype=np.int64), Fraction(1, 3)).tolist() == [1 / 3, 1.0]
+
+
+def test_groups_sort_without_a_key_exactly_as_with_it():
+    """sorted_groups takes the tuples' own order when each position holds one type, text or
+    integers, with no NULL; it must be sort_key's order, and sort_key's itself otherwise."""
+    import random
+
+    from dpsql.domain import sort_key, sorted_groups
+
+    rnd = random.Random(5)
+    values = {"str": lambda: rnd.choice(["", "a", "B", "ab", "é", "10", "9"]), "int": lambda: rnd.randint(-3, 3),
+              "mixed": lambda: rnd.choice([1, "1", None, 2.5, True])}
+    for trial in range(300):
+        kinds = [rnd.choice(list(values)) for _ in range(rnd.randint(1, 3))]
+        groups = list({tuple(values[k]() for k in kinds) for _ in range(rnd.randint(0, 30))})
+        rnd.shuffle(groups)
+        assert sorted_groups(groups) == sorted(groups, key=sort_key), (kinds, groups)
