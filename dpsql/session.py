@@ -32,7 +32,7 @@ from dpsql import domain, output
 from dpsql.backends import InterruptedBeforeStart, PublicCatalog, open_engine, open_finisher
 from dpsql.backends.files import kind_of
 from dpsql.decide import Decision, allocations, decision, selection_params, settings_for
-from dpsql.domain import PublicDomain
+from dpsql.domain import PublicDomain, file_identity
 from dpsql.errors import DatabaseFileError, DpsqlError, PolicyFileError, QueryFailed
 from dpsql.explain import explain
 from dpsql.finish import describe, finish
@@ -123,9 +123,13 @@ class Session:
         self.rng = random_source if random_source is not None else default_random()
         self.database = database
         self.finisher = open_finisher(self.engine)
-        self.domain = PublicDomain(self.engine, self.finisher, self.schema)
-        self._units_checked: set[str] = set()
         self._plan_context = plan_cache.context(self.policy, self.schema, self.not_null, self.analyst)  # _planned's cache key
+        # Public values are shared by the sessions of one plan context on one unchanged data file
+        # (a DuckDB file: it is open read-only, so no writer can change it while a session holds it).
+        shared = isinstance(self._plan_context, str) and not self.policy.parquet
+        self.domain = PublicDomain(self.engine, self.finisher, self.schema,
+                                   scope=(self._plan_context, file_identity(database)) if shared else None)
+        self._units_checked: set[str] = set()
         self._lock = threading.RLock()  # one query at a time: threads sharing a connection cannot interleave
         self._public: PublicCatalog | None = None  # public_database(), built on first use
 

@@ -175,3 +175,39 @@ def test_sessions_of_one_schema_share_the_empty_twin_and_see_only_their_own_cell
         assert entry is None  # no user left, none kept idle: closed
     else:
         assert entry is not None and entry[1] == others
+
+
+REGIONS = ("SELECT s.region, COUNT(*) FROM establishments e JOIN states s ON e.state = s.code "
+           "GROUP BY s.region")
+
+
+def test_public_values_are_shared_by_one_analysts_sessions_of_one_file(demo):
+    """A new connection does not read the public tables again; another analyst's does."""
+    with dpsql.connect(*demo) as first:
+        assert len(first.execute(REGIONS).fetchall()) == 4
+    with dpsql.connect(*demo) as second:
+        plan, _ = second.session._planned(REGIONS, None)
+        assert second.session.domain._images.own == {}
+        blocks = second.session.domain.blocks(plan)  # served from the process's values
+        assert second.session.domain._images.own == {} and [len(rows) for _, rows in blocks] == [4]
+    with dpsql.connect(*demo, analyst="someone else") as other:
+        plan, _ = other.session._planned(REGIONS, None)
+        other.session.domain.blocks(plan)
+        assert len(other.session.domain._images.own) == 1  # read afresh
+
+
+def test_a_changed_file_is_never_served_the_old_public_values(demo, tmp_path):
+    """The data owner edits a public table between two sessions: the next one sees the edit
+    (the file's identity is in the key)."""
+    import duckdb as duck
+
+    db, policy = demo
+    mine = tmp_path / "demo.duckdb"
+    shutil.copyfile(db, mine)
+    with dpsql.connect(mine, policy) as con:
+        assert len(con.execute(REGIONS).fetchall()) == 4
+    w = duck.connect(str(mine))
+    w.execute("UPDATE states SET region = 'Pacific' WHERE region = 'West'")
+    w.close()
+    with dpsql.connect(mine, policy) as con:
+        assert sorted(r[0] for r in con.execute(REGIONS).fetchall()) == ["Midwest", "Northeast", "Pacific", "South"]
