@@ -259,6 +259,11 @@ class Ledger:
         """ρ this analyst may still spend (the data set's cap included)."""
         return self._left(self.totals)[0]
 
+    def rho_spent_and_left(self) -> tuple[Fraction, Fraction]:
+        """ρ this analyst has spent and may still spend, from one read (a receipt's two figures)."""
+        s = self.totals
+        return s.rho, self._left(s)[0]
+
     @property
     def remaining_delta(self) -> Fraction | None:
         """δ this analyst may still spend (the data set's cap included); None when uncapped."""

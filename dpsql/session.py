@@ -297,11 +297,12 @@ class Session:
         names, types, rows = output.with_error_columns(names, types, rows, errors, self.output.error_columns)
         timings["finish"] = time.perf_counter() - t0
 
+        spent, remaining = self.ledger.rho_spent_and_left()
         receipt = Receipt(rho=d.rho, delta=d.delta, epsilon=d.epsilon, mechanism=d.mechanism, table=d.plan.table.name,
                           selection=self._selection_info(d, released), noise=tuple(noise_terms),
                           columns={e.column: e for e in errors if e is not None}, policy_terms=d.terms,
-                          budget_spent=self.ledger.spent, budget_total=self.ledger.total_rho,
-                          budget_remaining=self.ledger.remaining, charge_id=charge_id, notes=notes)
+                          budget_spent=spent, budget_total=self.ledger.total_rho,
+                          budget_remaining=remaining, charge_id=charge_id, notes=notes)
         return Result(columns=tuple(names), types=tuple(types), rows=rows, receipt=receipt, timings=timings)
 
     def _compute_and_release(self, d: Decision, timings: dict[str, float]
