@@ -210,12 +210,12 @@ def test_float_decisions_next_to_the_boundaries_are_the_exact_ones(p, q):
     for (x, wc), e in zip(trials, exact):
         got = guided._one_gauss(p, q, t, Words([x, wc, *marker]).word64)
         assert got == (marker_y if e is None else e), (x, wc, e, got)
-    # the numpy rounds: one cell, r trials a round (the trial, then markers); the first accepted
-    # trial is the sample
-    r = guided.trials_per_cell(1)
+    # the numpy rounds: one cell takes the first accepted trial of its round's stream (the trial,
+    # then markers); one draw a round: U's words, the acceptance words, then the sign words
+    r = guided.trials_for(1)
     for (x, wc), e in zip(trials, exact):
-        # one draw a round: U's words, the acceptance words, then the sign word (bit j: trial j)
-        src = Words(words63=[x & ((1 << 63) - 1)] + [1 << 62] * (r - 1) + [wc] + [0] * (r - 1) + [x >> 63])
+        signs = [x >> 63] + [0] * ((r + 62) // 63 - 1)  # bit j of the sign words: trial j's sign
+        src = Words(words63=[x & ((1 << 63) - 1)] + [1 << 62] * (r - 1) + [wc] + [0] * (r - 1) + signs)
         got = guided._vector([(1, t)], [(p, q, t)], np.zeros(1, dtype=np.int64), src)[0]
         assert got == (marker_y if e is None else e), (x, wc, e, got)
 
