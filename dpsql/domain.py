@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from dpsql import unit_record
 from dpsql.backends import Engine, Finisher
 from dpsql.errors import QueryRefused
 from dpsql.sql.plan import GroupKey, Plan
@@ -60,19 +60,10 @@ class _Shared:
 
 
 def file_identity(path: Path) -> tuple[Any, ...] | None:
-    """A data file's identity — resolved path, device, inode, size, modification and change
-    times — and its write-ahead log's, or None when it cannot be read. Any write changes it."""
-    try:
-        st = os.stat(path)
-        resolved = str(Path(path).resolve())
-    except OSError:
-        return None
-    try:
-        w = os.stat(f"{path}.wal")
-        wal: tuple[int, ...] | None = (w.st_size, w.st_mtime_ns, w.st_ctime_ns)
-    except OSError:
-        wal = None
-    return (resolved, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, wal)
+    """A DuckDB file's identity (:func:`dpsql.unit_record.file_identity`) and its write-ahead
+    log's, or None when the file cannot be read. Any write changes it."""
+    ident = unit_record.file_identity(path)
+    return None if ident is None else (*ident, unit_record.file_identity(f"{path}.wal"))
 
 
 SHARED_ENTRIES = 256

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Callable
 from operator import itemgetter
 from typing import Any
 
@@ -45,15 +46,13 @@ def finish(plan: Plan, columns: dict[str, Any], finisher: Finisher
 # is DOUBLE(x) / DOUBLE(y) (IEEE round-to-nearest conversions and division, as numpy's), and
 # the CASE gives NULL when the noisy count is below 1. tests/test_finish_projection.py checks
 # every row, type and name against DuckDB's.
-_PROJECTION: dict[int, tuple[weakref.ref, list[tuple[str, ...]] | None]] = {}
-
-
 def _projection(plan: Plan) -> list[tuple[str, ...]] | None:
     """Per output column ("col", relation column) or ("avg", sum column, count column), or None
-    when the finish query is more than a projection (cached per plan object, as _finish_sql)."""
-    hit = _PROJECTION.get(id(plan))
-    if hit is not None and hit[0]() is plan:
-        return hit[1]
+    when the finish query is more than a projection (once per plan object)."""
+    return _per_plan("projection", plan, _make_projection)
+
+
+def _make_projection(plan: Plan) -> list[tuple[str, ...]] | None:
     f = plan.finish
     out: list[tuple[str, ...]] | None = []
     if any(f.args.get(a) for a in ("where", "having", "order", "limit", "offset", "distinct", "group", "joins", "with")):
@@ -70,9 +69,6 @@ def _projection(plan: Plan) -> list[tuple[str, ...]] | None:
             out = None
     if out is not None and len(out) != len(plan.outputs):
         out = None
-    if len(_PROJECTION) >= _FINISH_SQL_MAX:
-        _PROJECTION.clear()
-    _PROJECTION[id(plan)] = (weakref.ref(plan), out)
     return out
 
 
@@ -120,27 +116,31 @@ def _projected(plan: Plan, columns: dict[str, Any]
             types.append("BIGINT")
         else:
             return None  # dates, decimals, NULL keys, ...: as DuckDB types them
-        values.append(list(v))
+        values.append(v)  # the release's list, only read from here on
     return [item.alias for item in plan.finish.expressions], types, values
 
 
-# The finish SQL of a plan, generated once per plan object (plans are cached, so a repeated
-# query skips sqlglot's copy + generate: ~1-2 ms). Keyed on id() and checked through a weak
-# reference, so a recycled id never returns another plan's SQL; the text is public (it is built
-# from the query and the policy only).
-_FINISH_SQL: dict[int, tuple[weakref.ref, str]] = {}
-_FINISH_SQL_MAX = 256
+# What the finish stage derives from a plan alone is derived once per plan object (plans are
+# cached, so a repeated query skips sqlglot's copy + generate: ~1-2 ms). Keyed on id() and
+# checked through a weak reference, so a recycled id never returns another plan's value; the
+# values are public (built from the query and the policy only).
+_PER_PLAN: dict[tuple[str, int], tuple[weakref.ref, Any]] = {}
+_PER_PLAN_MAX = 512
+
+
+def _per_plan(kind: str, plan: Plan, make: Callable[[Plan], Any]) -> Any:
+    hit = _PER_PLAN.get((kind, id(plan)))
+    if hit is not None and hit[0]() is plan:
+        return hit[1]
+    value = make(plan)
+    if len(_PER_PLAN) >= _PER_PLAN_MAX:
+        _PER_PLAN.clear()
+    _PER_PLAN[(kind, id(plan))] = (weakref.ref(plan), value)
+    return value
 
 
 def _finish_sql(plan: Plan) -> str:
-    hit = _FINISH_SQL.get(id(plan))
-    if hit is not None and hit[0]() is plan:
-        return hit[1]
-    sql = plan.finish.copy().select(exp.column(ROW_COLUMN, quoted=True)).sql("duckdb")
-    if len(_FINISH_SQL) >= _FINISH_SQL_MAX:
-        _FINISH_SQL.clear()
-    _FINISH_SQL[id(plan)] = (weakref.ref(plan), sql)
-    return sql
+    return _per_plan("sql", plan, lambda p: p.finish.copy().select(exp.column(ROW_COLUMN, quoted=True)).sql("duckdb"))
 
 
 _INTEGERS = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER"}
@@ -170,13 +170,16 @@ def column_errors(plan: Plan, columns: dict[str, Any], at: np.ndarray | None) ->
     ``at`` (the row column the finish query carried along, so they follow HAVING / ORDER BY /
     LIMIT); None: every cell, in order (a projection)."""
 
-    def hidden(name: str) -> list[Any]:  # one value per answer row
+    def picked(name: str) -> np.ndarray:  # one value per answer row
         values = np.asarray(columns[name])
-        return (values if at is None else values[at]).tolist()
+        return values if at is None else values[at]
+
+    def hidden(name: str) -> list[Any]:
+        return picked(name).tolist()
 
     def floats(name: str) -> tuple[float, ...]:
-        values = hidden(name)
-        return tuple(values) if np.asarray(columns[name]).dtype == np.float64 else tuple(map(float, values))
+        values = picked(name)
+        return tuple(values.tolist()) if values.dtype == np.float64 else tuple(map(float, values.tolist()))
 
     n_rows = len(columns[ROW_COLUMN]) if at is None else at.size
     out: list[ColumnError | None] = []

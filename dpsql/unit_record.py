@@ -26,15 +26,22 @@ MAX_RECORDS = 512
 FILE_NAME = "unit_checks.json"
 
 
-def _identity(path: Path, table: str, unit: str) -> list[str | int] | None:
+def file_identity(path: Path | str) -> tuple[str, int, int, int, int, int] | None:
+    """A file's identity — resolved path, device, inode, size, modification and change times —
+    or None when it cannot be read. Any write to the file changes it."""
     try:
         st = os.stat(path)
         resolved = str(Path(path).resolve())
     except OSError:
         return None
-    if not Path(path).is_file():
+    return resolved, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _identity(path: Path, table: str, unit: str) -> list[str | int] | None:
+    ident = file_identity(path)
+    if ident is None or not Path(path).is_file():
         return None  # a folder of Parquet files, a remote source: no single identity, check each time
-    return [resolved, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, table.lower(), unit.lower()]
+    return [*ident, table.lower(), unit.lower()]
 
 
 def _load(where: Path) -> list[list[str | int]]:

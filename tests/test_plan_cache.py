@@ -22,15 +22,7 @@ from dpsql.sql import plan_cache
 
 
 def test_a_repeated_statement_is_planned_once(con, monkeypatch):
-    session = con.session
-    calls = []
-    real_plan = session.plan
-
-    def counting_plan(sql, parameters=None):
-        calls.append(sql)
-        return real_plan(sql, parameters)
-
-    monkeypatch.setattr(session, "plan", counting_plan)
+    calls = _counting(con.session, monkeypatch)
     sql = "SELECT naics2, COUNT(*) FROM establishments GROUP BY naics2"
     first = con.execute(sql).fetchall()
     second = con.execute(sql).fetchall()
