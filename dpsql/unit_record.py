@@ -10,20 +10,18 @@ file is checked again. Only passes are kept; a failure is checked (and refused) 
 Trust: whoever can write this folder could add a record for a file that fails the check. Embedded
 (``dpsql.connect``, the CLI), that is the user who can read the data file anyway; under ``dpsql
 serve`` the folder is the server account's (docs/server.md, "The security model"). A lost or
-unreadable record only means the check runs again. This module imports nothing of dpsql but home.
+unreadable record only means the check runs again (:mod:`dpsql.records`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
-from dpsql.home import home
+from dpsql.records import Records
 
-#: records kept (the oldest are dropped first)
-MAX_RECORDS = 512
-FILE_NAME = "unit_checks.json"
+#: the passes, kept in dpsql's per-user folder (the oldest of 512 dropped first)
+RECORDS = Records("unit_checks.json", 512)
 
 
 def file_identity(path: Path | str) -> tuple[str, int, int, int, int, int] | None:
@@ -44,32 +42,14 @@ def _identity(path: Path, table: str, unit: str) -> list[str | int] | None:
     return [*ident, table.lower(), unit.lower()]
 
 
-def _load(where: Path) -> list[list[str | int]]:
-    try:
-        doc = json.loads(where.read_text(encoding="utf-8"))
-        return [r for r in doc.get("records", []) if isinstance(r, list)]
-    except (OSError, ValueError, AttributeError):
-        return []
-
-
 def passed(path: Path, table: str, unit: str) -> bool:
     """Whether this very file (unchanged since) passed the check for ``table`` and ``unit``."""
     key = _identity(path, table, unit)
-    return key is not None and key in _load(home() / FILE_NAME)
+    return key is not None and key in RECORDS
 
 
 def remember(path: Path, table: str, unit: str) -> None:
-    """Record a pass; written whole (a temporary file renamed into place). Failing to write
-    changes nothing but the next process's work."""
+    """Record a pass (:meth:`dpsql.records.Records.add`)."""
     key = _identity(path, table, unit)
-    if key is None:
-        return
-    where = home() / FILE_NAME
-    records = [r for r in _load(where) if r != key][-(MAX_RECORDS - 1):] + [key]
-    tmp = where.with_name(f".{FILE_NAME}.{os.getpid()}.tmp")
-    try:
-        where.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps({"version": 1, "records": records}), encoding="utf-8")
-        os.replace(tmp, where)
-    except OSError:
-        tmp.unlink(missing_ok=True)
+    if key is not None:
+        RECORDS.add(key)

@@ -58,7 +58,7 @@ def test_a_pass_is_recorded_and_not_scanned_again(files, monkeypatch):
         scans = _scans(con, monkeypatch)
         con.execute(QUERY)
         assert scans == ["people"]
-    record = json.loads((unit_record.home() / unit_record.FILE_NAME).read_text())["records"]
+    record = json.loads(unit_record.RECORDS.path.read_text())["records"]
     assert len(record) == 1 and record[0][0] == str(files[0].resolve()) and record[0][-2:] == ["people", "id"]
     with dpsql.connect(*files) as con:  # a new session (as a new process would): no scan
         scans = _scans(con, monkeypatch)
@@ -82,7 +82,7 @@ def test_a_changed_file_is_checked_again_and_refused(files, monkeypatch):
 
 
 def test_an_unreadable_record_only_means_checking_again(files, monkeypatch):
-    where = unit_record.home() / unit_record.FILE_NAME
+    where = unit_record.RECORDS.path
     where.parent.mkdir(parents=True)
     where.write_text("{not json")
     with dpsql.connect(*files) as con:

@@ -53,6 +53,10 @@ class Engine(Protocol):
         twin of the schema; the message may be shown, as no row was read."""
         ...
 
+    #: what decides :meth:`check`'s answer besides the SQL and the schema (the engine and its
+    #: version), or None when a pass must not be remembered across processes (dpsql/check_record.py)
+    check_identity: str | None
+
     def describe(self, sql: str) -> list[str]:
         """The type names of ``sql``'s result columns, bound without reading a row."""
         ...

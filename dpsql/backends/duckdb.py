@@ -10,6 +10,7 @@ failed on ("Could not convert string 'CA' ..."). Errors are translated here, and
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 from typing import Any
@@ -129,6 +130,8 @@ class DuckDBEngine:
         self._checked: set[str] = set()  # this session's (a process-wide set would tell, by timing, what others ran)
         self._column_rows: list[tuple[str, str, str, bool]] | None = None  # _columns(), read once
         self._constraint_rows: list[tuple[str, str, str | None, list[str]]] | None = None
+        self._ddl_rows: list[tuple[str, str]] | None = None
+        self._identity: str | None = None
         if self._parquet:
             self._con = _parquet_views(self._parquet, threads)
             return
@@ -275,6 +278,14 @@ class DuckDBEngine:
             self._checked.clear()
         self._checked.add(sql)
 
+    @property
+    def check_identity(self) -> str:
+        """What decides :meth:`check`'s answer besides the SQL: DuckDB's version and the twin's
+        DDL (read from the catalog), hashed (dpsql/check_record.py)."""
+        if self._identity is None:
+            self._identity = hashlib.sha256(repr(("duckdb", duckdb.__version__, self._ddl())).encode()).hexdigest()
+        return self._identity
+
     def describe(self, sql: str) -> list[str]:
         """The DuckDB types of ``sql``'s result columns, bound on the empty twin (no row read)."""
         self.check(sql)
@@ -308,7 +319,12 @@ class DuckDBEngine:
 
     def _ddl(self) -> list[tuple[str, str]]:
         """(lower-cased table name, CREATE TABLE statement) of every table (of every Parquet view:
-        its columns and types, no constraint)."""
+        its columns and types, no constraint), read once."""
+        if self._ddl_rows is None:
+            self._ddl_rows = self._read_ddl()
+        return self._ddl_rows
+
+    def _read_ddl(self) -> list[tuple[str, str]]:
         if not self._parquet:
             return self._con.execute("SELECT lower(table_name), sql FROM duckdb_tables() "
                                      "WHERE schema_name = 'main' AND NOT temporary ORDER BY table_name").fetchall()

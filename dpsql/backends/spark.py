@@ -197,6 +197,9 @@ class SparkEngine:
     def public_values(self, table: str, column: str) -> list[Any]:
         return [r[0] for r in self._collect(f"SELECT DISTINCT `{column}` FROM `{table}` WHERE `{column}` IS NOT NULL ORDER BY 1")]
 
+    #: Spark's analysis is part of the check: passes are not remembered across processes
+    check_identity = None
+
     def check(self, sql: str) -> None:
         """The DuckDB twin's check (the same refusals as the embedded engine), then Spark's
         analysis of the Spark form (binding only: no row is read)."""

@@ -1,0 +1,58 @@
+"""Passed checks remembered across processes, in dpsql's per-user folder (:func:`dpsql.home.home`).
+
+A store is one small JSON file of keys (lists of strings and integers). Only passes are kept: a
+key that is absent means "check again", so a lost, unreadable or half-written file costs only
+the work the record saved. The file is written whole, a temporary file renamed into place, so a
+reader never sees a partial one; two processes adding at once may drop one of the two keys (the
+check then runs again in a later process), never keep a key that nobody added.
+
+Trust: whoever can write the folder can add a key. Embedded (``dpsql.connect``, the CLI) that is
+the user running dpsql; under ``dpsql serve`` the folder is the server account's (docs/server.md,
+"The security model"). Each store says what a forged key could cost. This module imports nothing
+of dpsql but home.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from dpsql.home import home
+
+Key = Sequence[str | int]
+
+
+class Records:
+    """The keys kept in ``home() / file_name``, at most ``size`` of them (the oldest dropped first)."""
+
+    def __init__(self, file_name: str, size: int) -> None:
+        self.file_name = file_name
+        self.size = size
+
+    @property
+    def path(self) -> Path:
+        return home() / self.file_name
+
+    def _load(self, where: Path) -> list[list[str | int]]:
+        try:
+            doc = json.loads(where.read_text(encoding="utf-8"))
+            return [r for r in doc.get("records", []) if isinstance(r, list)]
+        except (OSError, ValueError, AttributeError):
+            return []
+
+    def __contains__(self, key: Key) -> bool:
+        return list(key) in self._load(self.path)
+
+    def add(self, key: Key) -> None:
+        """Remember ``key``. Failing to write changes nothing but a later process's work."""
+        where, key = self.path, list(key)
+        records = [r for r in self._load(where) if r != key][-(self.size - 1):] + [key]
+        tmp = where.with_name(f".{self.file_name}.{os.getpid()}.tmp")
+        try:
+            where.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps({"version": 1, "records": records}), encoding="utf-8")
+            os.replace(tmp, where)
+        except OSError:
+            tmp.unlink(missing_ok=True)

@@ -1,0 +1,116 @@
+"""The empty-twin check is remembered across processes (dpsql/check_record.py): a pass is
+recorded under a key of the analyst, the policy, the schema's DDL, DuckDB's version and the SQL;
+a later session in the same context does not check again (and builds no twin); anything else in
+the key changed checks again; a refusal is never recorded; and a forged pass costs budget, not
+privacy: the error is then charged and reported with fixed text."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+import dpsql
+from dpsql import check_record
+from dpsql.errors import DpsqlError, QueryFailed
+
+POLICY = """
+[budget]
+default_rho = 0.1
+total_rho = 10.0
+
+[tables.people]
+privacy_unit = "id"
+
+[tables.people.measures]
+income = { threshold = 100 }
+
+[tables.people.keys]
+region = { keyset = ["a", "b"] }
+"""
+QUERY = "SELECT region, COUNT(*), SUM(income) FROM people GROUP BY region"
+#: binds on no schema (a text function of a number): refused on the twin, DP120
+UNBOUND = "SELECT region, COUNT(*) FROM people WHERE LENGTH(income) > 1 GROUP BY region"
+
+
+@pytest.fixture()
+def files(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPSQL_HOME", str(tmp_path / "home"))
+    db, policy = tmp_path / "people.duckdb", tmp_path / "people.policy.toml"
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE TABLE people AS SELECT i AS id, CASE WHEN i % 2 = 0 THEN 'a' ELSE 'b' END AS region, "
+                    "i AS income FROM range(1000) t(i)")
+        con.execute("ALTER TABLE people ADD PRIMARY KEY (id)")
+    policy.write_text(POLICY)
+    return db, policy
+
+
+def _checks(con, monkeypatch) -> list[str]:
+    seen: list[str] = []
+    real = con.session.engine.check
+
+    def counting(sql):
+        seen.append(sql)
+        return real(sql)
+
+    monkeypatch.setattr(con.session.engine, "check", counting)
+    return seen
+
+
+def _run(files, monkeypatch, sql=QUERY, analyst=None):
+    """Answer ``sql`` on a new connection; the engine checks it made."""
+    with dpsql.connect(*files, analyst=analyst) as con:
+        checks = _checks(con, monkeypatch)
+        con.execute(sql)
+        twin_built = con.session.engine._twin is not None
+    return checks, twin_built
+
+
+def test_a_pass_is_recorded_and_not_checked_again(files, monkeypatch):
+    checks, built = _run(files, monkeypatch)
+    assert len(checks) == 1 and built
+    assert len(check_record.RECORDS._load(check_record.RECORDS.path)) == 1
+    checks, built = _run(files, monkeypatch)
+    assert checks == [] and not built  # the new session found the pass: no twin at all
+
+
+def test_another_analyst_checks_again(files, monkeypatch):
+    _run(files, monkeypatch, analyst="ann")
+    checks, _ = _run(files, monkeypatch, analyst="bob")
+    assert len(checks) == 1  # a shared key would tell bob, by timing, what ann had asked
+
+
+def test_a_changed_schema_checks_again(files, monkeypatch):
+    _run(files, monkeypatch)
+    with duckdb.connect(str(files[0])) as con:
+        con.execute("ALTER TABLE people ADD COLUMN note VARCHAR")
+    checks, _ = _run(files, monkeypatch)
+    assert len(checks) == 1
+
+
+def test_an_edited_policy_checks_again(files, monkeypatch):
+    _run(files, monkeypatch)
+    files[1].write_text(POLICY.replace("threshold = 100", "threshold = 50"))
+    checks, _ = _run(files, monkeypatch)
+    assert len(checks) == 1
+
+
+def test_a_refusal_is_never_recorded(files, monkeypatch):
+    for _ in range(2):
+        with dpsql.connect(*files) as con:
+            with pytest.raises(DpsqlError) as err:
+                con.execute(UNBOUND)
+            assert err.value.code == "DP120" and con.session.ledger.spent == 0
+    assert not check_record.RECORDS.path.exists()
+
+
+def test_a_forged_pass_costs_budget_not_privacy(files, monkeypatch):
+    """Whoever can write dpsql's folder can add a key; the query the twin would have refused
+    then fails while the rows are read: charged, and reported with fixed text only."""
+    with dpsql.connect(*files) as con:
+        session = con.session
+        _, query = session._planned(UNBOUND, None)
+        check_record.RECORDS.add(check_record.key(session._plan_context, session.engine.check_identity, query))
+        with pytest.raises(QueryFailed) as err:
+            con.execute(UNBOUND)
+        assert session.ledger.spent > 0
+        assert "LENGTH" not in str(err.value) and "income" not in str(err.value)
