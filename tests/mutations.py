@@ -214,6 +214,17 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/sql/plan_cache.py", "def context(policy: Policy, schema: dict[str, dict[str, str]], not_null: dict[str, set[str]], analyst: str) -> Any:",
                     "def context(policy: Policy, schema: dict[str, dict[str, str]], not_null: dict[str, set[str]], analyst_: str, analyst: str = '') -> Any:"),),
              ("tests/test_plan_cache.py::test_analysts_do_not_share_plans",)),
+    Mutation("twin_check_skipped",
+             "a query the empty twin would refuse reaches the rows (its run-time error, charged or not, depends on them)",
+             (Patch("dpsql/session.py", "        if key is None or key not in check_record.RECORDS:",
+                    "        if key is None and key not in check_record.RECORDS:"),),
+             ("tests/test_check_record.py::test_a_refusal_is_never_recorded",
+              "tests/test_guarantee.py::test_errors_that_do_not_depend_on_rows_are_refused_free")),
+    Mutation("twin_check_record_shared_by_analysts",
+             "one analyst's queries skip the twin because another's passed (their texts leak by timing)",
+             (Patch("dpsql/session.py", "        key = check_record.key(self._plan_context, self.engine.check_identity, query)",
+                    "        key = check_record.key('shared', self.engine.check_identity, query)"),),
+             ("tests/test_check_record.py::test_another_analyst_checks_again",)),
 )
 
 
