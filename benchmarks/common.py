@@ -50,8 +50,14 @@ def ms(seconds: float) -> str:
 
 
 def peak_rss_mib() -> float:
-    """Peak resident set size of this process so far (a high-water mark: it never goes down)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    """Peak resident set size of this process so far (a high-water mark: it never goes down):
+    Linux's VmHWM, the process's own. ``ru_maxrss`` is the fallback elsewhere; Linux carries it
+    over exec from the parent, so a child started by a big process would report the parent's."""
+    try:
+        status = Path("/proc/self/status").read_text()
+        return int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) / 1024  # type: ignore[union-attr]
+    except (OSError, AttributeError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
 def rows_label(rows: int) -> str:

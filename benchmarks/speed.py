@@ -75,10 +75,10 @@ QUERIES: tuple[Query, ...] = (
 HEADLINE = 1  # each connection's first query; in the warm-up it is the file's first (it pays the unit check)
 #: dpsql's unit check (in passes over hash classes of the unit: bounded memory) in a process of
 #: its own, so that its peak RSS is the check's alone: prints seconds and peak MiB
-UNIT_CHECK = ("import resource, sys, time; from dpsql.backends.duckdb import DuckDBEngine; "
+UNIT_CHECK = ("import sys, time; from dpsql.backends.duckdb import DuckDBEngine; "
+              "from benchmarks.common import peak_rss_mib; "
               "e = DuckDBEngine(sys.argv[1]); t = time.perf_counter(); "
-              "assert e.units_unique('establishments', 'id'); "
-              "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
+              "assert e.units_unique('establishments', 'id'); print(time.perf_counter() - t, peak_rss_mib())")
 BIG = 50_000_000  # from this size on, the reference query and the unit check run once, without warm-up
 
 
@@ -134,7 +134,7 @@ def bench_size(rows: int, data_dir: Path, repeat: int, ref_repeat: int, diagnose
     # The one-time check of the privacy unit, run in a process of its own (dpsql runs it once per
     # data file: a pass is remembered with the file's identity) and as seen by the file's first query.
     checks = [subprocess.run([sys.executable, "-c", UNIT_CHECK, str(db)], check=True, capture_output=True,
-                             text=True).stdout.split() for _ in range(ref_repeat)]
+                             text=True, cwd=REPO).stdout.split() for _ in range(ref_repeat)]
     out["unit_check"] = med([float(c[0]) for c in checks])
     out["unit_check_rss"] = max(float(c[1]) for c in checks)
 
