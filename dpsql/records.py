@@ -4,7 +4,8 @@ A store is one small JSON file of keys (lists of strings and integers). Only pas
 key that is absent means "check again", so a lost, unreadable or half-written file costs only
 the work the record saved. The file is written whole, a temporary file renamed into place, so a
 reader never sees a partial one; two processes adding at once may drop one of the two keys (the
-check then runs again in a later process), never keep a key that nobody added.
+check then runs again in a later process), never keep a key that nobody added: each writer (a
+process, or a thread of a wire server) writes a temporary file of its own.
 
 Trust: whoever can write the folder can add a key. Embedded (``dpsql.connect``, the CLI) that is
 the user running dpsql; under ``dpsql serve`` the folder is the server account's (docs/server.md,
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -49,7 +51,7 @@ class Records:
         """Remember ``key``. Failing to write changes nothing but a later process's work."""
         where, key = self.path, list(key)
         records = [r for r in self._load(where) if r != key][-(self.size - 1):] + [key]
-        tmp = where.with_name(f".{self.file_name}.{os.getpid()}.tmp")
+        tmp = where.with_name(f".{self.file_name}.{os.getpid()}.{threading.get_ident()}.tmp")  # one per writer
         try:
             where.parent.mkdir(parents=True, exist_ok=True)
             tmp.write_text(json.dumps({"version": 1, "records": records}), encoding="utf-8")

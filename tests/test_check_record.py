@@ -114,3 +114,22 @@ def test_a_forged_pass_costs_budget_not_privacy(files, monkeypatch):
             con.execute(UNBOUND)
         assert session.ledger.spent > 0
         assert "LENGTH" not in str(err.value) and "income" not in str(err.value)
+
+
+def test_writers_at_once_leave_a_readable_record(files, monkeypatch):
+    """Threads of one process (a wire server's connections) adding at once: the record stays
+    whole JSON holding only keys that were added (some may be lost: a later process checks
+    again), and no temporary file is left behind. (Each writer has its own temporary file; with
+    one per process the race was still rare enough that this test passed on it too.)"""
+    import json
+    import threading
+
+    keys = [[f"{i:064x}"] for i in range(64)]
+    threads = [threading.Thread(target=check_record.RECORDS.add, args=(k,)) for k in keys]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    kept = json.loads(check_record.RECORDS.path.read_text())["records"]
+    assert kept and all(k in keys for k in kept)
+    assert not list(check_record.RECORDS.path.parent.glob(".*.tmp"))
