@@ -12,48 +12,15 @@ import pytest
 import dpsql
 from dpsql import check_record
 from dpsql.errors import DpsqlError, QueryFailed
+from tests.test_unit_record import POLICY, calls_of, files  # noqa: F401 - files: the people database fixture
 
-POLICY = """
-[budget]
-default_rho = 0.1
-total_rho = 10.0
-
-[tables.people]
-privacy_unit = "id"
-
-[tables.people.measures]
-income = { threshold = 100 }
-
-[tables.people.keys]
-region = { keyset = ["a", "b"] }
-"""
 QUERY = "SELECT region, COUNT(*), SUM(income) FROM people GROUP BY region"
 #: binds on no schema (a text function of a number): refused on the twin, DP120
 UNBOUND = "SELECT region, COUNT(*) FROM people WHERE LENGTH(income) > 1 GROUP BY region"
 
 
-@pytest.fixture()
-def files(tmp_path, monkeypatch):
-    monkeypatch.setenv("DPSQL_HOME", str(tmp_path / "home"))
-    db, policy = tmp_path / "people.duckdb", tmp_path / "people.policy.toml"
-    with duckdb.connect(str(db)) as con:
-        con.execute("CREATE TABLE people AS SELECT i AS id, CASE WHEN i % 2 = 0 THEN 'a' ELSE 'b' END AS region, "
-                    "i AS income FROM range(1000) t(i)")
-        con.execute("ALTER TABLE people ADD PRIMARY KEY (id)")
-    policy.write_text(POLICY)
-    return db, policy
-
-
 def _checks(con, monkeypatch) -> list[str]:
-    seen: list[str] = []
-    real = con.session.engine.check
-
-    def counting(sql):
-        seen.append(sql)
-        return real(sql)
-
-    monkeypatch.setattr(con.session.engine, "check", counting)
-    return seen
+    return calls_of(con.session.engine, "check", monkeypatch)
 
 
 def _run(files, monkeypatch, sql=QUERY, analyst=None):

@@ -41,16 +41,21 @@ def files(tmp_path, monkeypatch):
     return db, policy
 
 
-def _scans(con, monkeypatch) -> list[str]:
-    seen: list[str] = []
-    real = con.session.engine.units_unique
+def calls_of(obj, name, monkeypatch) -> list:
+    """The first argument of each call of ``obj.name`` from now on (the real method still runs)."""
+    seen: list = []
+    real = getattr(obj, name)
 
-    def counting(table, unit):
-        seen.append(table)
-        return real(table, unit)
+    def counting(first, *rest):
+        seen.append(first)
+        return real(first, *rest)
 
-    monkeypatch.setattr(con.session.engine, "units_unique", counting)
+    monkeypatch.setattr(obj, name, counting)
     return seen
+
+
+def _scans(con, monkeypatch) -> list[str]:
+    return calls_of(con.session.engine, "units_unique", monkeypatch)
 
 
 def test_a_pass_is_recorded_and_not_scanned_again(files, monkeypatch):
