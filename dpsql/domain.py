@@ -20,7 +20,6 @@ from dpsql import unit_record
 from dpsql.backends import Engine, Finisher
 from dpsql.errors import QueryRefused
 from dpsql.sql.plan import GroupKey, Plan
-from dpsql.sql.rewrite import key_sql
 
 #: the most cells an answer holds; the public part is refused above it in phase 1, the private
 #: groups selection releases are cut to it (post-processing)
@@ -129,7 +128,7 @@ class PublicDomain:
         """
         if key.plain:
             return self.source_keyset(plan, key.sources[0])
-        cache = (plan.table.name, key.expr.sql("duckdb"))
+        cache = (plan.table.name, key.text)
         hit = self._images.get(cache)
         if hit is not None:
             return hit
@@ -144,7 +143,7 @@ class PublicDomain:
         types = {**self.schema[plan.table.name], **plan.public_types}
         columns = {f"__c{i}": [row[i] for row in product] for i in range(len(key.sources))}
         typed = ", ".join(f'CAST("__c{i}" AS {types[c]}) AS "{c}"' for i, c in enumerate(key.sources))
-        return self._images.put(cache, self.finisher.image(columns, f"SELECT DISTINCT {key_sql(key)} FROM "
+        return self._images.put(cache, self.finisher.image(columns, f"SELECT DISTINCT {key.tried_sql} FROM "
                                                                 f"(SELECT {typed} FROM __noisy)"))
 
     def blocks(self, plan: Plan) -> Blocks:
@@ -164,14 +163,14 @@ class PublicDomain:
                 blocks.append(([i], [(v,) for v in self.keyset(plan, k)]))
         for table, idx in by_table.items():
             keys = [plan.keys[i] for i in idx]
-            cache = (table, tuple(k.expr.sql("duckdb") for k in keys))
+            cache = (table, tuple(k.text for k in keys))
             hit = self._images.get(cache)
             if hit is None:
                 join = next(j for j in plan.joins if j.table == table)
                 cols = ", ".join(f'"{c}" AS "{join.internal(c)}"' for c in self.schema[table])
-                plain = [k.expr.sql("duckdb") for k in keys if k.plain]
+                plain = [k.text for k in keys if k.plain]
                 where = f" WHERE {' AND '.join(f'{c} IS NOT NULL' for c in plain)}" if plain else ""
-                rows = self.engine.run(f'SELECT DISTINCT {", ".join(key_sql(k) for k in keys)} '
+                rows = self.engine.run(f'SELECT DISTINCT {", ".join(k.tried_sql for k in keys)} '
                                        f'FROM (SELECT {cols} FROM "{table}"){where}')  # public rows only
                 hit = self._images.put(cache, tuple(sorted_groups(rows)))
             blocks.append((idx, list(hit)))

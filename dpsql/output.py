@@ -29,8 +29,6 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-import numpy as np
-
 from dpsql.errors import QueryRefused
 from dpsql.result import ColumnError
 from dpsql.sql.plan import Plan, primitive_column
@@ -93,6 +91,8 @@ def _nonnegative_outputs(plan: Plan, prims: set[int]) -> list[bool]:
 
 def clamp(columns: dict[str, Any], plan: Plan, prims: set[int]) -> tuple[dict[str, Any], int]:
     """The noisy cells with the primitives ``prims`` clamped at 0, and how many cells changed."""
+    import numpy as np  # on first use: a small answer is released without numpy (dpsql/release.py)
+
     out, changed = dict(columns), 0
     for i in sorted(prims):
         values = np.asarray(columns[primitive_column(i)])

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 MECHANISMS = ("discrete_gaussian", "geometric")
+#: DuckDB's integer types (a measure of one is counted in whole units)
+INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,7 @@ from pathlib import Path
 from dpsql import unit_record
 from dpsql.backends import Engine
 from dpsql.errors import DatabaseFileError, PolicyFileError
-from dpsql.policy import Policy
-from dpsql.sql.rewrite import INTEGER_TYPES
+from dpsql.policy import INTEGER_TYPES, Policy
 
 NUMERIC_TYPES = INTEGER_TYPES + ("DOUBLE", "FLOAT", "REAL")
 

@@ -1,8 +1,11 @@
-"""Passed checks remembered across processes, in dpsql's per-user folder (:func:`dpsql.home.home`).
+"""What a process worked out, remembered for the next ones, in dpsql's per-user folder
+(:func:`dpsql.home.home`).
 
-A store is one small JSON file of keys (lists of strings and integers). Only passes are kept: a
-key that is absent means "check again", so a lost, unreadable or half-written file costs only
-the work the record saved. The file is written whole, a temporary file renamed into place, so a
+:class:`Records` keeps passed checks: one small JSON file of keys (lists of strings and
+integers). Only passes are kept: a key that is absent means "check again", so a lost, unreadable
+or half-written file costs only the work the record saved. :class:`Documents` keeps one JSON
+document per key (a plan, a catalog), each in a file of its own named by the key's SHA-256, so a
+process reads only the one it needs; a missing or damaged one is a miss. The file is written whole, a temporary file renamed into place, so a
 reader never sees a partial one; two processes adding at once may drop one of the two keys (the
 check then runs again in a later process), never keep a key that nobody added: each writer (a
 process, or a thread of a wire server) writes a temporary file of its own.
@@ -20,6 +23,7 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from dpsql.home import home
 
@@ -56,5 +60,42 @@ class Records:
             where.parent.mkdir(parents=True, exist_ok=True)
             tmp.write_text(json.dumps({"version": 1, "records": records}), encoding="utf-8")
             os.replace(tmp, where)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+
+
+class Documents:
+    """JSON documents kept in the folder ``home() / folder``, one file per key (a SHA-256 hex
+    digest), at most ``size`` of them (the least recently written dropped first)."""
+
+    def __init__(self, folder: str, size: int) -> None:
+        self.folder = folder
+        self.size = size
+
+    def path(self, key: str) -> Path:
+        return home() / self.folder / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The document kept under ``key``, or None (none, unreadable, or not a JSON object)."""
+        try:
+            doc = json.loads(self.path(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return doc if isinstance(doc, dict) else None
+
+    def put(self, key: str, doc: dict[str, Any]) -> None:
+        """Keep ``doc`` under ``key``, written whole (a temporary file renamed into place).
+        Failing to write changes nothing but a later process's work."""
+        where = self.path(key)
+        tmp = where.with_name(f".{key}.{os.getpid()}.{threading.get_ident()}.tmp")
+        try:
+            where.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(doc), encoding="utf-8")
+            os.replace(tmp, where)
+            entries = [e for e in os.scandir(where.parent) if e.name.endswith(".json")]
+            if len(entries) > self.size:
+                entries.sort(key=lambda e: e.stat().st_mtime_ns)
+                for e in entries[:len(entries) - self.size]:
+                    Path(e.path).unlink(missing_ok=True)
         except OSError:
             tmp.unlink(missing_ok=True)

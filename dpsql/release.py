@@ -5,6 +5,12 @@ rows of the exact query, and returns noisy cells with their σ and margins, and 
 of the receipt. Exact values live only in :func:`release`'s frame. No I/O: the engine runs the
 exact query before, the ledger charges after (``Session.execute``); phase 1's
 :class:`dpsql.decide.Decision` says what to release.
+
+A small answer — public keys only, counts and sums, at most :data:`LIST_DRAWS` noise draws, a
+finish that only projects — is released in Python lists, its noise drawn one sample at a time
+(:func:`dpsql.privacy.guided.scalar_draws`): the same exact samplers, the same values a numpy
+array would hold, and no numpy import, which is most of what such a query costs in a new process
+(issue 15). Anything else is released in numpy arrays, imported on first use.
 """
 
 from __future__ import annotations
@@ -14,21 +20,26 @@ import time
 from fractions import Fraction
 from itertools import repeat
 from operator import itemgetter
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from dpsql.decide import TSGD, Decision
 from dpsql.domain import Blocks, sorted_groups
 from dpsql.policy import Measure, Selection
 from dpsql.privacy import quantile
-from dpsql.privacy.allocate import EXPONENTIAL, Allocation
-from dpsql.privacy.mechanisms import discrete_laplace_variance
-from dpsql.privacy.randomness import RandomSource
-from dpsql.privacy.selection import select
-from dpsql.privacy.tsgd import thresholded_release, tsgd_threshold
+from dpsql.privacy.allocate import EXPONENTIAL, GAUSSIAN, Allocation
+from dpsql.privacy.guided import in_range, scalar_draws
+from dpsql.privacy.mechanisms import discrete_laplace_variance, exact_positive
 from dpsql.result import NoiseTerm
 from dpsql.sql.plan import ROW_COLUMN, Plan, Primitive, moe_column, primitive_column, sigma_column
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from dpsql.privacy.randomness import RandomSource
+
+#: most noise draws a query's answer may hold to be released in lists (a draw costs ~3 µs in
+#: Python, about what a vectorised round costs at this size once numpy is imported)
+LIST_DRAWS = 256
 
 #: exact selection counts are capped here before numpy (see :func:`select_groups`)
 COUNT_CAP = 2**62 - 1  # selection.select takes counts below 2^62
@@ -58,9 +69,15 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource, t
     t0 = time.perf_counter()
     sens_of = {i: sensitivities(plan, cells, a.primitive) for i, a in enumerate(d.allocs)
                if a.mechanism not in (TSGD, EXPONENTIAL)}
-    noises = sample_noise(d.allocs, sens_of, rng)
+    noises: dict[int, Any] | None = sample_noise_lists(d, len(cells), sens_of, rng)
+    lists = noises is not None
+    if noises is None:
+        import numpy as np
+
+        noises = sample_noise(d.allocs, sens_of, rng)
     columns: dict[str, Any] = {k.name: list(map(itemgetter(i), cells)) for i, k in enumerate(plan.keys)}
-    columns[ROW_COLUMN] = np.arange(len(cells), dtype=np.int64)  # the finish query carries it (finish.py)
+    # the finish query carries each cell's position (finish.py)
+    columns[ROW_COLUMN] = list(range(len(cells))) if lists else np.arange(len(cells), dtype=np.int64)
     noise_terms: list[NoiseTerm] = []
     get, missing = exact_by_cell.get, (None,) * n_prim
     exact_of_cell = list(map(get, cells, repeat(missing)))  # one lookup per cell, not per primitive
@@ -69,6 +86,8 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource, t
         p = a.primitive
         if a.mechanism == TSGD:
             assert selected_counts is not None and sel is not None
+            from dpsql.privacy.tsgd import tsgd_threshold
+
             noisy_counts = [selected_counts[cell] for cell in cells]  # keys are all private here
             k = tsgd_threshold(sel.epsilon, sel.delta)
             sd = math.sqrt(discrete_laplace_variance(1 / sel.epsilon))
@@ -86,15 +105,19 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource, t
         g = m.granularity if m else Fraction(1)
         sens, noise = sens_of[i], noises[i]
         distinct = sorted(set(sens))  # a handful of distinct values
-        exact, noise = exact_and_noise(list(map(itemgetter(i), exact_of_cell)), noise)
-        noisy = exact + noise
-        del exact
         sigma_by_sens = {s: a.sigma(s) for s in distinct}
-        sig_units = per_cell(sigma_by_sens, sens)
-        columns[primitive_column(i)] = as_array(noisy, g)
-        columns[sigma_column(i)] = sig_units * float(g)
         moe_by_sens = {s: a.moe(s) for s in distinct}
-        columns[moe_column(i)] = per_cell(moe_by_sens, sens) * float(g)
+        if lists:
+            columns[primitive_column(i)] = noisy_list(list(map(itemgetter(i), exact_of_cell)), noise, g)
+            columns[sigma_column(i)] = [float(sigma_by_sens[s]) * float(g) for s in sens]
+            columns[moe_column(i)] = [float(moe_by_sens[s]) * float(g) for s in sens]
+        else:
+            exact, noise = exact_and_noise(list(map(itemgetter(i), exact_of_cell)), noise)
+            noisy = exact + noise
+            del exact
+            columns[primitive_column(i)] = as_array(noisy, g)
+            columns[sigma_column(i)] = per_cell(sigma_by_sens, sens) * float(g)
+            columns[moe_column(i)] = per_cell(moe_by_sens, sens) * float(g)
         noise_terms.append(NoiseTerm(
             aggregate=p.label, rho=a.rho, mechanism=a.mechanism, epsilon=a.epsilon,
             sensitivity=tuple(float(s * g) for s in distinct),
@@ -109,6 +132,8 @@ def release_quantile(i: int, a: Allocation, plan: Plan, hists: list[Any], rng: R
     """Primitive ``i``'s columns for a quantile: one candidate of the measure's grid per cell,
     drawn by the exponential mechanism from the cell's exact histogram (``privacy/quantile.py``).
     Its error is stated in ranks (the receipt), so the cells' σ and margin columns are NaN."""
+    import numpy as np
+
     p = a.primitive
     m = plan.table.measures[p.column]
     assert m.grid is not None and p.q is not None and a.em_epsilon is not None
@@ -138,14 +163,11 @@ def quantile_grid_text(m: Measure) -> str:
             f"from {m.display(m.grid.lo)} to {m.display(m.grid.hi)}")
 
 
-def sample_noise(allocs: tuple[Allocation, ...], sens_of: dict[int, list[int]], rng: RandomSource
-                 ) -> dict[int, np.ndarray]:
-    """One noise draw per cell of each primitive ``i`` of ``sens_of`` (per-cell sensitivities),
-    with one sampler call per mechanism for the whole query: the exact samplers work in
-    vectorised rejection rounds whose cost is mostly per round, so three primitives of 24 cells
-    drawn together cost about one call of 72, not three of 24. Each cell still gets its own
-    independent draw at its own scale (σ² or b), exactly as drawn one primitive at a time."""
-    out: dict[int, np.ndarray] = {}
+def _noise_groups(allocs: tuple[Allocation, ...], sens_of: dict[int, list[int]]
+                  ) -> list[tuple[str, list[int], list[Fraction], list[list[int]]]]:
+    """Per mechanism, in order: its primitives, the distinct scales (σ² or b) of its one sampler
+    call, and per primitive each cell's index into them (:func:`sample_noise`)."""
+    out = []
     for mechanism in dict.fromkeys(allocs[i].mechanism for i in sens_of):
         ids = [i for i in sens_of if allocs[i].mechanism == mechanism]
         index: dict[Fraction, int] = {}  # the distinct scales of the call, in order
@@ -154,13 +176,68 @@ def sample_noise(allocs: tuple[Allocation, ...], sens_of: dict[int, list[int]], 
             sens, a = sens_of[i], allocs[i]
             by_sens = {s: a.scale(s) for s in set(sens)}  # a handful of distinct values
             slot = {s: index.setdefault(v, len(index)) for s, v in by_sens.items()}
-            if len(slot) == 1:
-                groups.append(np.full(len(sens), slot[sens[0]], dtype=np.int64))
-            else:
-                groups.append(np.array([slot[s] for s in sens], dtype=np.int64))
-        draws = allocs[ids[0]].sample(list(index), np.concatenate(groups), rng)
+            groups.append([slot[s] for s in sens])
+        out.append((mechanism, ids, list(index), groups))
+    return out
+
+
+def sample_noise_lists(d: Decision, n_cells: int, sens_of: dict[int, list[int]], rng: RandomSource
+                       ) -> dict[int, list[int]] | None:
+    """The noise of a small answer as lists (the module docstring), or None when the answer is
+    not one: private keys (partition selection), a quantile, a finish that is more than a
+    projection, no cell, more than :data:`LIST_DRAWS` draws, a scale outside the float-guided
+    samplers' range, or a source without ``words64``. Decided from the plan and the cells'
+    count (public) before any draw; each mechanism's cells are drawn in one stream, in the order
+    :func:`sample_noise` gives its one call, so up to :data:`~dpsql.privacy.guided.SMALL_BATCH`
+    draws the values are the very ones it draws from the same source."""
+    if (d.selection is not None or d.plan.projection is None or n_cells == 0 or len(sens_of) != len(d.allocs)
+            or sum(map(len, sens_of.values())) > LIST_DRAWS or not hasattr(rng, "words64")):
+        return None
+    calls = _noise_groups(d.allocs, sens_of)
+    values = {m: [exact_positive(v, "sigma2" if m == GAUSSIAN else "scale") for v in scales] for m, _, scales, _ in calls}
+    if not all(in_range(v, m == GAUSSIAN) for m, vs in values.items() for v in vs):
+        return None
+    out: dict[int, list[int]] = {}
+    for mechanism, ids, _, groups in calls:
+        draws = scalar_draws(mechanism == GAUSSIAN, values[mechanism], [g for grp in groups for g in grp], rng)
+        assert draws is not None  # the source has words64
         start = 0
-        for i, g in zip(ids, groups):
+        for i, grp in zip(ids, groups):
+            out[i] = draws[start:start + len(grp)]
+            start += len(grp)
+    return out
+
+
+def noisy_list(exact: list[Any], noise: list[int], g: Fraction) -> list[Any]:
+    """A primitive's noisy values in the measure's units, as Python values: exactly the values
+    and types :func:`exact_and_noise` and :func:`as_array` give in an array (ints while every
+    exact value and noise is below 2^62, or the sum is; else floats; g × the integers, correctly
+    rounded once, when g is not 1)."""
+    e = [0 if v is None else int(v) for v in exact]
+    noisy = [x + y for x, y in zip(e, noise)]
+    if g != 1:
+        a, b = g.numerator, g.denominator
+        return [(v * a) / b for v in noisy]
+    if max(map(abs, e)) < _SAFE and max(map(abs, noise)) < _SAFE or max(map(abs, noisy)) < 2**62:
+        return noisy
+    return [float(v) for v in noisy]
+
+
+def sample_noise(allocs: tuple[Allocation, ...], sens_of: dict[int, list[int]], rng: RandomSource
+                 ) -> dict[int, np.ndarray]:
+    """One noise draw per cell of each primitive ``i`` of ``sens_of`` (per-cell sensitivities),
+    with one sampler call per mechanism for the whole query: the exact samplers work in
+    vectorised rejection rounds whose cost is mostly per round, so three primitives of 24 cells
+    drawn together cost about one call of 72, not three of 24. Each cell still gets its own
+    independent draw at its own scale (σ² or b), exactly as drawn one primitive at a time."""
+    import numpy as np
+
+    out: dict[int, np.ndarray] = {}
+    for _, ids, scales, groups in _noise_groups(allocs, sens_of):
+        arrays = [np.array(g, dtype=np.int64) for g in groups]
+        draws = allocs[ids[0]].sample(scales, np.concatenate(arrays), rng)
+        start = 0
+        for i, g in zip(ids, arrays):
             out[i] = draws[start:start + g.size]
             start += g.size
     return out
@@ -171,6 +248,11 @@ def select_groups(counts: dict[tuple[Any, ...], int], sel: Selection, rng: Rando
     """The private-key groups released by DP partition selection, in a stable order, and —
     for the truncated geometric (paper 002 Theorems 5-6) — their noisy counts. ``counts``
     are exact and stay here."""
+    import numpy as np
+
+    from dpsql.privacy.selection import select
+    from dpsql.privacy.tsgd import thresholded_release
+
     groups = list(counts)
     # A split-row count can pass int64 (many records of 2^53 units); pi(n) is 1 long before
     # 2^62, so the cap changes no decision and no row can make numpy overflow.
@@ -185,6 +267,8 @@ def select_groups(counts: dict[tuple[Any, ...], int], sel: Selection, rng: Rando
 
 def per_cell(by_sens: dict[int, float], sens: list[int]) -> np.ndarray:
     """Each cell's value of ``by_sens`` (σ or MOE by sensitivity) as a float array."""
+    import numpy as np
+
     if len(by_sens) == 1:
         return np.full(len(sens), next(iter(by_sens.values())), dtype=float)
     return np.array([by_sens[s] for s in sens], dtype=float)
@@ -242,6 +326,8 @@ def exact_and_noise(exact: list[Any], noise: np.ndarray) -> tuple[np.ndarray, np
     """The exact values of a primitive per cell (None, an empty group, is 0) and its noise, as
     two arrays whose sum is exact: int64 when every value is below 2^62 in magnitude, else
     object arrays of Python ints (any size)."""
+    import numpy as np
+
     if None in exact:
         exact = [0 if v is None else v for v in exact]
     try:
@@ -256,6 +342,8 @@ def exact_and_noise(exact: list[Any], noise: np.ndarray) -> tuple[np.ndarray, np
 def as_array(noisy: np.ndarray, g: Fraction) -> np.ndarray:
     """Noisy values in the measure's units: granularity g times the integers (exactly rounded
     once: (v * a) / b of Python ints is correctly rounded)."""
+    import numpy as np
+
     if g == 1:
         if noisy.dtype == np.int64:
             return noisy

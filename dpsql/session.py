@@ -26,15 +26,12 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from sqlglot import exp
-
-from dpsql import check_record, domain, output
+from dpsql import catalog_record, check_record, domain, output, plan_record
 from dpsql.backends import InterruptedBeforeStart, PublicCatalog, open_engine, open_finisher
 from dpsql.backends.files import kind_of
 from dpsql.decide import Decision, allocations, decision, selection_params, settings_for
 from dpsql.domain import PublicDomain, file_identity
 from dpsql.errors import DatabaseFileError, DpsqlError, PolicyFileError, QueryFailed
-from dpsql.explain import explain
 from dpsql.finish import describe, finish
 from dpsql.ledger import Charge, Ledger, ledger_path, os_user
 from dpsql.policy import Policy
@@ -47,8 +44,6 @@ from dpsql.release import release
 from dpsql.result import Explanation, NoiseTerm, Receipt, Result
 from dpsql.sql import plan_cache
 from dpsql.sql.plan import Plan
-from dpsql.sql.query import plan_query
-from dpsql.sql.rewrite import exact_sql
 
 
 class Session:
@@ -93,6 +88,7 @@ class Session:
         # the policy that would sit beside it.
         self.engine = open_engine(database, threads=threads, parquet=parquet, engine=engine, spark_master=spark_master)
         try:
+            catalog_record.use(self.engine)  # the file's catalog as an earlier process read it, if unchanged
             if policy is None:
                 policy = default_policy_path(database)
                 if not policy.is_file():
@@ -169,11 +165,15 @@ class Session:
 
     # ------------------------------------------------------------------ public information only
     def plan(self, sql: str, parameters: Any = None) -> Plan:
+        from dpsql.sql.query import plan_query  # sqlglot: not imported to run a recorded plan
+
         return plan_query(sql, parameters, self.policy, self.schema, self.not_null)
 
     def explain(self, sql: str, rho: Any = None, parameters: Any = None, settings: Settings | None = None) -> Explanation:
         """What ``sql`` would cost and release; charges nothing, reads no private row.
         ``settings`` (a workload's per-query budget or MOE target) replaces the connection's."""
+        from dpsql.explain import explain
+
         plan = self.plan(sql, parameters)
         allocs = allocations(plan, settings or settings_for(self.settings, rho), self.policy)
         return explain(sql, plan, allocs, self.policy, self.domain, self.schema[plan.table.name])
@@ -188,11 +188,12 @@ class Session:
             return output.error_column_types(plan, names, types, self.output.error_columns)
 
     def decide(self, sql: str, parameters: Any = None, rho: Any = None, settings: Settings | None = None,
-               check_budget: bool = True) -> Decision:
+               check_budget: bool = True, planned: tuple[Plan, str] | None = None) -> Decision:
         """Phase 1: everything that can refuse, from the query, the policy, the schema, public
         tables and the budget — no private row is read (the unit check reads the data owner's
-        declaration once per table, the same for every query)."""
-        plan, query = self._planned(sql, parameters)
+        declaration once per table, the same for every query). ``planned``: the plan and exact
+        SQL of ``sql`` read from its record (:meth:`recorded`)."""
+        plan, query = planned or self._planned(sql, parameters)
         allocs = allocations(plan, settings or settings_for(self.settings, rho), self.policy)
         blocks = self.domain.blocks(plan)
         d = decision(sql, plan, allocs, self.policy, blocks, query)
@@ -208,6 +209,11 @@ class Session:
         composition"). A unit's part is a function of its own id and the salt alone, so adding
         or removing a unit changes one part only: the parts compose in parallel. The condition
         is total (a hash of any value, modulo a positive literal) and checked on the empty twin."""
+        from sqlglot import exp
+
+        from dpsql.sql.rewrite import exact_sql
+
+        assert d.plan.finish is not None, "a workload plans from the text, never from a record"
         unit = exp.column(d.plan.table.privacy_unit, quoted=True)
         hashed = exp.Anonymous(this="HASH", expressions=[unit, exp.Literal.number(salt)])
         cond = exp.EQ(this=exp.Mod(this=hashed, expression=exp.Literal.number(parts)), expression=exp.Literal.number(part))
@@ -243,22 +249,35 @@ class Session:
         A query with parameters is planned afresh, as its text does not say its values."""
         if parameters is None and (hit := plan_cache.get(self._plan_context, sql)) is not None:
             return hit
+        from dpsql.sql.rewrite import exact_sql
+
         plan = self.plan(sql, parameters)
         planned = (plan, exact_sql(plan, self.schema[plan.table.name]))
         if parameters is None:
             plan_cache.put(self._plan_context, sql, planned)
         return planned
 
+    def recorded(self, sql: str) -> tuple[Plan, str] | None:
+        """The plan and exact SQL of a statement this analyst ran through
+        :func:`dpsql.intercept.execute` before, in this context and with this code, read from
+        its record (:mod:`dpsql.plan_record`), or None."""
+        return plan_record.load(self._plan_context, sql, self.policy)
+
     # ------------------------------------------------------------------ the phases
-    def execute(self, sql: str, parameters: Any = None, rho: Any = None) -> Result:
+    def execute(self, sql: str, parameters: Any = None, rho: Any = None, *,
+                planned: tuple[Plan, str] | None = None, record: bool = False) -> Result:
         """Answer one statement, in the phases of docs/privacy.md ("Phases of a query"):
         decide; compute the exact values (a total query); release (selection, noise); charge
         durably; finish on noisy values. One query at a time per session: threads sharing a
-        connection are serialised."""
+        connection are serialised. ``planned``: the statement's recorded plan (:meth:`recorded`);
+        ``record``: remember its plan once decided (only :func:`dpsql.intercept.execute`, which
+        has seen that no handler answers the text, records)."""
         with self._lock:
             timings: dict[str, float] = {}
             t0 = time.perf_counter()
-            d = self.decide(sql, parameters, rho)
+            d = self.decide(sql, parameters, rho, planned=planned)
+            if record and planned is None and parameters is None:
+                plan_record.save(self._plan_context, sql, (d.plan, d.query))
             timings["plan"] = time.perf_counter() - t0
 
             failure: BaseException | None = None

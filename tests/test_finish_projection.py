@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from dpsql import finish as finish_mod
-from dpsql.finish import _finish_sql, _projection, finish
+from dpsql.finish import finish
 from dpsql.sql.plan import ROW_COLUMN
 
 PROJECTIONS = [
@@ -43,7 +43,7 @@ def _released(session, sql):
 
 
 def _duckdb_answer(plan, columns, finisher):
-    names, types, rows = finisher.run(columns, _finish_sql(plan))
+    names, types, rows = finisher.run(columns, plan.finish_sql)
     n = len(plan.outputs)
     return names[:n], types[:n], [r[:n] for r in rows]
 
@@ -60,7 +60,7 @@ def _same(a, b):
 @pytest.mark.parametrize("sql", PROJECTIONS)
 def test_a_projection_is_exactly_duckdbs_answer(session, sql):
     plan, columns = _released(session, sql)
-    assert _projection(plan) is not None
+    assert plan.projection is not None
     names, types, rows, errors = finish(plan, columns, session.finisher)
     want_names, want_types, want_rows = _duckdb_answer(plan, columns, session.finisher)
     assert (names, types) == (want_names, want_types)
@@ -74,7 +74,7 @@ def test_a_projection_is_exactly_duckdbs_answer(session, sql):
 @pytest.mark.parametrize("sql", NOT_PROJECTIONS)
 def test_anything_more_than_a_projection_goes_to_duckdb(session, sql):
     plan, columns = _released(session, sql)
-    assert _projection(plan) is None
+    assert plan.projection is None
     assert finish(plan, columns, session.finisher)[2] == _duckdb_answer(plan, columns, session.finisher)[2]
 
 
@@ -82,7 +82,7 @@ def test_avg_divides_as_duckdb_does_on_any_values(session):
     """Counts below 1 (NULL), negative and huge sums (int64 values that are not doubles: DuckDB
     converts each side to DOUBLE, then divides), and DOUBLE sums."""
     plan, columns = _released(session, "SELECT naics2, SUM(employees), AVG(payann) FROM establishments GROUP BY naics2")
-    ((_, s_col, c_col),) = [p for p in _projection(plan) if p[0] == "avg"]
+    ((_, s_col, c_col),) = [p for p in plan.projection if p[0] == "avg"]
     rng = np.random.default_rng(7)
     n = len(columns[ROW_COLUMN])
     for trial in range(30):
@@ -103,7 +103,7 @@ def test_avg_divides_as_duckdb_does_on_any_values(session):
 def test_keys_duckdb_would_type_otherwise_go_to_duckdb(session):
     """A date key (DuckDB's DATE or TIMESTAMP) or a NULL key: the projection declines, DuckDB runs it."""
     plan, columns = _released(session, "SELECT DATE_TRUNC('year', opened) AS y, COUNT(*) FROM establishments GROUP BY y")
-    assert _projection(plan) is not None
+    assert plan.projection is not None
     assert finish_mod._projected(plan, columns) is None
     plan, columns = _released(session, "SELECT naics2, COUNT(*) FROM establishments GROUP BY naics2")
     columns = dict(columns)

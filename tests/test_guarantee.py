@@ -138,15 +138,20 @@ def test_a_failure_after_the_data_was_read_is_charged_with_a_fixed_message(demo_
 def test_a_failure_in_the_noise_stage_is_charged_too(demo_files, tmp_path, monkeypatch):
     db, policy = demo_files
     con = dpsql.connect(db, _policy(tmp_path, policy))
+    from dpsql import release
     from dpsql.privacy import allocate
 
-    def fail(self, *a, **k):
+    def fail(*a, **k):
         raise RuntimeError("exact value 987654321")
 
-    monkeypatch.setattr(allocate.Allocation, "sample", fail)
-    with pytest.raises(QueryFailed) as err:
-        con.cursor().execute("SELECT state, COUNT(*) FROM establishments GROUP BY state")
-    assert "987654321" not in str(err.value) and con.session.ledger.spent > 0
+    monkeypatch.setattr(allocate.Allocation, "sample", fail)  # an answer in arrays
+    monkeypatch.setattr(release, "scalar_draws", fail)  # a small answer, in lists (release.py)
+    for sql in ("SELECT state, COUNT(*) FROM establishments GROUP BY state",
+                "SELECT state, naics2, COUNT(*) FROM establishments GROUP BY state, naics2"):
+        spent = con.session.ledger.spent
+        with pytest.raises(QueryFailed) as err:
+            con.cursor().execute(sql)
+        assert "987654321" not in str(err.value) and con.session.ledger.spent > spent
 
 
 def test_an_interrupt_after_the_data_was_read_is_charged(demo_files, tmp_path, monkeypatch):

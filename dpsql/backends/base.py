@@ -57,6 +57,20 @@ class Engine(Protocol):
     #: version), or None when a pass must not be remembered across processes (dpsql/check_record.py)
     check_identity: str | None
 
+    #: the engine and its version, as records of what it read name it
+    engine_version: str
+
+    def catalog(self) -> dict[str, Any] | None:
+        """Everything this engine reads from the data file's catalog (JSON values), for the next
+        process to :meth:`adopt_catalog` (dpsql/catalog_record.py); None when it cannot be
+        remembered."""
+        ...
+
+    def adopt_catalog(self, catalog: dict[str, Any]) -> None:
+        """Take ``catalog``, as :meth:`catalog` returned it for this very file, instead of reading
+        the catalog; raise ValueError (or TypeError, KeyError) when it is not one."""
+        ...
+
     def describe(self, sql: str) -> list[str]:
         """The type names of ``sql``'s result columns, bound without reading a row."""
         ...

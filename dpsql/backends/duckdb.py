@@ -286,6 +286,23 @@ class DuckDBEngine:
             self._identity = hashlib.sha256(repr(("duckdb", duckdb.__version__, self._ddl())).encode()).hexdigest()
         return self._identity
 
+    engine_version = f"duckdb {duckdb.__version__}"
+
+    def catalog(self) -> dict[str, Any] | None:
+        """The catalog rows this engine reads (columns, constraints, the tables' DDL); None over
+        Parquet views (no one file stands for them)."""
+        if self._parquet:
+            return None
+        return {"columns": self._columns(), "constraints": self._constraints(), "ddl": self._ddl()}
+
+    def adopt_catalog(self, catalog: dict[str, Any]) -> None:
+        """Take the catalog rows a process read from this very file before (dpsql/catalog_record.py)."""
+        columns = [(str(t), str(c), str(d), bool(n)) for t, c, d, n in catalog["columns"]]
+        constraints = [(str(t), str(k), None if e is None else str(e), [str(c) for c in cols])
+                       for t, k, e, cols in catalog["constraints"]]
+        ddl = [(str(t), str(sql)) for t, sql in catalog["ddl"]]
+        self._column_rows, self._constraint_rows, self._ddl_rows = columns, constraints, ddl
+
     def describe(self, sql: str) -> list[str]:
         """The DuckDB types of ``sql``'s result columns, bound on the empty twin (no row read)."""
         self.check(sql)

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import numpy as np
 
 from dpsql.backends.base import CatalogQueryError
 from dpsql.errors import DpsqlInternalError
+
+if TYPE_CHECKING:  # on first use: a small answer is released without numpy (dpsql/release.py)
+    import numpy as np
 
 LOCKDOWN = {
     "enable_external_access": False,
@@ -163,6 +165,8 @@ class DuckDBFinisher:
 
 
 def _column_array(values: np.ndarray | list[Any]) -> np.ndarray:
+    import numpy as np
+
     if isinstance(values, np.ndarray):
         return values
     if values and set(map(type, values)) == {int}:  # ints only (a bool's type is bool)

@@ -200,6 +200,15 @@ class SparkEngine:
     #: Spark's analysis is part of the check: passes are not remembered across processes
     check_identity = None
 
+    engine_version = "spark"
+
+    def catalog(self) -> None:
+        """None: Spark's catalog is read from its session each time."""
+        return None
+
+    def adopt_catalog(self, catalog: dict[str, Any]) -> None:
+        raise ValueError("Spark reads its catalog itself")
+
     def check(self, sql: str) -> None:
         """The DuckDB twin's check (the same refusals as the embedded engine), then Spark's
         analysis of the Spark form (binding only: no row is read)."""

@@ -21,8 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from dpsql.errors import BudgetValueError, DpsqlInternalError
 from dpsql.privacy.mechanisms import (
@@ -33,9 +32,12 @@ from dpsql.privacy.mechanisms import (
     moe95_geometric,
 )
 from dpsql.privacy.quantile import epsilon_for_rho
-from dpsql.privacy.samplers import sample_grouped
 from dpsql.sql.plan import Primitive
-from dpsql.privacy.randomness import RandomSource
+
+if TYPE_CHECKING:  # a small answer is released without numpy (dpsql/release.py)
+    import numpy as np
+
+    from dpsql.privacy.randomness import RandomSource
 
 GAUSSIAN = "discrete_gaussian"
 GEOMETRIC = "geometric"
@@ -85,6 +87,8 @@ class Allocation:
 
     def sample(self, scales: list[Fraction], group: np.ndarray, rng: RandomSource) -> np.ndarray:
         """One draw of this mechanism per cell, cell i at scale ``scales[group[i]]`` (σ² or b)."""
+        from dpsql.privacy.samplers import sample_grouped
+
         return sample_grouped(self.mechanism == GAUSSIAN, scales, group, rng)
 
     def sigma(self, sensitivity: int) -> float:

@@ -48,10 +48,12 @@ import decimal
 import math
 from collections.abc import Callable
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported by the vectorised path only (scalar_draws needs none)
+    import numpy as np
 
-from dpsql.privacy.randomness import RandomSource
+    from dpsql.privacy.randomness import RandomSource
 
 __all__ = ["MARGIN", "SMALL_BATCH", "gauss_guided", "gauss_small", "in_range", "lap_guided", "less_exp"]
 
@@ -240,22 +242,20 @@ def _word63(word64: Callable[[], int]) -> Word:
 
 
 def trials_for(cells: int) -> int:
-    """Trials drawn in a numpy round for ``cells`` pending cells of one parameter set: one trial
-    is accepted with probability ~0.74 (sigma = 18; at least ~1/2 for the Laplace's sign and for
-    small sigma), so 1.6 a cell plus a few serve every cell in one round almost always, and a
-    cell left over goes to the next round (or the Python loop)."""
+    """Trials a numpy round draws for ``cells`` pending cells of one parameter set: a trial is
+    accepted with probability ~0.74 (sigma = 18; ~1/2 at least for small sigma and the Laplace's
+    sign), so 1.6 a cell plus a few serve every cell almost always (the rest: the next round)."""
     return (8 * cells + 4) // 5 + 8
-
-
-_BIT = np.arange(63, dtype=np.int64)
 
 
 def _draw(rng: RandomSource, n: int, acceptance: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """A round's uniforms for ``n`` trials in one call to the source (one system call): U's first
     63 bits, the fair signs (63 from each word), and the acceptance uniform's first 63 bits."""
+    import numpy as np
+
     n_sign = (n + 62) // 63
     words = rng.bits63((2 if acceptance else 1) * n + n_sign)
-    signs = ((words[-n_sign:, None] >> _BIT) & 1).ravel()[:n].astype(bool)
+    signs = ((words[-n_sign:, None] >> np.arange(63, dtype=np.int64)) & 1).ravel()[:n].astype(bool)
     return words[:n], signs, words[n:2 * n] if acceptance else None
 
 
@@ -267,6 +267,8 @@ def _vector(lam: list[tuple[int, int]], accept: list[tuple[int, int, int]] | Non
     the k-th cell the k-th accepted trial, exactly as if each cell drew trials until one is
     accepted. Cells left without one go to the next round. The rate of the geometric is
     lam = num/den; ``accept`` as in :func:`_trial_exact`."""
+    import numpy as np
+
     lamf_g = np.array([num / den for num, den in lam])  # correctly rounded
     if accept is not None:
         s2_g = np.array([p / q for p, q, _ in accept])
@@ -284,7 +286,7 @@ def _vector(lam: list[tuple[int, int]], accept: list[tuple[int, int, int]] | Non
                 params, one = accept, _one_gauss
             else:
                 params, one = [(den, num) for num, den in lam], _one_lap  # scale t/s = den/num
-            out[pending] = _scalar(one, params, group[pending].tolist(), word64)
+            out[pending] = [one(*params[g], word64) for g in group[pending].tolist()]
             break
         if shared:
             sets, cells_of = [0], [pending]
@@ -335,8 +337,7 @@ def _vector(lam: list[tuple[int, int]], accept: list[tuple[int, int, int]] | Non
 
 
 def _word_stream(rng: RandomSource, n: int) -> Callable[[], int] | None:
-    """A function giving fresh 64-bit words, ``n`` of them drawn at once (more when they run
-    out); None when the source has no ``words64``."""
+    """Fresh 64-bit words, ``n`` drawn at once (more when they run out); None: no ``words64``."""
     words64 = getattr(rng, "words64", None)
     if words64 is None:
         return None
@@ -351,36 +352,49 @@ def _word_stream(rng: RandomSource, n: int) -> Callable[[], int] | None:
     return word64
 
 
-def _scalar(one: Callable[..., int], params: list[tuple[int, ...]], cells: list[int],
-            word64: Callable[[], int]) -> np.ndarray:
-    return np.array([one(*params[g], word64) for g in cells], dtype=np.int64)
+def scalar_draws(gaussian: bool, values: list[Fraction], cells: list[int], rng: RandomSource) -> list[int] | None:
+    """One sample per cell, cell i's parameter ``values[cells[i]]`` (σ² of the discrete Gaussian or
+    the discrete Laplace's b, each :func:`in_range`), drawn one at a time in Python, as a list (no
+    numpy): for up to :data:`SMALL_BATCH` cells what :func:`gauss_guided` and :func:`lap_guided`
+    draw from the same words; any number (each draw is exact). None: the source has no words64."""
+    if gaussian:
+        params: list[tuple[int, ...]] = [(v.numerator, v.denominator, math.isqrt(v.numerator // v.denominator) + 1)
+                                         for v in values]
+        one, words = _one_gauss, 3 * len(cells) + 8  # 2.7 words a sample at sigma = 18
+    else:
+        params, one, words = [(v.numerator, v.denominator) for v in values], _one_lap, 2 * len(cells) + 8
+    word64 = _word_stream(rng, words)
+    if word64 is None:
+        return None
+    return [one(*params[g], word64) for g in cells]
+
+
+def _int64(values: list[int]) -> np.ndarray:
+    import numpy as np
+
+    return np.array(values, dtype=np.int64)
 
 
 def gauss_small(p: int, q: int, n: int, rng: RandomSource) -> np.ndarray:
     """``n`` <= SMALL_BATCH samples of N_Z(p/q) (in range): the shortest path, for one cell."""
     word64 = _word_stream(rng, 3 * n + 8)
     if word64 is None:
-        return gauss_guided([Fraction(p, q)], np.zeros(n, dtype=np.int64), rng)
-    return np.array(_gauss_run(p, q, math.isqrt(p // q) + 1, n, word64), dtype=np.int64)
+        return gauss_guided([Fraction(p, q)], _int64([0] * n), rng)
+    return _int64(_gauss_run(p, q, math.isqrt(p // q) + 1, n, word64))
 
 
 def gauss_guided(values: list[Fraction], group: np.ndarray, rng: RandomSource) -> np.ndarray:
     """N_Z(sigma^2) per cell, sigma^2 = ``values[group[i]]`` (each :func:`in_range`)."""
+    if group.size <= SMALL_BATCH and (drawn := scalar_draws(True, values, group.tolist(), rng)) is not None:
+        return _int64(drawn)
     accept = [(v.numerator, v.denominator, math.isqrt(v.numerator // v.denominator) + 1)
               for v in values]  # t = floor(sqrt(p/q)) + 1, exactly
-    if group.size <= SMALL_BATCH:
-        word64 = _word_stream(rng, 3 * group.size + 8)  # 2.7 words a sample at sigma = 18
-        if word64 is not None:
-            return _scalar(_one_gauss, accept, group.tolist(), word64)
     return _vector([(1, t) for _, _, t in accept], accept, group, rng)
 
 
 def lap_guided(values: list[Fraction], group: np.ndarray, rng: RandomSource) -> np.ndarray:
     """The discrete Laplace of scale b = t/s = ``values[group[i]]`` per cell (each
     :func:`in_range`): the geometric's rate is s/t."""
-    ts = [(v.numerator, v.denominator) for v in values]
-    if group.size <= SMALL_BATCH:
-        word64 = _word_stream(rng, 2 * group.size + 8)
-        if word64 is not None:
-            return _scalar(_one_lap, ts, group.tolist(), word64)
-    return _vector([(s, t) for t, s in ts], None, group, rng)
+    if group.size <= SMALL_BATCH and (drawn := scalar_draws(False, values, group.tolist(), rng)) is not None:
+        return _int64(drawn)
+    return _vector([(v.denominator, v.numerator) for v in values], None, group, rng)

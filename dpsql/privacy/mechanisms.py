@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-
-import numpy as np
-
-from dpsql.privacy.samplers import _exact_positive
+from numbers import Rational
 
 __all__ = [
     "gaussian_sigma2",
@@ -33,6 +30,19 @@ __all__ = [
     "discrete_gaussian_variance",
     "discrete_laplace_variance",
 ]
+
+
+def exact_positive(x: object, what: str) -> Fraction:
+    """``x`` as an exact positive Fraction (an int or a Fraction), else TypeError / ValueError."""
+    if type(x) is Fraction:  # the usual case, without the ABC checks
+        f = x
+    else:
+        if isinstance(x, bool) or not isinstance(x, Rational):
+            raise TypeError(f"{what} must be an int or fractions.Fraction, not {type(x).__name__}")
+        f = Fraction(x)
+    if f.numerator <= 0:
+        raise ValueError(f"{what} must be positive")
+    return f
 
 
 def _positive_int(x: object, what: str) -> int:
@@ -49,7 +59,7 @@ def gaussian_sigma2(sensitivity: int, rho: Fraction) -> Fraction:
     counts, Delta = 1, sigma^2 = 1/(2 rho)).
     """
     delta = _positive_int(sensitivity, "sensitivity")
-    return Fraction(delta * delta) / (2 * _exact_positive(rho, "rho"))
+    return Fraction(delta * delta) / (2 * exact_positive(rho, "rho"))
 
 
 def geometric_scale(sensitivity: int, epsilon: Fraction) -> Fraction:
@@ -60,7 +70,7 @@ def geometric_scale(sensitivity: int, epsilon: Fraction) -> Fraction:
     Lemma 6 for counts, Delta = 1, b = 1/epsilon).
     """
     delta = _positive_int(sensitivity, "sensitivity")
-    return Fraction(delta) / _exact_positive(epsilon, "epsilon")
+    return Fraction(delta) / exact_positive(epsilon, "epsilon")
 
 
 def moe95_discrete_gaussian(sigma: float) -> int:
@@ -127,6 +137,8 @@ def discrete_gaussian_variance(sigma2: int | Fraction | float) -> float:
         raise ValueError("sigma2 must be positive")
     if s2 > 1e6:
         return s2
+    import numpy as np  # on first use: a small answer is released without numpy (dpsql/release.py)
+
     y = np.arange(1, math.ceil(40 * math.sqrt(s2)) + 2, dtype=np.float64)  # e^-800 beyond
     w = np.exp(-(y * y) / (2 * s2))
     return float(2 * np.sum(y * y * w) / (1 + 2 * np.sum(w)))

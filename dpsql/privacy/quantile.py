@@ -38,14 +38,15 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from dpsql.errors import DpsqlInternalError
 from dpsql.policy import QuantileGrid
-from dpsql.privacy.bernoulli import _bern_exp
-from dpsql.privacy.randomness import RandomSource
+
+if TYPE_CHECKING:  # a small answer is released without numpy (dpsql/release.py)
+    import numpy as np
+
+    from dpsql.privacy.randomness import RandomSource
 
 #: most proposals drawn in one round (memory: a few arrays of this many integers)
 _ROUND = 1 << 18
@@ -87,6 +88,8 @@ def scores(hists: list[Any], grid: QuantileGrid, q: Fraction) -> np.ndarray:
     group's histogram over ``grid.bounds()`` (the exact query's ``HISTOGRAM``: the values in
     (b_{j−1}, b_j] per bound b_j, values above the last under another key). An empty or
     missing histogram scores every candidate 0."""
+    import numpy as np
+
     bs = grid.bounds()
     candidates = grid.candidates()
     where = {b: j for j, b in enumerate(bs)}
@@ -112,6 +115,10 @@ def scores(hists: list[Any], grid: QuantileGrid, q: Fraction) -> np.ndarray:
 def sample(score_rows: np.ndarray, q: Fraction, epsilon: Fraction, rng: RandomSource) -> list[int]:
     """One candidate index per row of :func:`scores`, each drawn with probability
     ∝ exp(−ε · s / (2Δ)), exactly; rows are independent."""
+    import numpy as np
+
+    from dpsql.privacy.bernoulli import _bern_exp
+
     g = len(score_rows)
     if g == 0:
         return []
@@ -147,6 +154,8 @@ def sample(score_rows: np.ndarray, q: Fraction, epsilon: Fraction, rng: RandomSo
 def probabilities(score_row: np.ndarray, q: Fraction, epsilon: Fraction) -> np.ndarray:
     """The mechanism's exact output distribution over one row's candidates (for tests and for
     the accuracy study; floats)."""
+    import numpy as np
+
     s = np.array(score_row, dtype=float)
     w = np.exp(-float(epsilon) * (s - s.min()) / (2 * sensitivity(q)))
     return w / w.sum()

@@ -11,7 +11,8 @@ production runs.
 * :class:`SeededRandom`: a seeded numpy PCG64. Deterministic and NOT cryptographically
   secure; for tests only. Obtain it through :func:`dpsql.testing.seeded_random`.
 
-This module imports nothing of dpsql.
+This module imports nothing of dpsql, and numpy only for the vectorised draws: a query whose
+noise is drawn one sample at a time (:func:`dpsql.privacy.guided.scalar_draws`) needs no numpy.
 """
 
 from __future__ import annotations
@@ -19,17 +20,16 @@ from __future__ import annotations
 import os
 import struct
 import weakref
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["RandomSource", "SecureRandom", "SeededRandom", "default_random"]
 
 # uniform_below accepts bounds below 2^62, so a rejection round on 63-bit words keeps a draw
 # with probability > 1/2 and every sum/compare of two operands stays inside int64.
 _MAX_BOUND = 1 << 62
-_TWO63_MINUS_1 = np.int64((1 << 63) - 1)
-_TWO32 = np.int64(1 << 32)
 
 
 @runtime_checkable
@@ -75,9 +75,7 @@ class _ByteSource:
         if pos + need > len(pool):
             pool, pos = self._refill(need), 0
         self._pos = pos + need
-        if n <= 64:  # cheaper than numpy's set-up for a few words (struct caches the format)
-            return list(struct.unpack_from(f"<{n}Q", pool, pos))
-        return np.frombuffer(pool, dtype="<u8", count=n, offset=pos).tolist()
+        return list(struct.unpack_from(f"<{n}Q", pool, pos))
 
     def randbelow(self, bound: int) -> int:
         """One Python int uniform in [0, bound) for any int bound >= 1: the scalar samplers' draw.
@@ -106,14 +104,20 @@ class _ByteSource:
     def bits63(self, n: int) -> np.ndarray:
         # One call for the whole batch; little-endian spelled out so the result does not
         # depend on the host. The top bit is dropped to stay non-negative in int64.
+        import numpy as np
+
         words = np.frombuffer(self._bytes(8 * n), dtype="<u8")
         return (words >> np.uint64(1)).astype(np.int64)
 
     def _bits32(self, n: int) -> np.ndarray:
         """``n`` int64 values uniform in [0, 2^32): half the bytes of bits63 for small bounds."""
+        import numpy as np
+
         return np.frombuffer(self._bytes(4 * n), dtype="<u4").astype(np.int64)
 
     def uniform_below(self, bounds: np.ndarray) -> np.ndarray:
+        import numpy as np
+
         b_all = np.asarray(bounds, dtype=np.int64)
         shape = b_all.shape
         b_all = b_all.ravel()
@@ -132,10 +136,10 @@ class _ByteSource:
             m = b.size
             if small:
                 u = self._bits32(m)
-                last_start = _TWO32 - b  # highest allowed block start, 2^32 - b
+                last_start = np.int64(1 << 32) - b  # highest allowed block start, 2^32 - b
             else:
                 u = self.bits63(m)
-                last_start = (_TWO63_MINUS_1 - b) + 1  # 2^63 - b without overflowing
+                last_start = (np.int64((1 << 63) - 1) - b) + 1  # 2^63 - b without overflowing
             r = u % b
             ok = (u - r) <= last_start
             if pending is None:
@@ -176,6 +180,8 @@ class SeededRandom(_ByteSource):
     """
 
     def __init__(self, seed: int) -> None:
+        import numpy as np
+
         self._gen = np.random.Generator(np.random.PCG64(seed))
         self.seed = seed
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from dpsql.privacy.bernoulli import _LIMIT, _bern_exp, _geometric_exp_minus_one
 from dpsql.privacy.guided import SMALL_BATCH, gauss_guided, gauss_small, in_range, lap_guided
+from dpsql.privacy.mechanisms import exact_positive as _exact_positive
 from dpsql.privacy.randomness import RandomSource, default_random
 
 __all__ = [
@@ -162,18 +163,6 @@ def _dgauss(params: _GaussParams, rng: RandomSource) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # Public samplers
 # ---------------------------------------------------------------------------------------------
-
-
-def _exact_positive(x: object, what: str) -> Fraction:
-    if type(x) is Fraction:  # the usual case, without the ABC checks
-        f = x
-    else:
-        if isinstance(x, bool) or not isinstance(x, Rational):
-            raise TypeError(f"{what} must be an int or fractions.Fraction, not {type(x).__name__}")
-        f = Fraction(x)
-    if f.numerator <= 0:
-        raise ValueError(f"{what} must be positive")
-    return f
 
 
 def _groups(params: Params, size: int | None, what: str) -> tuple[list[Fraction], np.ndarray]:

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-
-from sqlglot import exp
+from typing import TYPE_CHECKING
 
 from dpsql.policy import TablePolicy
+
+if TYPE_CHECKING:  # sqlglot is imported by planning, never by running a recorded plan (plan_record.py)
+    from sqlglot import exp
 
 NOISY_RELATION = "__noisy"
 
@@ -74,10 +76,14 @@ class GroupKey:
     """One GROUP BY key: a declared key column, a column of a joined public table, or an
     expression of keys (``SUBSTR(naics, 1, 3)``). Public when every column it reads has a
     public keyset: its keyset is then the expression's image over theirs (computed from
-    public values only, ``session.py``); otherwise its groups go through partition selection."""
+    public values only, ``session.py``); otherwise its groups go through partition selection.
+
+    The trees are what planning reads; everything after it (the public domain, the release)
+    reads their text, derived here from the trees. A plan read back from its record
+    (:mod:`dpsql.plan_record`) has the text and no trees."""
 
     name: str  # its column in the exact result and the noisy relation
-    expr: exp.Expression  # over the (joined) row, columns internal: what GROUP BY runs
+    expr: exp.Expression | None  # over the (joined) row, columns internal: what GROUP BY runs
     label: str  # as shown in receipts and explain
     sources: tuple[str, ...]  # the internal names of the columns it reads
     public: bool
@@ -85,10 +91,27 @@ class GroupKey:
     #: what the exact query groups by when ``expr`` reads a key with a declared date range: ``expr``
     #: with that column NULL outside the range (``time_keys.py``)
     bounded: exp.Expression | None = None
+    #: ``expr`` and ``bounded`` as DuckDB SQL, and whether ``expr`` is a bare column (from the trees)
+    text: str = ""
+    bounded_text: str | None = None
+    plain: bool = False
+
+    def __post_init__(self) -> None:
+        if self.expr is not None:
+            from sqlglot import exp
+
+            object.__setattr__(self, "text", self.expr.sql("duckdb"))
+            object.__setattr__(self, "bounded_text", None if self.bounded is None else self.bounded.sql("duckdb"))
+            object.__setattr__(self, "plain", isinstance(self.expr, exp.Column))
 
     @property
-    def plain(self) -> bool:
-        return isinstance(self.expr, exp.Column)
+    def tried_sql(self) -> str:
+        """What the key computes, run inside TRY() unless it is a bare column: the form for a
+        query that knows no types (the public domain's images); ``rewrite.key_sql`` runs a key
+        that cannot fail bare in the exact query."""
+        if self.bounded_text is not None:
+            return f"TRY({self.bounded_text})"
+        return self.text if self.plain else f"TRY({self.text})"
 
 
 @dataclass(frozen=True)
@@ -111,7 +134,7 @@ class Plan:
     where: exp.Expression | None
     keys: tuple[GroupKey, ...]
     primitives: tuple[Primitive, ...]
-    finish: exp.Select
+    finish: exp.Select | None  # None in a plan read back from its record: use the forms below
     outputs: tuple[OutputColumn, ...]
     #: what partition selection counts per group ("units" or "split_rows"); None without private keys
     selection_count: str | None = None
@@ -120,6 +143,12 @@ class Plan:
     public_types: dict[str, str] = field(default_factory=dict)
     #: internal name -> (public table, column)
     public_columns: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: what the finish stage runs, derived from ``finish`` when the plan is made
+    #: (:func:`dpsql.sql.finish_forms.forms`): its SQL with the row column, its output names, and
+    #: its shape when it only projects
+    finish_sql: str = ""
+    finish_names: tuple[str, ...] = ()
+    projection: tuple[tuple[str, ...], ...] | None = None
 
     @property
     def key_names(self) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ from sqlglot import exp
 
 from dpsql.policy import Policy
 from dpsql.sql.aggregates import FinishRewriter
+from dpsql.sql.finish_forms import forms
 from dpsql.sql.keys import group_keys
 from dpsql.sql.plan import Join, Plan
 from dpsql.sql.scopes import Scopes
@@ -56,7 +57,9 @@ def build_plan(select: exp.Select, sql: str, policy: Policy, schema: dict[str, d
     public_types = {j.internal(c): scopes.columns[j.internal(c)] for j in joins for c in j.columns}
     public_columns = {j.internal(c): (j.table, c) for j in joins for c in j.columns}
     private = any(not k.public for k in keys)
+    finish_sql, finish_names, projection = forms(finish, tuple(outputs))
     return Plan(sql=sql, table=table, where=where_expr, keys=tuple(keys),
                 primitives=tuple(rewriter.primitives), finish=finish, outputs=tuple(outputs),
                 selection_count=policy.selection.count if private else None,
-                joins=joins, public_types=public_types, public_columns=public_columns)
+                joins=joins, public_types=public_types, public_columns=public_columns,
+                finish_sql=finish_sql, finish_names=finish_names, projection=projection)

@@ -23,11 +23,10 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dpsql.sql.plan import GroupKey, Plan, primitive_column
-from dpsql.policy import Measure, TablePolicy
+from dpsql.policy import INTEGER_TYPES, Measure, TablePolicy
 from dpsql.sql.quantiles import histogram_sql
 from dpsql.sql.totality import condition_total, expression_total
 
-INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
 
 
 def _q(name: str) -> str:
@@ -131,17 +130,16 @@ def from_sql(plan: Plan) -> str:
     return sql
 
 
-def key_sql(key: GroupKey, schema: dict[str, str] | None = None) -> str:
+def key_sql(key: GroupKey, schema: dict[str, str]) -> str:
     """What a GROUP BY key computes. An expression that some row could make fail (a logarithm
     of zero, an overflow) runs inside TRY(): that row falls in the NULL group instead of failing
     the query, because whether a query fails must not depend on private rows. One that cannot
     fail (``SUBSTR(naics, 1, 3)``) runs bare: TRY() made that GROUP BY 3x slower
-    (docs/performance.md). Without ``schema`` every expression is wrapped."""
+    (docs/performance.md). Without the types, :attr:`GroupKey.tried_sql` wraps every expression."""
+    assert key.expr is not None, "a recorded plan has its exact SQL already"
     if key.bounded is not None:  # a date key, read within its days (sql/time_keys.py)
-        sql = key.bounded.sql("duckdb")
-        return sql if schema is not None and expression_total(key.bounded, schema) else f"TRY({sql})"
-    sql = key.expr.sql("duckdb")
-    return sql if key.plain or schema is not None and expression_total(key.expr, schema) else f"TRY({sql})"
+        return key.bounded_text if expression_total(key.bounded, schema) else key.tried_sql  # type: ignore[return-value]
+    return key.text if key.plain or expression_total(key.expr, schema) else key.tried_sql
 
 
 def exact_sql(plan: Plan, schema: dict[str, str]) -> str:
