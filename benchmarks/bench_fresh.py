@@ -11,17 +11,19 @@ see the same load. The policy is a copy with a huge budget beside a throw-away l
 the medians of the raw script and of `dpsql query`, their ratio, and where the time goes, from
 the medians of two more fresh processes per round:
 
-* ``dpsql query`` twice: as a script repeating a query runs it (its empty-twin check recorded by
-  an earlier process, ``dpsql/check_record.py``), and as a query this analyst never asked on this
-  file (the record deleted before each run, so the process builds the twin and checks);
+* ``dpsql query`` twice: as a script repeating a query runs it (its plan, its empty-twin check and
+  the file's catalog recorded by an earlier process: ``dpsql/plan_record.py``,
+  ``dpsql/check_record.py``, ``dpsql/catalog_record.py``; no sqlglot is imported), and as a query
+  this analyst never asked on this file (the plan and check records deleted before each run, so
+  the process imports sqlglot, plans, builds the twin and checks);
 
 * ``python -c "import duckdb"``: the part the raw script and dpsql share (interpreter + duckdb);
-* ``python -c "import dpsql.faces.cli, dpsql.faces.dbapi, sqlglot.dialects.duckdb, dpsql.backends.duckdb"``
+* ``python -c "import dpsql.faces.cli, dpsql.faces.dbapi, dpsql.backends.duckdb, dpsql.release, dpsql.finish"``
   (with the garbage collector paused and one OpenBLAS thread, as the command runs; an older dpsql
-  does neither, so its split is approximate): every import a query needs (the
-  pipeline, sqlglot's DuckDB dialect and the engine are imported on first use);
-  ``dpsql query`` minus this is the work of the query itself (connections, catalog, policy, plan,
-  exact query, noise, durable charge, finish, closing).
+  does neither, so its split is approximate): every import a repeated query needs (its answer
+  is small, so it is released without numpy: ``dpsql/release.py``); ``dpsql query`` minus this
+  is the work of the query itself (connections, policy, exact query, noise, durable charge,
+  finish, closing).
 
 The commands run with a throw-away ``DPSQL_HOME`` (the records of checks), first warmed by one
 ``dpsql query`` (the file cache, the unit record, the twin check's record).
@@ -43,13 +45,13 @@ from pathlib import Path
 import dpsql
 from benchmarks.bench_fixed_cost import SQL
 from benchmarks.common import REPO, benchmark_policy
-from dpsql import check_record
+from dpsql import check_record, plan_record
 from dpsql.demo_db import ensure_demo
 
-#: the imports of a query, as ``dpsql query`` ends up with them, and as it makes them: with the
-#: garbage collector paused and one OpenBLAS thread (dpsql/faces/startup.py)
+#: the imports of a repeated query, as ``dpsql query`` ends up with them, and as it makes them: with
+#: the garbage collector paused and one OpenBLAS thread (dpsql/faces/startup.py)
 QUERY_IMPORTS = ("import gc, os; os.environ.setdefault('OPENBLAS_NUM_THREADS', '1'); gc.disable(); "
-                 "import dpsql.faces.cli, dpsql.faces.dbapi, sqlglot.dialects.duckdb, dpsql.backends.duckdb; gc.freeze()")
+                 "import dpsql.faces.cli, dpsql.faces.dbapi, dpsql.backends.duckdb, dpsql.release, dpsql.finish; gc.freeze()")
 
 
 def byte_compile() -> None:
@@ -74,7 +76,8 @@ def measure(repeat: int = 9) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         pol = benchmark_policy(Path(policy), Path(tmp))
         env = {**os.environ, "DPSQL_HOME": str(Path(tmp) / "home")}
-        record = Path(tmp) / "home" / check_record.RECORDS.file_name
+        checks = Path(tmp) / "home" / check_record.RECORDS.file_name
+        plans = Path(tmp) / "home" / plan_record.DOCUMENTS.folder
         query = [dpsql_cmd, "query", SQL, "--db", str(db), "--policy", str(pol)]
         commands = {
             "raw": [sys.executable, "-c",
@@ -89,8 +92,9 @@ def measure(repeat: int = 9) -> dict[str, float]:
         names = list(commands)
         for i in range(repeat):
             for name in names[i % len(names):] + names[:i % len(names)]:
-                if name == "dpsql, new query":
-                    record.unlink()  # this analyst never asked it: the twin is built and checked
+                if name == "dpsql, new query":  # this analyst never asked it: planned, the twin built and checked
+                    checks.unlink()
+                    shutil.rmtree(plans)
                 t0 = time.perf_counter()
                 subprocess.run(commands[name], check=True, capture_output=True, env=env)
                 times[name].append(time.perf_counter() - t0)
@@ -103,7 +107,7 @@ def report(med: dict[str, float], repeat: int) -> str:
     return "\n".join([
         f"fresh process: one-shot python+duckdb {r:.0f} ms, dpsql query {d:.0f} ms, "
         f"ratio {d / r:.2f}x (median of {repeat}, load {os.getloadavg()[0]:.2f})",
-        f"  a query not asked before (the empty twin built and checked): {med['dpsql, new query']:.0f} ms, "
+        f"  a query not asked before (planned, the empty twin built and checked): {med['dpsql, new query']:.0f} ms, "
         f"ratio {med['dpsql, new query'] / r:.2f}x",
         f"  shared: python + import duckdb {med['import duckdb']:.0f} ms; "
         f"the raw script's connect + query {r - med['import duckdb']:.0f} ms",

@@ -54,7 +54,7 @@ def test_the_corpus_takes_the_lists_often(big_budget, scripted_noise):  # noqa: 
     """The test above compares something: most small answers of the corpus take the lists."""
     for case in ACCEPTED:
         _answer(big_budget, case.sql)
-    assert sum(scripted_noise) >= 60, sum(scripted_noise)
+    assert sum(scripted_noise) >= 120, sum(scripted_noise)  # 157 of 259 when written
 
 
 @pytest.mark.parametrize("sql", [

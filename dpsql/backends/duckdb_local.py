@@ -169,11 +169,14 @@ def _column_array(values: np.ndarray | list[Any]) -> np.ndarray:
 
     if isinstance(values, np.ndarray):
         return values
-    if values and set(map(type, values)) == {int}:  # ints only (a bool's type is bool)
+    kinds = set(map(type, values))
+    if values and kinds == {int}:  # ints only (a bool's type is bool)
         try:
             return np.array(values, dtype=np.int64)
         except OverflowError:  # beyond int64: DuckDB takes them as Python objects
             pass
+    if values and kinds == {float}:  # a small answer's noisy values, σ and margins (release.py)
+        return np.array(values, dtype=np.float64)
     return np.array(values, dtype=object)  # strings stay VARCHAR (a str array would become an ENUM)
 
 
