@@ -77,9 +77,16 @@ def _projected(plan: Plan, columns: dict[str, Any]
             s, c = (columns[x] for x in cols)
             if _noisy_type(s) is None or _noisy_type(c) is None:
                 return None
-            s_list, c_list = (x.tolist() if hasattr(x, "tolist") else x for x in (s, c))
-            # float(x) / float(y): IEEE double conversions and division, as numpy's astype and /
-            avg = [None if y < 1 else float(x) / float(y) for x, y in zip(s_list, c_list)]
+            if hasattr(s, "dtype") and hasattr(c, "dtype"):  # arrays: one vectorised division
+                import numpy as np
+
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    avg = (s.astype(np.float64) / c.astype(np.float64)).tolist()
+                for j in np.flatnonzero(c < 1).tolist():
+                    avg[j] = None
+            else:  # a small answer's lists: float(x) / float(y) is numpy's astype and / (IEEE)
+                s_list, c_list = (x.tolist() if hasattr(x, "tolist") else x for x in (s, c))
+                avg = [None if y < 1 else float(x) / float(y) for x, y in zip(s_list, c_list)]
             types.append("DOUBLE")
             values.append(avg)
             continue
@@ -139,8 +146,10 @@ def column_errors(plan: Plan, columns: dict[str, Any], at: np.ndarray | None) ->
             return np.asarray(values)[at].tolist()
         return values.tolist() if hasattr(values, "tolist") else list(values)
 
-    def floats(name: str) -> tuple[float, ...]:
-        return tuple(map(float, hidden(name)))
+    def floats(name: str) -> tuple[float, ...]:  # σ and MOE: float64 arrays, or lists of floats
+        values = hidden(name)
+        kind = columns[name].dtype.name if hasattr(columns[name], "dtype") else "list"
+        return tuple(values) if kind in ("float64", "list") else tuple(map(float, values))
 
     n_rows = len(columns[ROW_COLUMN]) if at is None else at.size
     out: list[ColumnError | None] = []

@@ -164,9 +164,10 @@ def quantile_grid_text(m: Measure) -> str:
 
 
 def _noise_groups(allocs: tuple[Allocation, ...], sens_of: dict[int, list[int]]
-                  ) -> list[tuple[str, list[int], list[Fraction], list[list[int]]]]:
+                  ) -> list[tuple[str, list[int], list[Fraction], list[list[int] | tuple[int, int]]]]:
     """Per mechanism, in order: its primitives, the distinct scales (σ² or b) of its one sampler
-    call, and per primitive each cell's index into them (:func:`sample_noise`)."""
+    call, and per primitive each cell's index into them (:func:`sample_noise`): a list, or
+    (index, cells) when every cell has the same."""
     out = []
     for mechanism in dict.fromkeys(allocs[i].mechanism for i in sens_of):
         ids = [i for i in sens_of if allocs[i].mechanism == mechanism]
@@ -176,7 +177,10 @@ def _noise_groups(allocs: tuple[Allocation, ...], sens_of: dict[int, list[int]]
             sens, a = sens_of[i], allocs[i]
             by_sens = {s: a.scale(s) for s in set(sens)}  # a handful of distinct values
             slot = {s: index.setdefault(v, len(index)) for s, v in by_sens.items()}
-            groups.append([slot[s] for s in sens])
+            if len(slot) == 1:
+                groups.append((slot[sens[0]], len(sens)))
+            else:
+                groups.append([slot[s] for s in sens])
         out.append((mechanism, ids, list(index), groups))
     return out
 
@@ -191,7 +195,7 @@ def sample_noise_lists(d: Decision, n_cells: int, sens_of: dict[int, list[int]],
     :func:`sample_noise` gives its one call, so up to :data:`~dpsql.privacy.guided.SMALL_BATCH`
     draws the values are the very ones it draws from the same source."""
     if (d.selection is not None or d.plan.projection is None or n_cells == 0 or len(sens_of) != len(d.allocs)
-            or sum(map(len, sens_of.values())) > LIST_DRAWS or not hasattr(rng, "words64")):
+            or n_cells * len(sens_of) > LIST_DRAWS or not hasattr(rng, "words64")):
         return None
     calls = _noise_groups(d.allocs, sens_of)
     values = {m: [exact_positive(v, "sigma2" if m == GAUSSIAN else "scale") for v in scales] for m, _, scales, _ in calls}
@@ -199,12 +203,13 @@ def sample_noise_lists(d: Decision, n_cells: int, sens_of: dict[int, list[int]],
         return None
     out: dict[int, list[int]] = {}
     for mechanism, ids, _, groups in calls:
-        draws = scalar_draws(mechanism == GAUSSIAN, values[mechanism], [g for grp in groups for g in grp], rng)
+        cells = [[grp[0]] * grp[1] if isinstance(grp, tuple) else grp for grp in groups]
+        draws = scalar_draws(mechanism == GAUSSIAN, values[mechanism], [g for c in cells for g in c], rng)
         assert draws is not None  # the source has words64
         start = 0
-        for i, grp in zip(ids, groups):
-            out[i] = draws[start:start + len(grp)]
-            start += len(grp)
+        for i, c in zip(ids, cells):
+            out[i] = draws[start:start + len(c)]
+            start += len(c)
     return out
 
 
@@ -234,7 +239,8 @@ def sample_noise(allocs: tuple[Allocation, ...], sens_of: dict[int, list[int]], 
 
     out: dict[int, np.ndarray] = {}
     for _, ids, scales, groups in _noise_groups(allocs, sens_of):
-        arrays = [np.array(g, dtype=np.int64) for g in groups]
+        arrays = [np.full(g[1], g[0], dtype=np.int64) if isinstance(g, tuple) else np.array(g, dtype=np.int64)
+                  for g in groups]
         draws = allocs[ids[0]].sample(scales, np.concatenate(arrays), rng)
         start = 0
         for i, g in zip(ids, arrays):
