@@ -216,16 +216,19 @@ def sample_noise_lists(d: Decision, n_cells: int, sens_of: dict[int, list[int]],
 def noisy_list(exact: list[Any], noise: list[int], g: Fraction) -> list[Any]:
     """A primitive's noisy values in the measure's units, as Python values: exactly the values
     and types :func:`exact_and_noise` and :func:`as_array` give in an array (ints while every
-    exact value and noise is below 2^62, or the sum is; else floats; g × the integers, correctly
-    rounded once, when g is not 1)."""
-    e = [0 if v is None else int(v) for v in exact]
-    noisy = [x + y for x, y in zip(e, noise)]
+    noisy value is below 2^62 in magnitude, else floats; g × the integers, correctly rounded
+    once, when g is not 1)."""
+    noisy = [(0 if x is None else int(x)) + y for x, y in zip(exact, noise)]
     if g != 1:
         a, b = g.numerator, g.denominator
         return [(v * a) / b for v in noisy]
-    if max(map(abs, e)) < _SAFE and max(map(abs, noise)) < _SAFE or max(map(abs, noisy)) < 2**62:
-        return noisy
-    return [float(v) for v in noisy]
+    return noisy if _shown_as_ints(noisy) else [float(v) for v in noisy]
+
+
+def _shown_as_ints(noisy: list[int]) -> bool:
+    """Whether a column of noisy integers is shown as integers: every value below 2^62 in
+    magnitude. Read from the noisy values only: the column's type is shown."""
+    return not noisy or (-_SAFE < min(noisy) and max(noisy) < _SAFE)
 
 
 def sample_noise(allocs: tuple[Allocation, ...], sens_of: dict[int, list[int]], rng: RandomSource
@@ -347,16 +350,17 @@ def exact_and_noise(exact: list[Any], noise: np.ndarray) -> tuple[np.ndarray, np
 
 def as_array(noisy: np.ndarray, g: Fraction) -> np.ndarray:
     """Noisy values in the measure's units: granularity g times the integers (exactly rounded
-    once: (v * a) / b of Python ints is correctly rounded)."""
+    once: (v * a) / b of Python ints is correctly rounded). With g = 1, int64 when every noisy
+    value is below 2^62 in magnitude (the finish's arithmetic on them then has room), else floats:
+    decided from the noisy values alone (post-processing), never from the exact ones, which only
+    chose how the sum was computed (:func:`exact_and_noise`)."""
     import numpy as np
 
     if g == 1:
-        if noisy.dtype == np.int64:
-            return noisy
         values = noisy.tolist()
-        if values and max(max(values), -min(values)) >= 2**62:
+        if not _shown_as_ints(values):
             return np.array([float(v) for v in values])
-        return np.array(values, dtype=np.int64)
+        return noisy if noisy.dtype == np.int64 else np.array(values, dtype=np.int64)
     a, b = g.numerator, g.denominator
     return np.array([(v * a) / b for v in noisy.tolist()])
 

@@ -78,9 +78,10 @@ BIG = 2**62
 
 @pytest.mark.parametrize("exact,noise,g", [
     ([1, None, -5], [3, -2, 0], Fraction(1)),
-    ([BIG - 1, 0], [1, -1], Fraction(1)),  # below 2^62 each: int64, the sum 2^62 stays an int
+    ([BIG - 1, 0], [1, -1], Fraction(1)),  # below 2^62 each: int64, but the sum 2^62: floats
     ([BIG, 0], [-1, 0], Fraction(1)),  # an exact value at 2^62: Python ints, the sum below: ints
     ([BIG, 5], [1, 0], Fraction(1)),  # and at or above 2^62: floats
+    ([2**63 - 2, 0], [2, 0], Fraction(1)),  # past int64
     ([2**70, -(2**70)], [3, -3], Fraction(1)),
     ([7, None, -12], [1, 2, 3], Fraction(1, 100)),  # cents: g × the integers, rounded once
     ([2**70, 1], [1, 1], Fraction(3, 10)),
@@ -90,6 +91,21 @@ def test_noisy_values_keep_the_arrays_values_and_types(exact, noise, g):
     arrays = release.as_array(e + n, g).tolist()
     lists = release.noisy_list(list(exact), list(noise), g)
     assert lists == arrays and list(map(type, lists)) == list(map(type, arrays))
+
+
+@pytest.mark.parametrize("way", ["lists", "arrays"])
+def test_the_type_shown_depends_on_the_noisy_values_alone(way):
+    """Two exact sums either side of 2^62 with the same noisy value show the same value and type:
+    the type of the column is post-processing (it once told, near 2^62, on which side the exact
+    sum was)."""
+    shown = []
+    for exact, noise in ((BIG + 5, -2), (BIG - 5, 8)):  # both noisy 2^62 + 3
+        if way == "lists":
+            shown.append(release.noisy_list([exact, 1], [noise, 0], Fraction(1)))
+        else:
+            e, n = release.exact_and_noise([exact, 1], np.array([noise, 0], dtype=np.int64))
+            shown.append(release.as_array(e + n, Fraction(1)).tolist())
+    assert shown[0] == shown[1] and list(map(type, shown[0])) == list(map(type, shown[1]))
 
 
 def test_a_source_without_words_takes_the_arrays(big_budget):  # noqa: F811
