@@ -40,7 +40,7 @@ DOCUMENTS = Documents("catalogs", 256)
 def key(engine_version: str, path: Path) -> str | None:
     """The record's key for the file at ``path`` as it is now, or None when it has no identity."""
     ident = file_identity(path)
-    if ident is None or not Path(path).is_file():
+    if ident is None:
         return None
     return hashlib.sha256(repr((VERSION, engine_version, ident)).encode()).hexdigest()
 

@@ -109,8 +109,6 @@ def load(context: Any, sql: str, policy: Policy) -> tuple[Plan, str] | None:
         planned = (decode(doc["plan"], policy), doc["exact"])
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
-    if planned[0].sql != sql:
-        return None
     with _lock:
         _read[k] = planned
         if len(_read) > MEMORY:

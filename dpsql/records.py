@@ -55,13 +55,7 @@ class Records:
         """Remember ``key``. Failing to write changes nothing but a later process's work."""
         where, key = self.path, list(key)
         records = [r for r in self._load(where) if r != key][-(self.size - 1):] + [key]
-        tmp = where.with_name(f".{self.file_name}.{os.getpid()}.{threading.get_ident()}.tmp")  # one per writer
-        try:
-            where.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps({"version": 1, "records": records}), encoding="utf-8")
-            os.replace(tmp, where)
-        except OSError:
-            tmp.unlink(missing_ok=True)
+        _write_whole(where, {"version": 1, "records": records})
 
 
 class Documents:
@@ -87,15 +81,28 @@ class Documents:
         """Keep ``doc`` under ``key``, written whole (a temporary file renamed into place).
         Failing to write changes nothing but a later process's work."""
         where = self.path(key)
-        tmp = where.with_name(f".{key}.{os.getpid()}.{threading.get_ident()}.tmp")
+        if not _write_whole(where, doc):
+            return
         try:
-            where.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(doc), encoding="utf-8")
-            os.replace(tmp, where)
             entries = [e for e in os.scandir(where.parent) if e.name.endswith(".json")]
             if len(entries) > self.size:
                 entries.sort(key=lambda e: e.stat().st_mtime_ns)
                 for e in entries[:len(entries) - self.size]:
                     Path(e.path).unlink(missing_ok=True)
         except OSError:
-            tmp.unlink(missing_ok=True)
+            pass
+
+
+def _write_whole(where: Path, doc: Any) -> bool:
+    """Write ``doc`` as JSON to ``where`` whole: a temporary file of this writer (a process, or a
+    thread of a wire server) renamed into place, so a reader never sees a partial file and two
+    writers never share one. False when it could not be written."""
+    tmp = where.with_name(f".{where.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        where.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(doc), encoding="utf-8")
+        os.replace(tmp, where)
+        return True
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        return False

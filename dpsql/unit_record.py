@@ -16,6 +16,7 @@ unreadable record only means the check runs again (:mod:`dpsql.records`).
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from dpsql.records import Records
@@ -26,19 +27,22 @@ RECORDS = Records("unit_checks.json", 512)
 
 def file_identity(path: Path | str) -> tuple[str, int, int, int, int, int] | None:
     """A file's identity — resolved path, device, inode, size, modification and change times —
-    or None when it cannot be read. Any write to the file changes it."""
+    or None when it cannot be read or is not one file (a folder of Parquet files, a remote
+    source: no single identity). Any write to the file changes it."""
     try:
         st = os.stat(path)
         resolved = str(Path(path).resolve())
     except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
         return None
     return resolved, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def _identity(path: Path, table: str, unit: str) -> list[str | int] | None:
     ident = file_identity(path)
-    if ident is None or not Path(path).is_file():
-        return None  # a folder of Parquet files, a remote source: no single identity, check each time
+    if ident is None:
+        return None  # check each time
     return [*ident, table.lower(), unit.lower()]
 
 
