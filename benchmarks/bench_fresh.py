@@ -12,16 +12,16 @@ the medians of the raw script and of `dpsql query`, their ratio, and where the t
 the medians of two more fresh processes per round:
 
 * ``dpsql query`` twice: as a script repeating a query runs it (its plan, its empty-twin check and
-  the file's catalog recorded by an earlier process: ``dpsql/plan_record.py``,
-  ``dpsql/check_record.py``, ``dpsql/catalog_record.py``; no sqlglot is imported), and as a query
+  the file's catalog recorded by an earlier process: ``dpsql/records/plan.py``,
+  ``dpsql/records/check.py``, ``dpsql/records/catalog.py``; no sqlglot is imported), and as a query
   this analyst never asked on this file (the plan and check records deleted before each run, so
   the process imports sqlglot, plans, builds the twin and checks);
 
 * ``python -c "import duckdb"``: the part the raw script and dpsql share (interpreter + duckdb);
-* ``python -c "import dpsql.faces.cli, dpsql.faces.dbapi, dpsql.backends.duckdb, dpsql.release, dpsql.finish"``
+* ``python -c "import dpsql.faces.cli, dpsql.faces.dbapi, dpsql.backends.duckdb, dpsql.pipeline.release, dpsql.pipeline.finish"``
   (with the garbage collector paused and one OpenBLAS thread, as the command runs; an older dpsql
   does neither, so its split is approximate): every import a repeated query needs (its answer
-  is small, so it is released without numpy: ``dpsql/release.py``); ``dpsql query`` minus this
+  is small, so it is released without numpy: ``dpsql/pipeline/release.py``); ``dpsql query`` minus this
   is the work of the query itself (connections, policy, exact query, noise, durable charge,
   finish, closing).
 
@@ -45,13 +45,14 @@ from pathlib import Path
 import dpsql
 from benchmarks.bench_fixed_cost import SQL
 from benchmarks.common import REPO, benchmark_policy
-from dpsql import check_record, plan_record
+from dpsql.records import check as check_record
+from dpsql.records import plan as plan_record
 from dpsql.demo_db import ensure_demo
 
 #: the imports of a repeated query, as ``dpsql query`` ends up with them, and as it makes them: with
 #: the garbage collector paused and one OpenBLAS thread (dpsql/faces/startup.py)
 QUERY_IMPORTS = ("import gc, os; os.environ.setdefault('OPENBLAS_NUM_THREADS', '1'); gc.disable(); "
-                 "import dpsql.faces.cli, dpsql.faces.dbapi, dpsql.backends.duckdb, dpsql.release, dpsql.finish; gc.freeze()")
+                 "import dpsql.faces.cli, dpsql.faces.dbapi, dpsql.backends.duckdb, dpsql.pipeline.release, dpsql.pipeline.finish; gc.freeze()")
 
 
 def byte_compile() -> None:

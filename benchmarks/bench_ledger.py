@@ -15,7 +15,7 @@ from pathlib import Path
 
 import dpsql
 from dpsql.demo_db import ensure_demo
-from dpsql.ledger import Charge, Ledger
+from dpsql.ledger.book import Charge, Ledger
 
 
 def main() -> None:

@@ -114,7 +114,7 @@ def bench_size(rows: int, data_dir: Path, repeat: int, ref_repeat: int, diagnose
     db, demo_policy = ensure_data(rows, data_dir)
     tmp = tempfile.TemporaryDirectory(prefix="dpsql-bench-")
     policy = benchmark_policy(demo_policy, Path(tmp.name))  # a large budget, a throwaway ledger
-    # An empty dpsql folder: no record of a passed unit check (dpsql/unit_record.py), so this
+    # An empty dpsql folder: no record of a passed unit check (dpsql/records/unit.py), so this
     # process's first query is the file's first and pays the check; a later process does not.
     os.environ["DPSQL_HOME"] = str(Path(tmp.name) / "home")
     measures = tomllib.loads(policy.read_text())["tables"]["establishments"]["measures"]

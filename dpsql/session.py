@@ -4,10 +4,10 @@
    public domain, the exact SQL checked on an empty twin of the schema, the unit check, the
    budget left — every refusal happens here;
 2. **compute** the exact per-group values with a total query (:mod:`dpsql.backends`);
-3. **release**: partition selection and noise (:mod:`dpsql.release`);
-4. **charge** durably (:mod:`dpsql.ledger`), before anything derived from the noisy values
+3. **release**: partition selection and noise (:mod:`dpsql.pipeline.release`);
+4. **charge** durably (:mod:`dpsql.ledger.book`), before anything derived from the noisy values
    leaves;
-5. **finish** on noisy values only (:mod:`dpsql.finish`) and return rows with their receipt.
+5. **finish** on noisy values only (:mod:`dpsql.pipeline.finish`) and return rows with their receipt.
 
 After phase 2 begins the only outcomes are a charged noisy answer or a charged fixed-text
 failure (:meth:`Session._charged_failure`). Exact values live only in the frame of
@@ -26,22 +26,26 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from dpsql import catalog_record, check_record, domain, output, plan_record
+from dpsql.records import catalog as catalog_record
+from dpsql.records import check as check_record
+from dpsql.pipeline import domain
+from dpsql.pipeline import output
+from dpsql.records import plan as plan_record
 from dpsql.backends import InterruptedBeforeStart, PublicCatalog, open_engine, open_finisher
 from dpsql.backends.files import kind_of
-from dpsql.decide import Decision, allocations, decision, selection_params, settings_for
-from dpsql.domain import PublicDomain, file_identity
+from dpsql.pipeline.decide import Decision, allocations, decision, selection_params, settings_for
+from dpsql.pipeline.domain import PublicDomain, file_identity
 from dpsql.errors import DatabaseFileError, DpsqlError, PolicyFileError, QueryFailed
-from dpsql.finish import describe, finish
-from dpsql.ledger import Charge, Ledger, ledger_path, os_user
-from dpsql.policy import Policy
-from dpsql.policy_check import check_catalog, check_units
-from dpsql.policy_file import default_policy_path, load_policy
+from dpsql.pipeline.finish import describe, finish
+from dpsql.ledger.book import Charge, Ledger, ledger_path, os_user
+from dpsql.policy.model import Policy
+from dpsql.policy.check import check_catalog, check_units
+from dpsql.policy.loader import default_policy_path, load_policy
 from dpsql.privacy.allocate import Settings
 from dpsql.privacy.budget import fmt, parse_rho
 from dpsql.privacy.randomness import RandomSource, default_random
-from dpsql.release import release
-from dpsql.result import Explanation, NoiseTerm, Receipt, Result
+from dpsql.pipeline.release import release
+from dpsql.pipeline.result import Explanation, NoiseTerm, Receipt, Result
 from dpsql.sql import plan_cache
 from dpsql.sql.plan import Plan
 
@@ -172,7 +176,7 @@ class Session:
     def explain(self, sql: str, rho: Any = None, parameters: Any = None, settings: Settings | None = None) -> Explanation:
         """What ``sql`` would cost and release; charges nothing, reads no private row.
         ``settings`` (a workload's per-query budget or MOE target) replaces the connection's."""
-        from dpsql.explain import explain
+        from dpsql.pipeline.explain import explain
 
         plan = self.plan(sql, parameters)
         allocs = allocations(plan, settings or settings_for(self.settings, rho), self.policy)
@@ -224,7 +228,7 @@ class Session:
 
     def _check(self, query: str) -> None:
         """The engine's check on the empty twin, once per session, and not at all when an earlier
-        process recorded a pass in the same context (:mod:`dpsql.check_record`)."""
+        process recorded a pass in the same context (:mod:`dpsql.records.check`)."""
         if query in self._twin_checked:
             return
         key = check_record.key(self._plan_context, self.engine.check_identity, query)
@@ -260,7 +264,7 @@ class Session:
     def recorded(self, sql: str) -> tuple[Plan, str] | None:
         """The plan and exact SQL of a statement this analyst ran through
         :func:`dpsql.intercept.execute` before, in this context and with this code, read from
-        its record (:mod:`dpsql.plan_record`), or None."""
+        its record (:mod:`dpsql.records.plan`), or None."""
         return plan_record.load(self._plan_context, sql, self.policy)
 
     # ------------------------------------------------------------------ the phases
@@ -320,7 +324,7 @@ class Session:
     def _finished(self, d: Decision, columns: dict[str, Any], noise_terms: list[NoiseTerm],
                   released: list[tuple[Any, ...]] | None, charge_id: int, timings: dict[str, float]) -> Result:
         """Phase 5 on charged noisy values only."""
-        t0 = time.perf_counter()  # from here on, noisy (charged) values only: dpsql/output.py
+        t0 = time.perf_counter()  # from here on, noisy (charged) values only: dpsql/pipeline/output.py
         prims, clamped = output.nonnegative_primitives(d.plan, self.nonnegative), None
         if self.output.clamp_negative:
             columns, clamped = output.clamp(columns, d.plan, prims)

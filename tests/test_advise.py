@@ -11,8 +11,8 @@ import pytest
 
 from dpsql.backends.duckdb import LOCKDOWN
 from dpsql.faces.cli import main
-from dpsql.ledger import Ledger, ledger_path
-from dpsql.policy_file import load_policy
+from dpsql.ledger.book import Ledger, ledger_path
+from dpsql.policy.loader import load_policy
 
 
 def _ledger(policy):

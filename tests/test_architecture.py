@@ -23,24 +23,43 @@ MAX_LINES = 400
 MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "dpsql.errors": (),
     "dpsql.version": (),
+    "dpsql.home": (),
     "dpsql.backends": ("dpsql.errors", "dpsql.backends"),
-    "dpsql.privacy": ("dpsql.errors", "dpsql.privacy", "dpsql.policy", "dpsql.sql.plan"),
-    "dpsql.sql": ("dpsql.errors", "dpsql.policy", "dpsql.sql"),
-    "dpsql.policy": ("dpsql.errors", "dpsql.policy", "dpsql.privacy.budget"),
+    "dpsql.privacy": ("dpsql.errors", "dpsql.privacy", "dpsql.policy.model", "dpsql.sql.plan"),
+    "dpsql.sql": ("dpsql.errors", "dpsql.policy.model", "dpsql.sql"),
+    "dpsql.policy.model": ("dpsql.errors", "dpsql.policy.model", "dpsql.privacy.budget"),
+    # The unit check runs through the engine seam and its passes are remembered (records.unit).
+    "dpsql.policy": ("dpsql.errors", "dpsql.policy", "dpsql.privacy.budget", "dpsql.backends", "dpsql.records.unit"),
+    "dpsql.records": ("dpsql.errors", "dpsql.records", "dpsql.home", "dpsql.version", "dpsql.policy.model",
+                      "dpsql.sql.plan", "dpsql.backends"),
+    "dpsql.ledger": ("dpsql.errors", "dpsql.ledger", "dpsql.policy.model", "dpsql.privacy"),
+    # result and format are what every face shows: values and text only.
+    "dpsql.pipeline.result": ("dpsql.errors", "dpsql.pipeline.result", "dpsql.privacy.budget"),
+    "dpsql.pipeline.format": ("dpsql.errors", "dpsql.pipeline.result", "dpsql.pipeline.format", "dpsql.privacy"),
+    "dpsql.pipeline": ("dpsql.errors", "dpsql.pipeline", "dpsql.policy.model", "dpsql.sql", "dpsql.privacy",
+                       "dpsql.backends", "dpsql.records"),
+    # dpsql's own statements, answered from public information before the pipeline.
+    "dpsql.intercept": ("dpsql.errors", "dpsql.version", "dpsql.intercept", "dpsql.session", "dpsql.pipeline.result",
+                        "dpsql.pipeline.format", "dpsql.pipeline.output", "dpsql.sql.parse", "dpsql.privacy.budget",
+                        "dpsql.privacy.allocate", "dpsql.backends"),
     # Workloads plan through the session (one query's plan path) and charge through its ledger.
     # Parquet outputs are written by DuckDB's writer (backends/duckdb_files.py).
-    "dpsql.workload": ("dpsql.errors", "dpsql.privacy", "dpsql.workload", "dpsql.ledger", "dpsql.result", "dpsql.backends.duckdb_files"),
+    "dpsql.workload": ("dpsql.errors", "dpsql.privacy", "dpsql.workload", "dpsql.ledger.book", "dpsql.pipeline.result", "dpsql.backends.duckdb_files"),
     # The wire server reads the public catalog twin's error type from the engine seam.
-    "dpsql.faces.server": ("dpsql", "dpsql.faces", "dpsql.session", "dpsql.intercept", "dpsql.result", "dpsql.format",
+    "dpsql.faces.server": ("dpsql", "dpsql.faces", "dpsql.session", "dpsql.intercept", "dpsql.pipeline.result", "dpsql.pipeline.format",
                            "dpsql.errors", "dpsql.version", "dpsql.home", "dpsql.backends"),
-    "dpsql.faces": ("dpsql", "dpsql.faces", "dpsql.session", "dpsql.intercept", "dpsql.result", "dpsql.format",
+    "dpsql.faces": ("dpsql", "dpsql.faces", "dpsql.session", "dpsql.intercept", "dpsql.pipeline.result", "dpsql.pipeline.format",
                     "dpsql.errors", "dpsql.version", "dpsql.privacy.budget", "dpsql.privacy.accounting",
-                    "dpsql.privacy.policy_function", "dpsql.ledger", "dpsql.policy", "dpsql.policy_file",
+                    "dpsql.privacy.policy_function", "dpsql.ledger.book", "dpsql.policy.model", "dpsql.policy.loader",
                     "dpsql.demo_db", "dpsql.home",
                     # dpsql init: the data owner's importer (backends/duckdb_files.py)
                     "dpsql.backends.duckdb_files", "dpsql.backends.files",
                     "dpsql.workload"),
 }
+#: the package root holds its entry points, the orchestrator and the basics everything imports
+ROOT_MODULES = {"dpsql", "dpsql.__main__", "dpsql.session", "dpsql.errors", "dpsql.version", "dpsql.home",
+                "dpsql.testing"}
+MAX_ROOT_MODULES = 8
 
 
 def _modules() -> dict[str, Path]:
@@ -114,6 +133,20 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
                 if len(component) > 1:
                     out.append(sorted(component))
     return out
+
+
+def test_the_root_holds_the_orchestrator_and_the_basics_only():
+    """A newcomer opening dpsql/ sees rooms, not a pile of files: at most eight modules in the root."""
+    root = {name for name, path in MODULES.items() if path.parent == PACKAGE}
+    assert len(root) <= MAX_ROOT_MODULES, f"{len(root)} modules in dpsql/: give the new ones a room"
+    assert root <= ROOT_MODULES, f"{sorted(root - ROOT_MODULES)} in dpsql/: put them in the folder of their stage"
+
+
+def test_every_module_falls_under_a_rule_or_is_a_root_module():
+    """A new folder gets its row in MAY_IMPORT (and its docstring says the same)."""
+    ruleless = sorted(m for m in MODULES if _rule(m) is None and m not in ROOT_MODULES
+                      )
+    assert not ruleless, f"{ruleless}: add their folder to MAY_IMPORT"
 
 
 def test_the_cycle_finder_finds_a_cycle():

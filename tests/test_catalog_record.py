@@ -1,4 +1,4 @@
-"""A data file's catalog is remembered across processes (dpsql/catalog_record.py): a new session
+"""A data file's catalog is remembered across processes (dpsql/records/catalog.py): a new session
 on the unchanged file adopts it instead of reading the catalog; any write to the file, or a
 damaged record, means reading it again; and what was adopted is exactly what would be read."""
 
@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 import dpsql
-from dpsql import catalog_record
+from dpsql.records import catalog as catalog_record
 from dpsql.backends.duckdb import DuckDBEngine
 from tests.test_unit_record import QUERY, files  # noqa: F401 - files: the people database fixture
 

@@ -1,4 +1,4 @@
-"""The empty-twin check is remembered across processes (dpsql/check_record.py): a pass is
+"""The empty-twin check is remembered across processes (dpsql/records/check.py): a pass is
 recorded under a key of the analyst, the policy, the schema's DDL, DuckDB's version and the SQL;
 a later session in the same context does not check again (and builds no twin); anything else in
 the key changed checks again; a refusal is never recorded; and a forged pass costs budget, not
@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 import dpsql
-from dpsql import check_record
+from dpsql.records import check as check_record
 from dpsql.errors import DpsqlError, QueryFailed
 from tests.test_unit_record import POLICY, calls_of, files  # noqa: F401 - files: the people database fixture
 

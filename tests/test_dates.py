@@ -16,7 +16,7 @@ import pytest
 
 import dpsql
 from dpsql.errors import PolicyFileError
-from dpsql.policy_file import parse_policy
+from dpsql.policy.loader import parse_policy
 from dpsql.testing import seeded_random
 
 BASE = {"budget": {"default_rho": 1.0, "total_rho": 1000.0},

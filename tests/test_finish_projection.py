@@ -1,4 +1,4 @@
-"""The finish stage's projection path (dpsql/finish.py, ``_projected``): a finish query that only
+"""The finish stage's projection path (dpsql/pipeline/finish.py, ``_projected``): a finish query that only
 renames keys and noisy columns and divides for AVG is computed in Python instead of DuckDB. It
 must give exactly DuckDB's answer — the same names, type names and values, to the bit and the
 Python type — and leave every other finish query to DuckDB."""
@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from dpsql import finish as finish_mod
-from dpsql.finish import finish
+from dpsql.pipeline import finish as finish_mod
+from dpsql.pipeline.finish import finish
 from dpsql.sql.plan import ROW_COLUMN
 
 PROJECTIONS = [

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import dpsql
 from dpsql.errors import DpsqlError
-from dpsql.policy import Budget
+from dpsql.policy.model import Budget
 from dpsql.testing import seeded_random
 
 FUZZ = settings(derandomize=True, deadline=None, database=None, print_blob=True,

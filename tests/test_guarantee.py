@@ -12,7 +12,7 @@ import pytest
 
 import dpsql
 import dpsql.backends.duckdb
-import dpsql.domain
+import dpsql.pipeline.domain
 from dpsql.errors import BudgetExceededError, DpsqlError, QueryFailed
 
 
@@ -108,7 +108,7 @@ def test_too_many_groups_is_decided_before_the_data(demo_files, tmp_path, monkey
     and the selected private groups are cut to the limit afterwards (post-processing)."""
     db, policy = demo_files
     con = dpsql.connect(db, _policy(tmp_path, policy), rho=1)
-    monkeypatch.setattr(dpsql.domain, "MAX_CELLS", 60)
+    monkeypatch.setattr(dpsql.pipeline.domain, "MAX_CELLS", 60)
     with pytest.raises(DpsqlError) as err:  # 51 states x 24 sectors: public, refused free
         con.cursor().execute("SELECT state, naics2, COUNT(*) FROM establishments GROUP BY state, naics2")
     assert err.value.code == "DP207" and con.session.ledger.spent == 0
@@ -138,7 +138,7 @@ def test_a_failure_after_the_data_was_read_is_charged_with_a_fixed_message(demo_
 def test_a_failure_in_the_noise_stage_is_charged_too(demo_files, tmp_path, monkeypatch):
     db, policy = demo_files
     con = dpsql.connect(db, _policy(tmp_path, policy))
-    from dpsql import release
+    from dpsql.pipeline import release
     from dpsql.privacy import allocate
 
     def fail(*a, **k):
@@ -217,8 +217,8 @@ def test_a_huge_geometric_margin_is_refused_not_a_zero_division(demo_files, tmp_
 def test_a_split_row_count_past_int64_selects_without_overflow():
     """Split-row counts sum |A(r)| over records and can pass 2^63 (a thousand records of 2^53
     units at T = 1); numpy's int64 would overflow after the data was read."""
-    from dpsql.policy import Selection
-    from dpsql.release import select_groups
+    from dpsql.policy.model import Selection
+    from dpsql.pipeline.release import select_groups
     from dpsql.testing import seeded_random  # the test-only random source
     counts = {("a",): 2**70, ("b",): 0, ("c",): 1}
     for method in ("optimal", "truncated_geometric"):

@@ -15,7 +15,7 @@ import pytest
 
 import dpsql
 from dpsql.errors import DatabaseFileError, PolicyFileError, QueryRefused
-from dpsql.policy_file import load_policy
+from dpsql.policy.loader import load_policy
 from dpsql.sql.rewrite import exact_sql, reference_sql
 from dpsql.testing import seeded_random
 

@@ -23,8 +23,8 @@ import pytest
 import dpsql
 from dpsql.privacy.accounting import guarantee
 from dpsql.errors import BudgetExceededError, BudgetValueError, LedgerError
-from dpsql.ledger import Charge, Ledger, ledger_path
-from dpsql.policy_file import load_policy
+from dpsql.ledger.book import Charge, Ledger, ledger_path
+from dpsql.policy.loader import load_policy
 from dpsql.privacy.budget import fmt_up, parse_rho
 from dpsql.faces.repl import Repl
 from dpsql.faces.repl import commands
@@ -429,7 +429,7 @@ UNWRITABLE_CHILD = r"""
 import resource, signal, sys
 from fractions import Fraction
 from dpsql.errors import LedgerError
-from dpsql.ledger import Charge, Ledger
+from dpsql.ledger.book import Charge, Ledger
 led = Ledger(sys.argv[1], "ada", Fraction(1))
 led.charge(Charge("first", Fraction(1, 10), "m"))
 soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)

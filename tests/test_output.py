@@ -1,4 +1,4 @@
-"""Output options (dpsql/output.py): error columns in the rows, clamping at zero, and notes on
+"""Output options (dpsql/pipeline/output.py): error columns in the rows, clamping at zero, and notes on
 values that cannot be negative. All of it post-processing of noisy values: the tests compare a
 run with its twin drawn from the same seeded (test-only) source, never with hard-coded noise."""
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 import dpsql
 from dpsql.faces.sqlalchemy import last_receipt
-from dpsql.format import footer
+from dpsql.pipeline.format import footer
 from dpsql.testing import seeded_random
 
 BY_STATE = ("SELECT state, COUNT(*) AS n, SUM(payann) AS pay, AVG(employees) AS avg_emp, COUNT(*) * 2 AS twice "

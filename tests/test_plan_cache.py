@@ -17,7 +17,7 @@ import dpsql
 from dpsql.backends import duckdb_local
 from dpsql.errors import QueryRefused
 from dpsql.intercept import probes
-from dpsql.policy_file import parse_policy
+from dpsql.policy.loader import parse_policy
 from dpsql.sql import plan_cache
 
 
@@ -143,7 +143,7 @@ def test_sessions_of_one_schema_share_the_empty_twin_and_see_only_their_own_cell
     try:
         a.execute(sql).fetchall()
         b.execute(sql).fetchall()
-        # b may have found a's pass recorded (dpsql/check_record.py) and built no twin: ask both
+        # b may have found a's pass recorded (dpsql/records/check.py) and built no twin: ask both
         a.session.engine._twin_connection(), b.session.engine._twin_connection()
         ta, tb = a.session.engine._twin, b.session.engine._twin
         others = duckdb_local._TWINS._entries[ta._key][1] - 2  # handles other tests left open in this process

@@ -1,4 +1,4 @@
-"""Plans remembered across processes (dpsql/plan_record.py): a statement that went to the
+"""Plans remembered across processes (dpsql/records/plan.py): a statement that went to the
 pipeline through dpsql.intercept.execute is recorded with its plan, and a later session in the
 same context answers it from that record, without sqlglot, exactly as it would have from a plan
 made afresh. Every accepted query of the SQL corpus is answered both ways with the same seed.
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import dpsql
-from dpsql import plan_record
+from dpsql.records import plan as plan_record
 from dpsql.errors import DpsqlError
 from dpsql.session import Session
 from dpsql.testing import seeded_random
@@ -95,7 +95,7 @@ def test_a_recorded_plan_answers_as_the_plan_made_afresh(big_budget, case):
 
 def test_a_known_query_runs_without_sqlglot_in_a_new_process(demo, tmp_path):
     """The second process finds the record: it imports neither sqlglot nor the handlers; and a
-    small answer (51 states, two noisy columns) is released without numpy (dpsql/release.py)."""
+    small answer (51 states, two noisy columns) is released without numpy (dpsql/pipeline/release.py)."""
     db, policy = demo
     probe = ("import sys\n"
              "from dpsql.faces.cli import main\n"

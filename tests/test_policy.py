@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dpsql.errors import PolicyFileError
-from dpsql.policy_file import load_policy
+from dpsql.policy.loader import load_policy
 
 GOOD = """
 [budget]

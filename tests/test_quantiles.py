@@ -16,8 +16,8 @@ import pytest
 import dpsql
 from dpsql.backends.duckdb import LOCKDOWN
 from dpsql.errors import BudgetValueError, PolicyFileError
-from dpsql.policy import QuantileGrid
-from dpsql.policy_file import load_policy
+from dpsql.policy.model import QuantileGrid
+from dpsql.policy.loader import load_policy
 from dpsql.privacy import quantile
 from dpsql.privacy.randomness import SeededRandom
 from dpsql.sql.quantiles import histogram_sql

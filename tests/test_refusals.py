@@ -13,8 +13,8 @@ import pytest
 import dpsql
 from dpsql.backends.duckdb import DuckDBEngine
 from dpsql.errors import DpsqlError, PolicyFileError
-from dpsql.ledger import Charge, Ledger
-from dpsql.policy import Budget
+from dpsql.ledger.book import Charge, Ledger
+from dpsql.policy.model import Budget
 from dpsql.testing import seeded_random
 
 CASES = [
@@ -210,9 +210,9 @@ def test_engine_lockdown_holds_even_if_validation_were_bypassed(demo):
 def test_too_many_groups_is_refused_before_any_charge(con, monkeypatch):
     """DP207 depends only on the policy's keysets (and the released private groups), never on
     which public keys occur in the data."""
-    import dpsql.domain
+    import dpsql.pipeline.domain
 
-    monkeypatch.setattr(dpsql.domain, "MAX_CELLS", 10)
+    monkeypatch.setattr(dpsql.pipeline.domain, "MAX_CELLS", 10)
     with pytest.raises(DpsqlError) as err:
         con.execute("SELECT state, COUNT(*) FROM establishments GROUP BY state")
     assert err.value.code == "DP207"

@@ -147,7 +147,7 @@ def test_noisy_values_are_exact_sums_on_both_integer_paths():
 
     import numpy as np
 
-    from dpsql.release import as_array, exact_and_noise
+    from dpsql.pipeline.release import as_array, exact_and_noise
 
     noise = np.array([3, -4, 5], dtype=np.int64)
     e, n = exact_and_noise([10, None, -7], noise)
@@ -166,7 +166,7 @@ def test_groups_sort_without_a_key_exactly_as_with_it():
     integers, with no NULL; it must be sort_key's order, and sort_key's itself otherwise."""
     import random
 
-    from dpsql.domain import sort_key, sorted_groups
+    from dpsql.pipeline.domain import sort_key, sorted_groups
 
     rnd = random.Random(5)
     values = {"str": lambda: rnd.choice(["", "a", "B", "ab", "é", "10", "9"]), "int": lambda: rnd.randint(-3, 3),

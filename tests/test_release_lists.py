@@ -1,4 +1,4 @@
-"""A small answer is released in Python lists, without numpy (dpsql/release.py): the same answer,
+"""A small answer is released in Python lists, without numpy (dpsql/pipeline/release.py): the same answer,
 to the value and the type, as the arrays give from the same noise. Every accepted query of the
 SQL corpus is answered both ways with the same (scripted) noise; with the real samplers and a
 seeded source the two ways draw the very same noise up to guided.SMALL_BATCH draws; and the
@@ -11,7 +11,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpsql import release
+from dpsql.pipeline import release
 from dpsql.privacy.allocate import Allocation
 from dpsql.privacy.guided import SMALL_BATCH
 from dpsql.testing import seeded_random

@@ -44,7 +44,7 @@ import numpy as np
 import pytest
 
 import dpsql
-from dpsql.policy import Budget
+from dpsql.policy.model import Budget
 from dpsql.privacy.pi_opt import release_probability
 from dpsql.privacy.tsgd import tsgd_release_probability, tsgd_threshold
 from dpsql.testing import seeded_random

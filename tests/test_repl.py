@@ -15,7 +15,7 @@ from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 from prompt_toolkit.history import InMemoryHistory
 
-from dpsql import format as fmt_mod
+from dpsql.pipeline import format as fmt_mod
 from dpsql.faces.cli import _names_command
 from dpsql.errors import QueryRefused
 from dpsql.faces.repl import Repl

@@ -20,7 +20,7 @@ from dpsql.faces.repl import Repl, commands, statements
 from dpsql.faces.repl.chart import ChartError, chart
 from dpsql.faces.repl.export import Copy, CopyError, parse_copy
 from dpsql.faces.repl.output import View, render
-from dpsql.result import ColumnError, Receipt, Result
+from dpsql.pipeline.result import ColumnError, Receipt, Result
 from repl_harness import CTRL_C, ENTER, drive, drive_repl, terminal
 
 COUNT_BY_STATE = "SELECT state, COUNT(*) AS n, AVG(payann) AS pay FROM establishments GROUP BY state ORDER BY state"

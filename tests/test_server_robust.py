@@ -553,7 +553,7 @@ def _receipts(conn) -> list[str]:
 @pytest.mark.parametrize("statement", [
     "SET session_authorization = 'ivy'", "SET SESSION AUTHORIZATION 'ivy'", "SET SESSION AUTHORIZATION ivy",
     "SET LOCAL session_authorization TO ivy", "SET ROLE ivy", "SET role = 'ivy'", "SET \"session_authorization\" = ivy",
-    "SET dpsql.analyst = 'ivy'", "SET dpsql.user = 'ivy'", "SET dpsql.ledger = '/tmp/elsewhere.sqlite'",
+    "SET dpsql.analyst = 'ivy'", "SET dpsql.user = 'ivy'", "SET dpsql.ledger.book = '/tmp/elsewhere.sqlite'",
     "RESET ALL", "RESET session_authorization", "DISCARD ALL", "RESET dpsql.all", "RESET dpsql.rho",
     "SELECT set_config('session_authorization', 'ivy', false)", "SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE",
 ])

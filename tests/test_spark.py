@@ -21,7 +21,7 @@ import dpsql
 from dpsql.backends import open_engine
 from dpsql.demo_db.parquet import ensure_demo_parquet, policy_with_parquet
 from dpsql.errors import DpsqlError, PolicyFileError, QueryRefused
-from dpsql.policy_file import load_policy
+from dpsql.policy.loader import load_policy
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "grammar_tests"))

@@ -1,4 +1,4 @@
-"""The unit check is paid once per data file (dpsql/unit_record.py): a pass is recorded with the
+"""The unit check is paid once per data file (dpsql/records/unit.py): a pass is recorded with the
 file's identity, a new session on the unchanged file does not scan it again, and any write to the
 file makes the next session check it again (and refuse it if it now breaks the rule)."""
 
@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 import dpsql
-from dpsql import unit_record
+from dpsql.records import unit as unit_record
 from dpsql.errors import PolicyFileError
 
 POLICY = """

@@ -54,7 +54,7 @@ class Engine(Protocol):
         ...
 
     #: what decides :meth:`check`'s answer besides the SQL and the schema (the engine and its
-    #: version), or None when a pass must not be remembered across processes (dpsql/check_record.py)
+    #: version), or None when a pass must not be remembered across processes (dpsql/records/check.py)
     check_identity: str | None
 
     #: the engine and its version, as records of what it read name it
@@ -62,7 +62,7 @@ class Engine(Protocol):
 
     def catalog(self) -> dict[str, Any] | None:
         """Everything this engine reads from the data file's catalog (JSON values), for the next
-        process to :meth:`adopt_catalog` (dpsql/catalog_record.py); None when it cannot be
+        process to :meth:`adopt_catalog` (dpsql/records/catalog.py); None when it cannot be
         remembered."""
         ...
 

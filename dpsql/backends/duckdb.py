@@ -281,7 +281,7 @@ class DuckDBEngine:
     @property
     def check_identity(self) -> str:
         """What decides :meth:`check`'s answer besides the SQL: DuckDB's version and the twin's
-        DDL (read from the catalog), hashed (dpsql/check_record.py)."""
+        DDL (read from the catalog), hashed (dpsql/records/check.py)."""
         if self._identity is None:
             self._identity = hashlib.sha256(repr(("duckdb", duckdb.__version__, self._ddl())).encode()).hexdigest()
         return self._identity
@@ -296,7 +296,7 @@ class DuckDBEngine:
         return {"columns": self._columns(), "constraints": self._constraints(), "ddl": self._ddl()}
 
     def adopt_catalog(self, catalog: dict[str, Any]) -> None:
-        """Take the catalog rows a process read from this very file before (dpsql/catalog_record.py)."""
+        """Take the catalog rows a process read from this very file before (dpsql/records/catalog.py)."""
         columns = [(str(t), str(c), str(d), bool(n)) for t, c, d, n in catalog["columns"]]
         constraints = [(str(t), str(k), None if e is None else str(e), [str(c) for c in cols])
                        for t, k, e, cols in catalog["constraints"]]

@@ -15,7 +15,7 @@ import duckdb
 from dpsql.backends.base import CatalogQueryError
 from dpsql.errors import DpsqlInternalError
 
-if TYPE_CHECKING:  # on first use: a small answer is released without numpy (dpsql/release.py)
+if TYPE_CHECKING:  # on first use: a small answer is released without numpy (dpsql/pipeline/release.py)
     import numpy as np
 
 LOCKDOWN = {

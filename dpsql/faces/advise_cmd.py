@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from dpsql.errors import PolicyFileError, QueryRefused
-from dpsql.format import to_json
-from dpsql.policy import Measure, Policy, QuantileGrid
-from dpsql.policy_file import load_policy
+from dpsql.pipeline.format import to_json
+from dpsql.policy.model import Measure, Policy, QuantileGrid
+from dpsql.policy.loader import load_policy
 from dpsql.privacy.budget import fmt
 
 #: the quantiles advice releases per measure

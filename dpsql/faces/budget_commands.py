@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dpsql import format as fmt_mod
+from dpsql.pipeline import format as fmt_mod
 from dpsql.errors import DpsqlError
 
 
@@ -17,8 +17,8 @@ def open_ledger(args: argparse.Namespace, everyone: bool = False):
     """The ledger of the policy (no database needed), for one analyst or all."""
     from pathlib import Path
 
-    from dpsql.ledger import Ledger, ledger_path, os_user
-    from dpsql.policy_file import default_policy_path, load_policy
+    from dpsql.ledger.book import Ledger, ledger_path, os_user
+    from dpsql.policy.loader import default_policy_path, load_policy
 
     if args.policy:
         policy_file = Path(args.policy)

@@ -30,7 +30,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from dpsql import format as fmt_mod
+from dpsql.pipeline import format as fmt_mod
 from dpsql.errors import DpsqlError
 from dpsql.faces import budget_commands, engine_option, startup
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from dpsql.errors import ConnectionClosedError, NotSupportedError
 from dpsql.intercept import execute
-from dpsql.result import Explanation, Receipt, Result
+from dpsql.pipeline.result import Explanation, Receipt, Result
 from dpsql.session import Session
 
 apilevel = "2.0"

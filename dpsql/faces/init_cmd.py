@@ -20,7 +20,7 @@ from typing import Any
 from dpsql.backends.files import kind_of
 from dpsql.errors import DatabaseFileError, PolicyFileError
 from dpsql.faces.policy_draft import TableDraft, is_date, is_integer, is_text, policy_text
-from dpsql.policy_file import default_policy_path
+from dpsql.policy.loader import default_policy_path
 
 #: a keyset read from a public column may hold at most this many values
 MAX_PUBLIC_VALUES = 10_000

@@ -42,7 +42,7 @@ import dpsql  # the PEP 249 module import_dbapi() returns
 from dpsql.errors import ConnectionClosedError
 from dpsql.faces.dbapi import Connection as DpsqlConnection
 from dpsql.intercept.catalog import SCHEMA, catalog_tables, column_role, table_comment
-from dpsql.result import Receipt
+from dpsql.pipeline.result import Receipt
 from dpsql.session import Session
 from dpsql.version import __version__
 

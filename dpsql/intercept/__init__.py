@@ -3,7 +3,7 @@
 BI tools and scripts can only send SQL, so settings (``SET dpsql.rho = 0.05``) and the probes
 tools send on connect (``SELECT 1``, version and schema queries) arrive as SQL text.
 :func:`execute` is how every face runs a statement: each handler of :func:`handlers` looks at
-the text (and, if it wants, the parsed tree) and returns a :class:`~dpsql.result.Result` when
+the text (and, if it wants, the parsed tree) and returns a :class:`~dpsql.pipeline.result.Result` when
 it answers the statement, or None; a statement no handler answers goes on to
 :meth:`dpsql.session.Session.execute`, the private pipeline.
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from dpsql.result import Result
+from dpsql.pipeline.result import Result
 from dpsql.session import Session
 
 Handler = Callable[[Session, str], "Result | None"]
@@ -28,7 +28,7 @@ Handler = Callable[[Session, str], "Result | None"]
 def handlers() -> tuple[Handler, ...]:
     """In order; the first answer wins. Settings first: ``SET``/``SHOW``/``RESET dpsql.*`` never
     reach a probe. Imported on first use: they parse with sqlglot, which a statement with a
-    recorded plan never needs (:mod:`dpsql.plan_record`)."""
+    recorded plan never needs (:mod:`dpsql.records.plan`)."""
     from dpsql.intercept import explain, information_schema, probes, public_tables, settings
 
     return (
@@ -57,7 +57,7 @@ def execute(session: Session, sql: str, parameters: Any = None, rho: Any = None)
     session, settings included.
 
     A statement that went to the pipeline before, in this analyst's context and with this code,
-    has its plan recorded (:mod:`dpsql.plan_record`): it goes straight there with that plan, as
+    has its plan recorded (:mod:`dpsql.records.plan`): it goes straight there with that plan, as
     no handler answered it then, and none would now (the handlers read only the text and the
     policy, both in the record's key). Statements with parameters are neither recorded nor read."""
     with session.lock:

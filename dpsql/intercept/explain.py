@@ -7,13 +7,13 @@ run the query over private rows and report on the run, so it is refused."""
 from __future__ import annotations
 
 from dpsql.errors import QueryRefused
-from dpsql.format import explanation
+from dpsql.pipeline.format import explanation
 from dpsql.intercept.probes import parsed
 from dpsql.intercept.public import public_result
 from dpsql.intercept.public_tables import reads_only_public
 from typing import Any
 
-from dpsql.result import Result
+from dpsql.pipeline.result import Result
 from dpsql.session import Session
 from dpsql.sql.parse import first_token_position, statement_keyword
 

@@ -22,7 +22,7 @@ from dpsql.errors import QueryRefused
 from dpsql.intercept.catalog import SCHEMA, catalog_name, catalog_tables, column_role, table_comment
 from dpsql.intercept.probes import literal_value, only_args, parsed
 from dpsql.intercept.public import public_result
-from dpsql.result import Result
+from dpsql.pipeline.result import Result
 from dpsql.session import Session
 
 

@@ -31,7 +31,7 @@ from sqlglot import exp
 from dpsql.errors import QueryRefused
 from dpsql.intercept.catalog import SCHEMA, catalog_name, catalog_tables, column_role
 from dpsql.intercept.public import public_result
-from dpsql.result import Result
+from dpsql.pipeline.result import Result
 from dpsql.session import Session
 from dpsql.sql.parse import parse
 from dpsql.version import __version__

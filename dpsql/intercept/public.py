@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from dpsql.result import Receipt, Result
+from dpsql.pipeline.result import Receipt, Result
 from dpsql.session import Session
 
 

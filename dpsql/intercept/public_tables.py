@@ -33,7 +33,7 @@ from dpsql.errors import QueryRefused
 from dpsql.intercept.catalog import SCHEMA, catalog_name
 from dpsql.intercept.probes import only_args, parsed
 from dpsql.intercept.public import public_result
-from dpsql.result import Result
+from dpsql.pipeline.result import Result
 from dpsql.session import Session
 
 #: What the receipt of such an answer says.

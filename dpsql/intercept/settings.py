@@ -13,7 +13,7 @@ charge nothing. DuckDB's own settings stay refused (DP102).
                                       clamp_negative, all; the last two to the connection's options)
     SHOW dpsql.rho                    the current value
 
-The last two are output options (:mod:`dpsql.output`): post-processing of noisy values.
+The last two are output options (:mod:`dpsql.pipeline.output`): post-processing of noisy values.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from fractions import Fraction
 
 from dpsql.errors import BudgetValueError, QueryRefused
 from dpsql.intercept.public import public_result
-from dpsql.output import error_columns_mode, shown, switch
+from dpsql.pipeline.output import error_columns_mode, shown, switch
 from dpsql.privacy.allocate import GAUSSIAN, GEOMETRIC, Settings
 from dpsql.privacy.budget import fmt, parse_rho
-from dpsql.result import Result
+from dpsql.pipeline.result import Result
 from dpsql.session import Session
 
 _SET = re.compile(r"^\s*SET\s+(?:SESSION\s+)?dpsql\.(\w+)\s*(?:=|\bTO\b)\s*(.+?)\s*;?\s*$", re.I | re.S)

@@ -8,6 +8,6 @@ zCDP to (ε, δ)-DP (:mod:`~dpsql.privacy.accounting`, paper 004 Lemmas 4-5); th
 function P(r) (:mod:`~dpsql.privacy.policy_function`, paper 000). Each formula cites its source.
 
 Pure computation on numbers: nothing here reads data, SQL or files. May import
-:mod:`dpsql.errors`, :mod:`dpsql.policy`, the plan's data types (:mod:`dpsql.sql.plan`, for
+:mod:`dpsql.errors`, :mod:`dpsql.policy.model`, the plan's data types (:mod:`dpsql.sql.plan`, for
 the primitives a budget is shared among) and the modules of this folder.
 """

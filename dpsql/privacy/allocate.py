@@ -34,7 +34,7 @@ from dpsql.privacy.mechanisms import (
 from dpsql.privacy.quantile import epsilon_for_rho
 from dpsql.sql.plan import Primitive
 
-if TYPE_CHECKING:  # a small answer is released without numpy (dpsql/release.py)
+if TYPE_CHECKING:  # a small answer is released without numpy (dpsql/pipeline/release.py)
     import numpy as np
 
     from dpsql.privacy.randomness import RandomSource

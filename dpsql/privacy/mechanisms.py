@@ -137,7 +137,7 @@ def discrete_gaussian_variance(sigma2: int | Fraction | float) -> float:
         raise ValueError("sigma2 must be positive")
     if s2 > 1e6:
         return s2
-    import numpy as np  # on first use: a small answer is released without numpy (dpsql/release.py)
+    import numpy as np  # on first use: a small answer is released without numpy (dpsql/pipeline/release.py)
 
     y = np.arange(1, math.ceil(40 * math.sqrt(s2)) + 2, dtype=np.float64)  # e^-800 beyond
     w = np.exp(-(y * y) / (2 * s2))

@@ -23,7 +23,7 @@ from dpsql.privacy.budget import fmt
 
 
 class Charged(Protocol):
-    """What P(r) reads of a ledger charge (:class:`dpsql.ledger.Charge`): the terms it added."""
+    """What P(r) reads of a ledger charge (:class:`dpsql.ledger.book.Charge`): the terms it added."""
 
     policy_terms: tuple[dict[str, Any], ...]
 

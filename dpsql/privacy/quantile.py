@@ -41,9 +41,9 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from dpsql.errors import DpsqlInternalError
-from dpsql.policy import QuantileGrid
+from dpsql.policy.model import QuantileGrid
 
-if TYPE_CHECKING:  # a small answer is released without numpy (dpsql/release.py)
+if TYPE_CHECKING:  # a small answer is released without numpy (dpsql/pipeline/release.py)
     import numpy as np
 
     from dpsql.privacy.randomness import RandomSource

@@ -8,6 +8,6 @@ reference; the finish SELECT over noisy cells). :func:`dpsql.sql.query.plan_quer
 front of it as one call.
 
 Everything here is a pure function of public information (the text, the policy, the schema):
-no I/O, no data, no noise. May import: :mod:`dpsql.errors`, :mod:`dpsql.policy` and the
+no I/O, no data, no noise. May import: :mod:`dpsql.errors`, :mod:`dpsql.policy.model` and the
 modules of this folder.
 """

@@ -21,7 +21,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dpsql.errors import NotSupportedYet
-from dpsql.policy import TablePolicy
+from dpsql.policy.model import TablePolicy
 from dpsql.sql.keys import key_for, keys_by_text
 from dpsql.sql.parse import position, written_name
 from dpsql.sql.quantiles import is_quantile, quantile_call, quantile_name

@@ -1,7 +1,7 @@
 """What the finish stage runs, derived from a plan's finish SELECT once, when the plan is made.
 
-The finish stage (:mod:`dpsql.finish`) runs on noisy cells after the charge. It reads these forms,
-never the tree, so a plan read back from its record (:mod:`dpsql.plan_record`) finishes without
+The finish stage (:mod:`dpsql.pipeline.finish`) runs on noisy cells after the charge. It reads these forms,
+never the tree, so a plan read back from its record (:mod:`dpsql.records.plan`) finishes without
 sqlglot:
 
 * the finish SELECT as DuckDB SQL, with the row column appended (each answer row's position in

@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dpsql.errors import QueryRefused
-from dpsql.policy import TablePolicy
+from dpsql.policy.model import TablePolicy
 from dpsql.sql.parse import written_name
 from dpsql.sql.plan import GroupKey
 from dpsql.sql.scopes import Scopes

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from dpsql.policy import TablePolicy
+from dpsql.policy.model import TablePolicy
 
 if TYPE_CHECKING:  # sqlglot is imported by planning, never by running a recorded plan (plan_record.py)
     from sqlglot import exp
@@ -80,7 +80,7 @@ class GroupKey:
 
     The trees are what planning reads; everything after it (the public domain, the release)
     reads their text, derived here from the trees. A plan read back from its record
-    (:mod:`dpsql.plan_record`) has the text and no trees."""
+    (:mod:`dpsql.records.plan`) has the text and no trees."""
 
     name: str  # its column in the exact result and the noisy relation
     expr: exp.Expression | None  # over the (joined) row, columns internal: what GROUP BY runs

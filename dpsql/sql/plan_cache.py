@@ -25,7 +25,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from dpsql.policy import Policy
+from dpsql.policy.model import Policy
 from dpsql.sql.plan import Plan
 
 #: plans kept (a dashboard's queries, REPL histories, several clients), least recently used dropped

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dpsql.policy import Policy
+from dpsql.policy.model import Policy
 from dpsql.sql.aggregates import FinishRewriter
 from dpsql.sql.finish_forms import forms
 from dpsql.sql.keys import group_keys

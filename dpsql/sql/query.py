@@ -14,7 +14,7 @@ from typing import Any
 from sqlglot import exp
 
 from dpsql.errors import QueryRefused
-from dpsql.policy import Policy
+from dpsql.policy.model import Policy
 from dpsql.sql.parse import parameter_position, parse
 from dpsql.sql.pg_dates import postgres_date_literals
 from dpsql.sql.inline import inline_derived_tables

@@ -23,7 +23,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dpsql.sql.plan import GroupKey, Plan, primitive_column
-from dpsql.policy import INTEGER_TYPES, Measure, TablePolicy
+from dpsql.policy.model import INTEGER_TYPES, Measure, TablePolicy
 from dpsql.sql.quantiles import histogram_sql
 from dpsql.sql.totality import condition_total, expression_total
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dpsql.errors import QueryRefused
-from dpsql.policy import Policy, PublicTable, TablePolicy
+from dpsql.policy.model import Policy, PublicTable, TablePolicy
 from dpsql.sql.parse import position
 from dpsql.sql.plan import Join
 

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from dpsql.errors import QueryRefused
-from dpsql.policy import Key
+from dpsql.policy.model import Key
 
 #: how coarse a bucket is: a bucket of rank r is a function of the timestamp truncated to it
 _RANK = {"microsecond": 0, "microseconds": 0, "millisecond": 0, "milliseconds": 0, "second": 0, "seconds": 0,

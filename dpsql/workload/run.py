@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from dpsql.errors import DpsqlInternalError, NotSupportedYet, WorkloadFileError
-from dpsql.ledger import Charge
+from dpsql.ledger.book import Charge
 from dpsql.privacy.allocate import GAUSSIAN
-from dpsql.result import Result
+from dpsql.pipeline.result import Result
 from dpsql.workload.plan import WorkloadPlan, plan
 from dpsql.workload.safetab import choose, decide_safetab, run_safetab
 from dpsql.workload.spec import Workload

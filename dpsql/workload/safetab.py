@@ -24,10 +24,10 @@ from fractions import Fraction
 from typing import Any
 
 from dpsql.errors import WorkloadFileError
-from dpsql.ledger import Charge
+from dpsql.ledger.book import Charge
 from dpsql.privacy.allocate import GAUSSIAN
 from dpsql.privacy.budget import fmt
-from dpsql.result import Result
+from dpsql.pipeline.result import Result
 from dpsql.workload.composition import generalised_parallel, level_budget
 from dpsql.workload.spec import Level, SafeTab
 

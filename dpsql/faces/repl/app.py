@@ -15,13 +15,13 @@ import time
 from collections.abc import Iterable
 from typing import Any, TextIO
 
-from dpsql import format as fmt_mod
+from dpsql.pipeline import format as fmt_mod
 from dpsql.errors import DpsqlError
 from dpsql.faces.repl import buffer, commands, output, results, statements  # noqa: F401 - they register commands
 from dpsql.faces.repl.progress import run_interruptible
 from dpsql.intercept import execute
 from dpsql.privacy.budget import fmt
-from dpsql.result import Result
+from dpsql.pipeline.result import Result
 
 
 class Repl:

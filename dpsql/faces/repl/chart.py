@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit.utils import get_cwidth
 
-from dpsql import format as fmt_mod
+from dpsql.pipeline import format as fmt_mod
 
 if TYPE_CHECKING:
-    from dpsql.result import Result
+    from dpsql.pipeline.result import Result
 
 EIGHTHS = " ▏▎▍▌▋▊▉█"  # a bar's end to 1/8 of a character (growing right)
 LABEL_MAX = 24

@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from dpsql import format as fmt_mod
+from dpsql.pipeline import format as fmt_mod
 from dpsql.intercept.explain import explanation_text
 from dpsql.privacy import policy_function as pf
 from dpsql.privacy.budget import fmt
 
 if TYPE_CHECKING:
     from dpsql.faces.repl.output import View
-    from dpsql.result import Result
+    from dpsql.pipeline.result import Result
     from dpsql.session import Session
 
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dpsql import format as fmt_mod
+from dpsql.pipeline import format as fmt_mod
 
 if TYPE_CHECKING:
-    from dpsql.result import Result
+    from dpsql.pipeline.result import Result
 
 MOE_SUFFIX = "_moe95"
 

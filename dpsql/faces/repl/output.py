@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from prompt_toolkit.utils import get_cwidth
 
-from dpsql import format as fmt_mod
+from dpsql.pipeline import format as fmt_mod
 from dpsql.faces.repl.export import csv_text
 
 if TYPE_CHECKING:
-    from dpsql.result import Result
+    from dpsql.pipeline.result import Result
 
 #: ``less`` options when ``$LESS`` is not set: -S chops long lines (scroll sideways with the
 #: arrow keys) instead of wrapping a wide table, -R passes colours, -X leaves the page on the

@@ -19,11 +19,11 @@ from dpsql.errors import DpsqlError
 from dpsql.faces.server.pgcatalog import PgCatalog
 from dpsql.faces.server.pgsession import PgSettings, SessionCommandError
 from dpsql.faces.server.statements import route, to_qmark
-from dpsql.format import footer
+from dpsql.pipeline.format import footer
 from dpsql.intercept import answer as intercept_answer
 from dpsql.intercept import execute
 from dpsql.intercept.explain import answer_explain
-from dpsql.result import Result
+from dpsql.pipeline.result import Result
 from dpsql.session import Session
 
 

@@ -26,7 +26,7 @@ file at ``path`` and its ``-wal`` / ``-shm`` companions must still be the very f
 would go on writing to a deleted or replaced file's old inode, and would not notice garbage
 written over the main file while its pages are in the WAL. Any failure is a
 :class:`~dpsql.errors.LedgerError` (DP404); no ``sqlite3`` exception leaves this module.
-The header is read through one descriptor per file (:mod:`dpsql.ledger_fds`), kept open
+The header is read through one descriptor per file (:mod:`dpsql.ledger.fds`), kept open
 while any :class:`Ledger` of the process uses the file: closing a descriptor drops every POSIX
 lock the process holds on the file, SQLite's included, and another process could then take the
 ledger for unused and delete its WAL.
@@ -47,9 +47,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from dpsql import ledger_fds
+from dpsql.ledger import fds as ledger_fds
 from dpsql.errors import BudgetExceededError, LedgerError, PolicyFileError
-from dpsql.policy import Policy
+from dpsql.policy.model import Policy
 from dpsql.privacy import accounting
 from dpsql.privacy.budget import fmt, fmt_up
 

@@ -10,7 +10,7 @@ file is checked again. Only passes are kept; a failure is checked (and refused) 
 Trust: whoever can write this folder could add a record for a file that fails the check. Embedded
 (``dpsql.connect``, the CLI), that is the user who can read the data file anyway; under ``dpsql
 serve`` the folder is the server account's (docs/server.md, "The security model"). A lost or
-unreadable record only means the check runs again (:mod:`dpsql.records`).
+unreadable record only means the check runs again (:mod:`dpsql.records.store`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import os
 import stat
 from pathlib import Path
 
-from dpsql.records import Records
+from dpsql.records.store import Records
 
 #: the passes, kept in dpsql's per-user folder (the oldest of 512 dropped first)
 RECORDS = Records("unit_checks.json", 512)
@@ -53,7 +53,7 @@ def passed(path: Path, table: str, unit: str) -> bool:
 
 
 def remember(path: Path, table: str, unit: str) -> None:
-    """Record a pass (:meth:`dpsql.records.Records.add`)."""
+    """Record a pass (:meth:`dpsql.records.store.Records.add`)."""
     key = _identity(path, table, unit)
     if key is not None:
         RECORDS.add(key)

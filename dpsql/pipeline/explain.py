@@ -6,16 +6,16 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from dpsql.decide import TSGD, policy_terms, selection_params
-from dpsql.domain import PublicDomain
-from dpsql.policy import Policy
+from dpsql.pipeline.decide import TSGD, policy_terms, selection_params
+from dpsql.pipeline.domain import PublicDomain
+from dpsql.policy.model import Policy
 from dpsql.privacy.allocate import EXPONENTIAL, Allocation
 from dpsql.privacy.budget import fmt
 from dpsql.privacy.mechanisms import discrete_laplace_variance
 from dpsql.privacy.selection_analysis import midpoint
 from dpsql.privacy.tsgd import tsgd_threshold
-from dpsql.release import quantile_term
-from dpsql.result import Explanation
+from dpsql.pipeline.release import quantile_term
+from dpsql.pipeline.result import Explanation
 from dpsql.sql.plan import Plan
 from dpsql.sql.rewrite import exact_sql, reference_sql
 

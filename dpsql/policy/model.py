@@ -4,7 +4,7 @@ The policy is written by the data owner and is public. It names, per table, the 
 unit, the measures with their split thresholds (paper 000 Algorithm 1; per-group overrides,
 paper 000 Example 5.7), the group-by keys with their public keysets, and the budget.
 
-Reading and validating the TOML file is :mod:`dpsql.policy_file`. This module knows nothing
+Reading and validating the TOML file is :mod:`dpsql.policy.loader`. This module knows nothing
 of SQL or of the data.
 """
 
@@ -239,7 +239,7 @@ SELECTION_METHODS = ("optimal", "truncated_geometric")
 
 @dataclass(frozen=True)
 class Policy:
-    """The data owner's policy file, loaded and validated (:func:`dpsql.policy_file.load_policy`)."""
+    """The data owner's policy file, loaded and validated (:func:`dpsql.policy.loader.load_policy`)."""
 
     path: Path | None
     tables: dict[str, TablePolicy]
@@ -250,7 +250,7 @@ class Policy:
     #: table -> where its rows are as Parquet (a local path, resolved; or an ``hdfs://``/``s3a://``
     #: URI), for every table or none (docs/policy.md, "Parquet data")
     parquet: dict[str, str] = field(default_factory=dict)
-    #: SHA-256 of the file's bytes when read from a file (:func:`dpsql.policy_file.load_policy`),
+    #: SHA-256 of the file's bytes when read from a file (:func:`dpsql.policy.loader.load_policy`),
     #: else None: with the path and the resolved Parquet locations it identifies the policy, so
     #: sessions of one process can share plans (:mod:`dpsql.session`)
     digest: str | None = field(default=None, compare=False, repr=False)

@@ -1,7 +1,7 @@
 """Read-only descriptors on ledger files: one per file per process, shared by its Ledgers; and
 the lock the process's charges to one file take in turn (:func:`write_lock`).
 
-A :class:`~dpsql.ledger.Ledger` reads its file's header through such a descriptor before every
+A :class:`~dpsql.ledger.book.Ledger` reads its file's header through such a descriptor before every
 use, to notice garbage written over the file (docs/privacy.md, "The ledger"). The descriptor
 stays open while any Ledger of the process uses the file: closing a descriptor drops every
 POSIX lock the process holds on the file, SQLite's included, and another process could then

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from dpsql.records import Records
+from dpsql.records.store import Records
 from dpsql.version import __version__
 
 #: bump when what the twin checks changes in a way the engine's identity does not show

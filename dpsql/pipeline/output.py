@@ -30,7 +30,7 @@ from operator import itemgetter
 from typing import Any
 
 from dpsql.errors import QueryRefused
-from dpsql.result import ColumnError
+from dpsql.pipeline.result import ColumnError
 from dpsql.sql.plan import Plan, primitive_column
 
 #: the values ``dpsql.error_columns`` takes, and what each means: off, moe (``_moe95``), all (and ``_sigma``)
@@ -91,7 +91,7 @@ def _nonnegative_outputs(plan: Plan, prims: set[int]) -> list[bool]:
 
 def clamp(columns: dict[str, Any], plan: Plan, prims: set[int]) -> tuple[dict[str, Any], int]:
     """The noisy cells with the primitives ``prims`` clamped at 0, and how many cells changed."""
-    import numpy as np  # on first use: a small answer is released without numpy (dpsql/release.py)
+    import numpy as np  # on first use: a small answer is released without numpy (dpsql/pipeline/release.py)
 
     out, changed = dict(columns), 0
     for i in sorted(prims):

@@ -42,8 +42,8 @@ from importlib.machinery import PathFinder
 from pathlib import Path
 from typing import Any
 
-from dpsql.policy import Policy
-from dpsql.records import Documents
+from dpsql.policy.model import Policy
+from dpsql.records.store import Documents
 from dpsql.sql.plan import GroupKey, Join, OutputColumn, Plan, Primitive
 
 #: bump when what a record holds changes

@@ -1,4 +1,4 @@
-"""The policy file: read the data owner's TOML, validate it into a :class:`~dpsql.policy.Policy`.
+"""The policy file: read the data owner's TOML, validate it into a :class:`~dpsql.policy.model.Policy`.
 
 A bad file is refused at load with a :class:`PolicyFileError` naming the file, the field and
 the reason. This module knows nothing of SQL or of the data.
@@ -50,8 +50,8 @@ from pathlib import Path
 from typing import Any
 
 from dpsql.errors import PolicyFileError
-from dpsql.policy_grid import quantile_grid
-from dpsql.policy import (
+from dpsql.policy.grid import quantile_grid
+from dpsql.policy.model import (
     GRAINS,
     MECHANISMS,
     SELECTION_COUNTS,

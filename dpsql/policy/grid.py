@@ -19,7 +19,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpsql.errors import PolicyFileError
-from dpsql.policy import GRID_POINTS, GRID_SCALES, MAX_GRID_POINTS, QuantileGrid
+from dpsql.policy.model import GRID_POINTS, GRID_SCALES, MAX_GRID_POINTS, QuantileGrid
 
 #: grid ends, in granularity units, stay where BIGINT and the exact query's integers hold them
 _END = 2**62

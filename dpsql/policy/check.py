@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dpsql import unit_record
+from dpsql.records import unit as unit_record
 from dpsql.backends import Engine
 from dpsql.errors import DatabaseFileError, PolicyFileError
-from dpsql.policy import INTEGER_TYPES, Policy
+from dpsql.policy.model import INTEGER_TYPES, Policy
 
 NUMERIC_TYPES = INTEGER_TYPES + ("DOUBLE", "FLOAT", "REAL")
 
@@ -80,7 +80,7 @@ def _check_range_key(where: str, table: str, column: str, grain: str, sql_type: 
 
 def check_units(policy: Policy, engine: Engine, table: str) -> None:
     """Refuse a private table whose privacy unit does not identify one row per unit. A pass is
-    remembered with the data file's identity (:mod:`dpsql.unit_record`), so the scan it may need
+    remembered with the data file's identity (:mod:`dpsql.records.unit`), so the scan it may need
     (no PRIMARY KEY in the catalog) is paid once per file, not once per process."""
     tp = policy.tables[table]
     # The file that holds the table: the database, or (DuckDB or Spark over Parquet) the table's

@@ -10,7 +10,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpsql.privacy.budget import fmt
-from dpsql.result import Explanation, Result
+from dpsql.pipeline.result import Explanation, Result
 
 
 def _cell(value: Any) -> str:

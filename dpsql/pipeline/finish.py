@@ -13,7 +13,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from dpsql.backends import Finisher
-from dpsql.result import ColumnError
+from dpsql.pipeline.result import ColumnError
 from dpsql.sql.plan import NOISY_RELATION, ROW_COLUMN, Plan, moe_column, primitive_column, sigma_column
 
 if TYPE_CHECKING:  # numpy: imported by the release of any but a small answer (release.py)

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from dpsql import unit_record
+from dpsql.records import unit as unit_record
 from dpsql.backends import Engine, Finisher
 from dpsql.errors import QueryRefused
 from dpsql.sql.plan import GroupKey, Plan
@@ -59,7 +59,7 @@ class _Shared:
 
 
 def file_identity(path: Path) -> tuple[Any, ...] | None:
-    """A DuckDB file's identity (:func:`dpsql.unit_record.file_identity`) and its write-ahead
+    """A DuckDB file's identity (:func:`dpsql.records.unit.file_identity`) and its write-ahead
     log's, or None when the file cannot be read. Any write changes it."""
     ident = unit_record.file_identity(path)
     return None if ident is None else (*ident, unit_record.file_identity(f"{path}.wal"))

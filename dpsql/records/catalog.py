@@ -6,7 +6,7 @@ twin's identity, :attr:`dpsql.backends.base.Engine.check_identity`). That is ~10
 fresh ``dpsql query`` on the demo file (issue 15, docs/performance.md "A fresh process"); the
 catalog of an unchanged file is the same every time. So it is kept in dpsql's folder under the
 SHA-256 of this record's version, DuckDB's version and the file's identity (resolved path,
-device, inode, size, modification and change times: :func:`dpsql.unit_record.file_identity`;
+device, inode, size, modification and change times: :func:`dpsql.records.unit.file_identity`;
 any write to the file changes it, and the change time cannot be set back), and adopted by the
 next session on the same unchanged file.
 
@@ -28,8 +28,8 @@ import hashlib
 from pathlib import Path
 
 from dpsql.backends import Engine
-from dpsql.records import Documents
-from dpsql.unit_record import file_identity
+from dpsql.records.store import Documents
+from dpsql.records.unit import file_identity
 
 #: bump when what a record holds changes
 VERSION = 1

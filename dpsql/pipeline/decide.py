@@ -15,10 +15,10 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
-from dpsql import domain
-from dpsql.domain import Blocks
+from dpsql.pipeline import domain
+from dpsql.pipeline.domain import Blocks
 from dpsql.errors import QueryRefused
-from dpsql.policy import Policy, Selection
+from dpsql.policy.model import Policy, Selection
 from dpsql.privacy.allocate import EXPONENTIAL, Allocation, Settings, allocate
 from dpsql.privacy.budget import fmt, parse_rho
 from dpsql.sql.plan import Plan, Primitive
@@ -52,7 +52,7 @@ def decision(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, blo
     """The charge of a planned query and the size of its answer.
 
     Raises:
-        QueryRefused: DP207 when the public keys alone make more than :data:`dpsql.domain.MAX_CELLS` groups.
+        QueryRefused: DP207 when the public keys alone make more than :data:`dpsql.pipeline.domain.MAX_CELLS` groups.
     """
     sel = policy.selection if plan.private_keys else None
     rho_sel = sel.epsilon**2 / 2 if sel else Fraction(0)  # (ε, δ)-DP is δ-approx. ε²/2-zCDP

@@ -4,7 +4,7 @@ Takes what phase 1 decided (:class:`Decision`, public information only) and the 
 rows of the exact query, and returns noisy cells with their σ and margins, and the noise terms
 of the receipt. Exact values live only in :func:`release`'s frame. No I/O: the engine runs the
 exact query before, the ledger charges after (``Session.execute``); phase 1's
-:class:`dpsql.decide.Decision` says what to release.
+:class:`dpsql.pipeline.decide.Decision` says what to release.
 
 A small answer — public keys only, counts and sums, at most :data:`LIST_DRAWS` noise draws, a
 finish that only projects — is released in Python lists, its noise drawn one sample at a time
@@ -22,14 +22,14 @@ from itertools import repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from dpsql.decide import TSGD, Decision
-from dpsql.domain import Blocks, sorted_groups
-from dpsql.policy import Measure, Selection
+from dpsql.pipeline.decide import TSGD, Decision
+from dpsql.pipeline.domain import Blocks, sorted_groups
+from dpsql.policy.model import Measure, Selection
 from dpsql.privacy import quantile
 from dpsql.privacy.allocate import EXPONENTIAL, GAUSSIAN, Allocation
 from dpsql.privacy.guided import in_range, scalar_draws
 from dpsql.privacy.mechanisms import discrete_laplace_variance, exact_positive
-from dpsql.result import NoiseTerm
+from dpsql.pipeline.result import NoiseTerm
 from dpsql.sql.plan import ROW_COLUMN, Plan, Primitive, moe_column, primitive_column, sigma_column
 
 if TYPE_CHECKING:

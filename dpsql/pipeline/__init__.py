@@ -1,0 +1,17 @@
+"""The stages of one query that :class:`dpsql.session.Session` runs in order, after planning.
+
+1 decide: :mod:`~dpsql.pipeline.decide` (the charge, the policy terms, each primitive's budget
+  share, DP207) and :mod:`~dpsql.pipeline.domain` (public keysets and their images);
+3 release: :mod:`~dpsql.pipeline.release` (partition selection and noise per cell);
+5 finish: :mod:`~dpsql.pipeline.finish` (HAVING / ORDER BY / LIMIT / AVG on noisy cells) and
+  :mod:`~dpsql.pipeline.output` (error columns, clamping, notes);
+and what a query returns: :mod:`~dpsql.pipeline.result` (``Result``, ``Receipt``,
+``Explanation``), :mod:`~dpsql.pipeline.format` (text and JSON), :mod:`~dpsql.pipeline.explain`
+(what a query would cost and release, from public information).
+Phase 2 (the exact query) is the engine's (:mod:`dpsql.backends`); phase 4 (the charge) the
+ledger's (:mod:`dpsql.ledger`).
+
+May import :mod:`dpsql.errors`, the policy's model, :mod:`dpsql.sql` (the plan and its SQL), the
+privacy mathematics, the engine seam (:mod:`dpsql.backends`), the records, and the modules of this
+folder.
+"""
