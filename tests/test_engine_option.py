@@ -35,3 +35,17 @@ def test_spark_needs_the_policy_to_name_parquet_data(demo):
     with pytest.raises(EngineUnavailable, match="names none") as err:
         dpsql.connect(*demo, engine="spark")
     assert err.value.code == "DP405"
+
+
+def test_a_given_spark_master_is_the_one_the_session_is_built_on():
+    """--spark-master spark://... once ran on local[*]: a later spark.master default overrode
+    builder.master(master). The master given wins over the environment, which wins over the
+    default; spark-submit's own --master is left alone."""
+    from dpsql.backends.spark import classic_master
+
+    cluster = "spark://127.0.0.1:7077"
+    assert classic_master(cluster, {}) == cluster
+    assert classic_master(cluster, {"SPARK_MASTER": "local[*]"}) == cluster
+    assert classic_master(None, {"SPARK_MASTER": cluster}) == cluster
+    assert classic_master(None, {"PYSPARK_SUBMIT_ARGS": "--conf spark.master=yarn pyspark-shell"}) is None
+    assert classic_master(None, {}) == "local[*]"

@@ -25,6 +25,7 @@ import uuid
 import warnings
 from decimal import Decimal
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from dpsql.backends.duckdb_local import catalog_of, schema_twin, twin_check, twin_describe
@@ -62,6 +63,17 @@ _BASE_LOCK = threading.Lock()
 _UNIQUE_UNITS: dict[tuple[Any, ...], bool] = {}
 
 
+def classic_master(master: str | None, environ: Mapping[str, str]) -> str | None:
+    """The master a classic session is built on: ``--spark-master`` when given (it used to be
+    overridden by a later ``spark.master`` default, so ``spark://`` ran on ``local[*]``), else
+    $SPARK_MASTER, else none when spark-submit's arguments name one, else ``local[*]``."""
+    if master:
+        return master
+    if environ.get("SPARK_MASTER"):
+        return environ["SPARK_MASTER"]
+    return None if "spark.master" in environ.get("PYSPARK_SUBMIT_ARGS", "") else "local[*]"
+
+
 def spark_session(master: str | None = None) -> Any:
     """The process's Spark session: Spark Connect when ``master`` is ``sc://...`` (or, with no
     master, SPARK_REMOTE is set), else classic on ``master`` (default: spark.master from the
@@ -82,12 +94,11 @@ def spark_session(master: str | None = None) -> Any:
                 log4j.write_text(_LOG4J)
                 builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}") \
                     .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-                if master:
-                    builder = builder.master(master)
-                if (master or "").startswith("local"):  # one machine: a few partitions, not 200
+                chosen = classic_master(master, os.environ)
+                if chosen:
+                    builder = builder.master(chosen)
+                if (chosen or "").startswith("local"):  # one machine: a few partitions, not 200
                     builder = builder.config("spark.sql.shuffle.partitions", "4")
-                elif "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
-                    builder = builder.config("spark.master", os.environ.get("SPARK_MASTER", "local[*]"))
             for key, value in SESSION_CONF.items():
                 builder = builder.config(key, value)
             spark = builder.getOrCreate()
