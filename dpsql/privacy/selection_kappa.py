@@ -1,0 +1,396 @@
+"""Units in up to kappa groups: partition selection for kappa > 1, and a unit's policy loss.
+
+Setting (issue 31; docs/privacy.md, "Many rows per unit"): a privacy unit may have many rows;
+neighbouring data sets differ by one unit with all its rows. After the bounding transformation a
+unit is in at most kappa = ``max_groups`` of a query's groups, so one unit moves at most kappa
+partition counts (distinct units per group), each by at most 1: L0 sensitivity kappa, Linf 1,
+L2 sqrt(kappa).
+
+Source: paper 002 = Desfontaines, Voss, Gipson, Mandayam, "Differentially private partition
+selection" (PoPETs 2022), section 6 "Extension to multiple partitions per user" and Figure 4:
+"The simplest option ... is to divide the total privacy budget in kappa"; the paper recommends
+that (pi_opt at (eps/kappa, delta/kappa)) for kappa <= 3 and Gaussian thresholding beyond, the
+crossing of the two mid-points being at kappa = 3 for eps = 1, delta = 1e-5. Figure 4's caption
+fixes the Gaussian variant: sigma "from the formula in [3]" (= [BW18] Balle & Wang, "Improving
+the Gaussian mechanism for differential privacy: analytical calibration and optimal denoising",
+ICML 2018, Theorem 8), and "we split the delta between noise and thresholding to minimize the
+threshold". Unit splitting per group: paper 000 (Seeman et al.), Algorithm 1, Lemma 5.1,
+Definition of P-PRzCDP (section 3) and Lemma 4.2.
+
+What this module offers:
+
+* :func:`optimal_kappa_budget`, :func:`select_kappa` -- pi_opt with the budget divided by kappa
+  (sampled with :func:`dpsql.privacy.selection.select`; kappa = 1 is that function exactly).
+* :func:`analytic_gaussian_sigma`, :func:`gaussian_thresholding` (:class:`GaussianThresholding`)
+  -- Gaussian thresholding: its sigma, its delta split and threshold, keep probability, mid-point
+  and charge. Evaluated only: dpsql samples no continuous Gaussian (Mironov 2012).
+* :func:`kappa_midpoints`, :func:`choose` -- the mid-points of Figure 4 and the paper's rule: the
+  mechanism with the lower mid-point (ties go to pi_opt, which dpsql can sample exactly).
+* :func:`group_splits`, :func:`unit_policy_loss`, :func:`unit_policy_bound` -- P(u) =
+  sum_g rho |A_g(u)|^2 over the unit's groups, and its bound kappa K^2 rho.
+
+Rounding: sigma and the threshold are rounded *up* and the per-partition threshold delta *down*
+(each float step carries a relative margin of 2^-40, far above libm's few-ulp error of erfc and
+exp), so the mechanism described is at least as private as stated. Charges are exact Fractions.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from dpsql.privacy.randomness import RandomSource
+from dpsql.privacy.selection import select
+from dpsql.privacy.selection_analysis import midpoint, per_partition_budget
+from dpsql.privacy.selection_numbers import Counts, Real, _counts, _float_down, _privacy_params
+
+__all__ = [
+    "optimal_kappa_budget",
+    "select_kappa",
+    "analytic_gaussian_sigma",
+    "GaussianThresholding",
+    "gaussian_thresholding",
+    "kappa_midpoints",
+    "KappaChoice",
+    "choose",
+    "group_splits",
+    "unit_policy_loss",
+    "unit_policy_bound",
+]
+
+_MARGIN = 2.0**-40  # relative margin on every float step that decides a privacy parameter
+_SQRT2 = math.sqrt(2.0)
+
+
+def _kappa(kappa: object) -> int:
+    if isinstance(kappa, bool) or not isinstance(kappa, (int, np.integer)) or kappa < 1:
+        raise ValueError("kappa must be an int >= 1")
+    return int(kappa)
+
+
+def _upper_tail(z: float) -> float:
+    """Q(z) = P[N(0, 1) >= z] = erfc(z / sqrt 2) / 2, accurate in the tail."""
+    return 0.5 * math.erfc(z / _SQRT2)
+
+
+# ---------------------------------------------------------------------------------------------
+# pi_opt with the budget divided by kappa (paper 002 section 6, basic composition)
+# ---------------------------------------------------------------------------------------------
+
+
+def optimal_kappa_budget(epsilon: int | Fraction, delta: int | Fraction,
+                         kappa: int) -> tuple[Fraction, Fraction]:
+    """(epsilon/kappa, delta/kappa): each group's budget for pi_opt when a unit is in <= kappa groups.
+
+    Privacy map: a unit changes at most kappa counts by 1; each group is kept independently by
+    pi_opt at (epsilon/kappa, delta/kappa), which is (epsilon/kappa, delta/kappa)-DP in its own
+    count (paper 002 Theorem 1), and the other groups' decisions do not change in distribution;
+    basic composition over the <= kappa changed groups gives (epsilon, delta)-DP. A unit in m <= kappa
+    groups loses (m epsilon/kappa, m delta/kappa); in the ledger's currency (approximate zCDP,
+    docs/privacy.md statements 1-2) m (epsilon/kappa)^2/2 in rho and m delta/kappa in delta.
+    Exact: :func:`dpsql.privacy.selection_analysis.per_partition_budget`.
+    """
+    return per_partition_budget(epsilon, delta, _kappa(kappa))
+
+
+def select_kappa(n: Counts, epsilon: int | Fraction, delta: int | Fraction, kappa: int,
+                 rng: RandomSource | None = None) -> np.ndarray:
+    """Keep each group independently with pi_opt at (epsilon/kappa, delta/kappa).
+
+    (epsilon, delta)-DP when n counts distinct units per group and every unit is in at most
+    kappa groups (:func:`optimal_kappa_budget`). kappa = 1 is :func:`~dpsql.privacy.selection.select`
+    itself, draw for draw.
+    """
+    eps, d = optimal_kappa_budget(epsilon, delta, kappa)
+    return select(n, eps, d, rng)
+
+
+# ---------------------------------------------------------------------------------------------
+# Gaussian thresholding (paper 002 Figure 4; [BW18] Theorem 8)
+# ---------------------------------------------------------------------------------------------
+
+
+def _bw_delta_upper(sigma: float, eps: float, l2: float) -> float:
+    """An upper bound on [BW18] Theorem 8's delta(sigma):
+
+        delta(sigma) = Phi(l2/(2 sigma) - eps sigma/l2) - e^eps Phi(-l2/(2 sigma) - eps sigma/l2),
+
+    the smallest delta for which N(0, sigma^2) on a query of L2 sensitivity l2 is (eps, delta)-DP.
+    Both terms come from erfc and exp (a few ulp each); 2^-40 of their sum covers their error.
+    """
+    u, v = l2 / (2.0 * sigma), eps * sigma / l2
+    t1 = _upper_tail(v - u)  # Phi(u - v)
+    t2 = math.exp(eps) * _upper_tail(u + v)  # e^eps Phi(-u - v)
+    return t1 - t2 + _MARGIN * (t1 + t2)
+
+
+def analytic_gaussian_sigma(epsilon: Real, delta: Real, l2_sensitivity: float) -> float:
+    """The smallest sigma (rounded up) with which Gaussian noise N(0, sigma^2) on a query of L2
+    sensitivity ``l2_sensitivity`` is (epsilon, delta)-DP: [BW18] Theorem 8 (the analytic Gaussian
+    mechanism; "the formula in [3]" of paper 002 Figure 4). Theorem 8 is an if-and-only-if and
+    delta(sigma) decreases in sigma, so bisection on an upper bound of delta(sigma) returns a sigma
+    at which the mechanism is (epsilon, delta)-DP.
+
+    Args: epsilon > 0, delta in (0, 1) (floats at their exact values), l2_sensitivity > 0.
+    """
+    eps, d = _privacy_params(epsilon, delta, allow_float=True)
+    if eps == 0 or not 0 < d < 1:
+        raise ValueError("the analytic Gaussian needs epsilon > 0 and 0 < delta < 1")
+    l2 = float(l2_sensitivity)
+    if not (math.isfinite(l2) and l2 > 0):
+        raise ValueError("l2_sensitivity must be > 0")
+    eps_f, d_f = _float_down(eps), _float_down(d)
+    lo, hi = 0.0, l2
+    while _bw_delta_upper(hi, eps_f, l2) > d_f:
+        lo, hi = hi, 2.0 * hi
+    while True:  # bisection to adjacent floats; hi always satisfies the bound
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi:
+            return hi
+        if _bw_delta_upper(mid, eps_f, l2) > d_f:
+            lo = mid
+        else:
+            hi = mid
+
+
+def _tail_quantile_up(q: float) -> float:
+    """A z >= the exact z with P[N(0, 1) >= z] = q (so the computed tail at z is <= q)."""
+    lo, hi = -40.0, 40.0
+    while True:
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi:
+            return hi
+        if _upper_tail(mid) * (1.0 + _MARGIN) > q:
+            lo = mid
+        else:
+            hi = mid
+
+
+def _per_partition_delta(threshold_delta: float, kappa: int) -> float:
+    """1 - (1 - threshold_delta)^(1/kappa), rounded down: the probability p of keeping one group
+    that only the added unit is in, such that 1 - (1 - p)^kappa <= threshold_delta."""
+    p = -math.expm1(math.log1p(-threshold_delta) / kappa)
+    return p * (1.0 - _MARGIN)
+
+
+@dataclass(frozen=True)
+class GaussianThresholding:
+    """Keep a group of n units iff n + N(0, sigma^2) >= threshold (noise independent per group).
+
+    Privacy map ((epsilon, delta)-DP, paper 002 Figure 4 with [BW18]; as in Google's
+    differential-privacy library, whose code is not used): for neighbours D, D' = D + u with u in
+    m <= kappa groups, (a) the groups present in both differ in at most kappa counts by 1, L2
+    sensitivity sqrt(kappa): Gaussian noise with ``sigma`` = :func:`analytic_gaussian_sigma`
+    (epsilon, noise_delta, sqrt(kappa)) makes their noisy counts, and so their keep decisions,
+    (epsilon, noise_delta)-DP; (b) the groups only D' has (count 1) are each kept with
+    probability p = P[1 + N >= threshold] <= 1 - (1 - threshold_delta)^(1/kappa), independently,
+    so some of them is kept with probability 1 - (1 - p)^m <= threshold_delta. Together
+    (epsilon, noise_delta + threshold_delta)-DP, noise_delta + threshold_delta <= delta.
+
+    In the ledger's currency the same mechanism is threshold_delta-approximate
+    kappa/(2 sigma^2)-zCDP (:attr:`charge`): (a) is the Gaussian mechanism, rho = L2^2/(2 sigma^2)
+    (Bun & Steinke 2016, Prop. 1.6; paper 000 Definition 2.7), post-processed, and (b) is the part
+    of probability <= threshold_delta of the equal-weight form of docs/privacy.md.
+    """
+
+    kappa: int
+    epsilon: float
+    delta: float
+    noise_delta: float
+    threshold_delta: float
+    sigma: float
+    threshold: float
+
+    def keep_probability(self, n: Counts) -> np.ndarray:
+        """P[n + N(0, sigma^2) >= threshold] = erfc((threshold - n)/(sigma sqrt 2))/2; 0 at n = 0."""
+        counts = _counts(n)
+        flat = counts.ravel().astype(np.float64)
+        p = np.array([_upper_tail((self.threshold - x) / self.sigma) for x in flat.tolist()])
+        p[flat == 0] = 0.0
+        return p.reshape(counts.shape)
+
+    def midpoint(self, level: float = 0.5) -> int:
+        """The smallest n kept with probability >= level (0.5: ceil(threshold), at least 1)."""
+        if not 0 < level < 1:
+            raise ValueError("level must be in (0, 1)")
+        top = math.ceil(self.threshold + 40.0 * self.sigma) + 2
+        p = self.keep_probability(np.arange(0, top, dtype=np.int64))
+        return int(np.argmax(p >= level))
+
+    def unit_loss(self, groups: int) -> tuple[Fraction, float]:
+        """(rho, delta) a unit in ``groups`` <= kappa groups loses: (groups/(2 sigma^2), exact) and
+        1 - (1 - p)^groups (rounded up), p = P[1 + N >= threshold]."""
+        m = _kappa(groups)
+        if m > self.kappa:
+            raise ValueError(f"a unit is in at most kappa = {self.kappa} groups, not {m}")
+        p = _upper_tail((self.threshold - 1.0) / self.sigma) * (1.0 + _MARGIN)
+        d = -math.expm1(m * math.log1p(-p)) * (1.0 + _MARGIN)
+        return Fraction(m) / (2 * Fraction(self.sigma) ** 2), min(d, self.threshold_delta)
+
+    @property
+    def charge(self) -> tuple[Fraction, Fraction]:
+        """(rho, delta) in the ledger's currency: (kappa/(2 sigma^2), threshold_delta), exact."""
+        return Fraction(self.kappa) / (2 * Fraction(self.sigma) ** 2), Fraction(self.threshold_delta)
+
+
+def _threshold(eps: float, noise_delta: float, threshold_delta: float, kappa: int) -> tuple[float, float]:
+    sigma = analytic_gaussian_sigma(eps, noise_delta, math.sqrt(kappa))
+    z = _tail_quantile_up(_per_partition_delta(threshold_delta, kappa))
+    tau = 1.0 + sigma * z
+    return sigma, math.nextafter(tau * (1.0 + _MARGIN), math.inf)
+
+
+def _split(delta: Fraction, share: float) -> tuple[float, float]:
+    """(noise_delta, threshold_delta), floats whose exact sum is <= delta."""
+    nd = _float_down(delta * Fraction(share))
+    return nd, _float_down(delta - Fraction(nd))
+
+
+@functools.lru_cache(maxsize=256)
+def _best_share(eps: float, delta: Fraction, kappa: int) -> float:
+    """The noise share of delta that minimises the threshold (Figure 4's caption): a grid, then
+    golden-section search around its best point. Any share is private; this only tunes."""
+    def tau(share: float) -> float:
+        return _threshold(eps, *_split(delta, share), kappa)[1]
+
+    grid = [i / 64 for i in range(1, 64)]
+    i = min(range(len(grid)), key=lambda j: tau(grid[j]))
+    lo = grid[i - 1] if i > 0 else grid[0] / 2
+    hi = grid[i + 1] if i + 1 < len(grid) else (1 + grid[-1]) / 2
+    g = (math.sqrt(5) - 1) / 2
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    fa, fb = tau(a), tau(b)
+    for _ in range(40):
+        if fa <= fb:
+            hi, b, fb = b, a, fa
+            a = hi - g * (hi - lo)
+            fa = tau(a)
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + g * (hi - lo)
+            fb = tau(b)
+    return min((grid[i], a, b), key=tau)
+
+
+def gaussian_thresholding(epsilon: Real, delta: Real, kappa: int,
+                          noise_share: float | None = None) -> GaussianThresholding:
+    """Gaussian thresholding for units in <= kappa groups, (epsilon, delta)-DP
+    (:class:`GaussianThresholding`).
+
+    delta is split as noise_delta = noise_share delta and threshold_delta = the rest (their exact
+    sum <= delta); ``noise_share=None`` picks the share that minimises the threshold, as paper 002
+    Figure 4 does. sigma = :func:`analytic_gaussian_sigma` (epsilon, noise_delta, sqrt(kappa));
+    threshold = 1 + sigma z, P[N(0,1) >= z] = 1 - (1 - threshold_delta)^(1/kappa).
+    """
+    eps, d = _privacy_params(epsilon, delta, allow_float=True)
+    k = _kappa(kappa)
+    if eps == 0 or not 0 < d < 1:
+        raise ValueError("Gaussian thresholding needs epsilon > 0 and 0 < delta < 1")
+    eps_f = _float_down(eps)
+    share = _best_share(eps_f, d, k) if noise_share is None else float(noise_share)
+    if not 0 < share < 1:
+        raise ValueError("noise_share must be in (0, 1)")
+    nd, td = _split(d, share)
+    sigma, tau = _threshold(eps_f, nd, td, k)
+    return GaussianThresholding(k, eps_f, float(d), nd, td, sigma, tau)
+
+
+# ---------------------------------------------------------------------------------------------
+# Figure 4 and the paper's rule
+# ---------------------------------------------------------------------------------------------
+
+
+def kappa_midpoints(epsilon: Real, delta: Real, kappa: int) -> dict[str, float]:
+    """Figure 4 at one kappa: the mid-points (smallest n kept with probability >= 1/2) of pi_opt
+    and Laplace thresholding at (epsilon/kappa, delta/kappa), and of Gaussian thresholding at
+    (epsilon, delta) with the best delta split; ``gaussian_threshold`` is its real threshold."""
+    eps, d = _privacy_params(epsilon, delta, allow_float=True)
+    k = _kappa(kappa)
+    g = gaussian_thresholding(eps, d, k)
+    return {
+        "optimal": midpoint(eps / k, d / k, "optimal"),
+        "laplace": midpoint(eps / k, d / k, "laplace"),
+        "gaussian": g.midpoint(),
+        "gaussian_threshold": g.threshold,
+    }
+
+
+@dataclass(frozen=True)
+class KappaChoice:
+    """The paper's rule at (epsilon, delta, kappa): ``method`` is "optimal" or "gaussian"."""
+
+    method: str
+    optimal_midpoint: int
+    gaussian_midpoint: int
+    optimal_budget: tuple[Fraction, Fraction]  # each group's (epsilon, delta) for pi_opt
+    gaussian: GaussianThresholding
+
+
+def choose(epsilon: int | Fraction, delta: int | Fraction, kappa: int) -> KappaChoice:
+    """Paper 002 section 6: pi_opt with the budget divided by kappa, or Gaussian thresholding,
+    whichever keeps a group with probability 1/2 at the lower count (the paper: pi_opt for
+    kappa <= 3, Gaussian for kappa >= 4 at epsilon = 1, delta = 1e-5). A tie goes to pi_opt,
+    which dpsql samples exactly; at kappa = 1 pi_opt is optimal (Theorem 3), so it always wins.
+    Both are (epsilon, delta)-DP for units in <= kappa groups.
+    """
+    eps, d = _privacy_params(epsilon, delta, allow_float=False)
+    k = _kappa(kappa)
+    budget = optimal_kappa_budget(eps, d, k)
+    opt = midpoint(budget[0], budget[1], "optimal")
+    g = gaussian_thresholding(eps, d, k)
+    gm = g.midpoint()
+    return KappaChoice("optimal" if opt <= gm else "gaussian", opt, gm, budget, g)
+
+
+# ---------------------------------------------------------------------------------------------
+# A unit's policy loss over its groups (paper 000 Algorithm 1, Lemma 5.1, Lemma 4.2)
+# ---------------------------------------------------------------------------------------------
+
+
+def group_splits(totals: Sequence[Real], threshold: Real, max_splits: int | None = None) -> list[int]:
+    """|A_g(u)| for each of a unit's per-group totals of one measure: max(1, ceil(|total|/T)),
+    capped at ``max_splits`` (paper 000 Algorithm 1: the per-(unit, group) total is split as a
+    record's value is). For several measures, take the elementwise max over them. Exact."""
+    t = Fraction(threshold)
+    if t <= 0:
+        raise ValueError("threshold must be > 0")
+    out = []
+    for v in totals:
+        a = max(1, math.ceil(abs(Fraction(v)) / t))
+        out.append(min(a, max_splits) if max_splits else a)
+    return out
+
+
+def unit_policy_loss(rho: Real, splits: Sequence[int], kappa: int,
+                     max_splits: int | None = None) -> Fraction:
+    """P(u) = sum over the unit's groups g of rho |A_g(u)|^2, exact.
+
+    Why a sum of squares, not the square of the sum (docs/privacy.md, "Many rows per unit"): each
+    group's cell gets independent Gaussian noise calibrated to one split (rho-zCDP per split row);
+    the unit moves cell g by at most |A_g(u)| splits, so D_alpha of cell g is <= alpha rho
+    |A_g(u)|^2 (paper 000 Lemma 5.1), and the Renyi divergence of independent cells is the sum of
+    theirs: the unit's loss is P(u) in the sense of paper 000's P-PRzCDP definition (section 3).
+
+    Raises ValueError for more than kappa groups (the bounding transformation keeps <= kappa) or a
+    split count outside [1, max_splits].
+    """
+    r = Fraction(rho)
+    k = _kappa(kappa)
+    if len(splits) > k:
+        raise ValueError(f"a unit keeps at most kappa = {k} groups, not {len(splits)}")
+    total = Fraction(0)
+    for a in splits:
+        if isinstance(a, bool) or int(a) != a or a < 1 or (max_splits and a > max_splits):
+            raise ValueError(f"split counts are ints in [1, max_splits], not {a!r}")
+        total += r * int(a) * int(a)
+    return total
+
+
+def unit_policy_bound(rho: Real, kappa: int, max_splits: int) -> Fraction:
+    """The largest P(u) any unit can have: kappa K^2 rho (kappa groups, each split K = max_splits times)."""
+    return _kappa(kappa) * int(max_splits) ** 2 * Fraction(rho)
