@@ -1,4 +1,4 @@
-"""Units in up to kappa groups (issue 31): paper 002 section 6 / Figure 4, and P(u) over groups.
+"""Units in up to kappa groups (issue 31): paper 002 section 5 / Figure 4, and P(u) over groups.
 
 Oracles are written here, independently of dpsql.privacy.selection_kappa: Theorem 1's closed
 form of pi_opt, [BW18] Theorem 8 and the Gaussian tail through math.erf, and the Renyi

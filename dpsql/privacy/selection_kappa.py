@@ -7,15 +7,15 @@ partition counts (distinct units per group), each by at most 1: L0 sensitivity k
 L2 sqrt(kappa).
 
 Source: paper 002 = Desfontaines, Voss, Gipson, Mandayam, "Differentially private partition
-selection" (PoPETs 2022), section 6 "Extension to multiple partitions per user" and Figure 4:
-"The simplest option ... is to divide the total privacy budget in kappa"; the paper recommends
-that (pi_opt at (eps/kappa, delta/kappa)) for kappa <= 3 and Gaussian thresholding beyond, the
-crossing of the two mid-points being at kappa = 3 for eps = 1, delta = 1e-5. Figure 4's caption
-fixes the Gaussian variant: sigma "from the formula in [3]" (= [BW18] Balle & Wang, "Improving
-the Gaussian mechanism for differential privacy: analytical calibration and optimal denoising",
-ICML 2018, Theorem 8), and "we split the delta between noise and thresholding to minimize the
-threshold". Unit splitting per group: paper 000 (Seeman et al.), Algorithm 1, Lemma 5.1,
-Definition of P-PRzCDP (section 3) and Lemma 4.2.
+selection" (PoPETs 2022), section 5 "Discussion", paragraph "Extension to multiple partitions
+per user" (issue 31 says section 6), and Figure 4: "The simplest option ... is to divide the
+total privacy budget in kappa"; the paper recommends that (pi_opt at (eps/kappa, delta/kappa))
+for kappa <= 3 and Gaussian thresholding beyond, the mid-points crossing at kappa = 3 for
+eps = 1, delta = 1e-5. Figure 4's caption fixes the Gaussian variant: sigma "from the formula
+in [3]" (= [BW18] Balle & Wang, "Improving the Gaussian mechanism for differential privacy:
+analytical calibration and optimal denoising", ICML 2018, Theorem 8), and "we split the delta
+between noise and thresholding to minimize the threshold". Unit splitting per group: paper 000
+(Seeman et al.), Algorithm 1, Lemma 5.1, the P-PRzCDP definition (section 3), Lemma 4.2.
 
 What this module offers:
 
@@ -49,19 +49,9 @@ from dpsql.privacy.selection import select
 from dpsql.privacy.selection_analysis import midpoint, per_partition_budget
 from dpsql.privacy.selection_numbers import Counts, Real, _counts, _float_down, _privacy_params
 
-__all__ = [
-    "optimal_kappa_budget",
-    "select_kappa",
-    "analytic_gaussian_sigma",
-    "GaussianThresholding",
-    "gaussian_thresholding",
-    "kappa_midpoints",
-    "KappaChoice",
-    "choose",
-    "group_splits",
-    "unit_policy_loss",
-    "unit_policy_bound",
-]
+__all__ = ["optimal_kappa_budget", "select_kappa", "analytic_gaussian_sigma", "GaussianThresholding",
+           "gaussian_thresholding", "kappa_midpoints", "KappaChoice", "choose", "group_splits",
+           "unit_policy_loss", "unit_policy_bound"]
 
 _MARGIN = 2.0**-40  # relative margin on every float step that decides a privacy parameter
 _SQRT2 = math.sqrt(2.0)
@@ -79,7 +69,7 @@ def _upper_tail(z: float) -> float:
 
 
 # ---------------------------------------------------------------------------------------------
-# pi_opt with the budget divided by kappa (paper 002 section 6, basic composition)
+# pi_opt with the budget divided by kappa (paper 002 section 5, basic composition)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -238,7 +228,8 @@ class GaussianThresholding:
         return Fraction(self.kappa) / (2 * Fraction(self.sigma) ** 2), Fraction(self.threshold_delta)
 
 
-def _threshold(eps: float, noise_delta: float, threshold_delta: float, kappa: int) -> tuple[float, float]:
+def _threshold(eps: float, noise_delta: float, threshold_delta: float,
+               kappa: int) -> tuple[float, float]:
     sigma = analytic_gaussian_sigma(eps, noise_delta, math.sqrt(kappa))
     z = _tail_quantile_up(_per_partition_delta(threshold_delta, kappa))
     tau = 1.0 + sigma * z
@@ -332,10 +323,11 @@ class KappaChoice:
 
 
 def choose(epsilon: int | Fraction, delta: int | Fraction, kappa: int) -> KappaChoice:
-    """Paper 002 section 6: pi_opt with the budget divided by kappa, or Gaussian thresholding,
-    whichever keeps a group with probability 1/2 at the lower count (the paper: pi_opt for
-    kappa <= 3, Gaussian for kappa >= 4 at epsilon = 1, delta = 1e-5). A tie goes to pi_opt,
-    which dpsql samples exactly; at kappa = 1 pi_opt is optimal (Theorem 3), so it always wins.
+    """Paper 002 section 5, "Extension to multiple partitions per user": pi_opt with the budget
+    divided by kappa, or Gaussian thresholding, whichever keeps a group with probability 1/2 at
+    the lower count (the paper: pi_opt for kappa <= 3, Gaussian for kappa >= 4 at epsilon = 1,
+    delta = 1e-5). A tie goes to pi_opt, which dpsql samples exactly; at kappa = 1 pi_opt is
+    optimal (Theorem 3), so it always wins.
     Both are (epsilon, delta)-DP for units in <= kappa groups.
     """
     eps, d = _privacy_params(epsilon, delta, allow_float=False)
@@ -392,5 +384,5 @@ def unit_policy_loss(rho: Real, splits: Sequence[int], kappa: int,
 
 
 def unit_policy_bound(rho: Real, kappa: int, max_splits: int) -> Fraction:
-    """The largest P(u) any unit can have: kappa K^2 rho (kappa groups, each split K = max_splits times)."""
+    """The largest P(u) of any unit: kappa K^2 rho (kappa groups, each split K = max_splits times)."""
     return _kappa(kappa) * int(max_splits) ** 2 * Fraction(rho)
