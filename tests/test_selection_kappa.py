@@ -82,6 +82,13 @@ def test_figure4_crossing_is_at_kappa_3_as_the_paper_states():
     assert 32 < kappa_midpoints(1.0, 1e-5, 3)["gaussian_threshold"] < 33
 
 
+def test_the_rule_is_computed_not_fixed_at_kappa_3():
+    """At eps = 1/2, delta = 1e-5 Gaussian thresholding is lower already at kappa = 3 (61 vs 62)."""
+    c = choose(Fraction(1, 2), D5, 3)
+    assert (c.method, c.optimal_midpoint, c.gaussian_midpoint) == ("gaussian", 62, 61)
+    assert choose(Fraction(1, 2), D5, 2).method == "optimal"
+
+
 def test_optimal_midpoint_matches_theorem1_with_the_budget_divided():
     for k in (1, 2, 5):
         eps, d = 1.0 / k, 1e-5 / k
@@ -226,3 +233,18 @@ def test_unit_policy_loss_is_the_renyi_divergence_of_the_gaussian_cells():
     d2 = math.log(float(np.sum(p * p / q) * dx * dx))  # D_2(P || Q) = log E_Q[(P/Q)^2]
     loss = float(unit_policy_loss(Fraction(rho), [3, 2], kappa=2))
     assert abs(d2 - 2 * loss) < 1e-3 * d2
+
+
+def test_docs_figure4_table_is_what_the_code_computes():
+    """docs/partition_selection.md's "κ > 1" table stays true to the code."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "partition_selection.md").read_text()
+    table = doc.split("Figure 4, ε = 1, δ = 10⁻⁵ (the paper's):", 1)[1].split("![", 1)[0]
+    rows = [line.strip("|").split("|") for line in table.strip().splitlines()[2:]]
+    assert [int(r[0]) for r in rows] == list(range(1, 8))
+    for r in rows:
+        k = int(r[0])
+        m, c = kappa_midpoints(1, D5, k), choose(1, D5, k)
+        assert [int(r[1]), int(r[2]), int(r[3])] == [m["optimal"], m["laplace"], m["gaussian"]]
+        assert float(r[4]) == round(c.gaussian.threshold, 2) and r[7].strip() == c.method
