@@ -126,7 +126,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              "the optimal selection keeps a group of n units with probability π(2n)",
              (Patch("dpsql/privacy/selection.py", "idx = np.minimum(flat, tab.ones)", "idx = np.minimum(2 * flat, tab.ones)"),),
              ("tests/test_selection.py::test_select_frequency_matches_pi",)),
-    # units in up to kappa groups (issue 31): dpsql/privacy/selection_kappa.py, not yet on the query path
+    # units in up to kappa groups (issue 31): selection_kappa.py and P(u) in policy_function.py, not yet on the query path
     Mutation("kappa_selection_ignores_kappa",
              "pi_opt for units in kappa groups runs every group at the whole (ε, δ) instead of (ε/κ, δ/κ)",
              (Patch("dpsql/privacy/selection_kappa.py", "return per_partition_budget(epsilon, delta, _kappa(kappa))",
@@ -145,7 +145,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              (f"{KAPPA}::test_gaussian_thresholding_parameters",)),
     Mutation("unit_policy_loss_not_summed",
              "P(u) counts only the last of a unit's groups instead of Σ_g ρ·|A_g(u)|²",
-             (Patch("dpsql/privacy/selection_kappa.py", "total += r * int(a) * int(a)", "total = r * int(a) * int(a)"),),
+             (Patch("dpsql/privacy/policy_function.py", "total += r * int(a) * int(a)", "total = r * int(a) * int(a)"),),
              (f"{KAPPA}::test_unit_policy_loss_sums_squares_over_groups",
               f"{KAPPA}::test_unit_policy_loss_is_the_renyi_divergence_of_the_gaussian_cells")),
     Mutation("session_selection_delta_raised",

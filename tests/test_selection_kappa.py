@@ -1,6 +1,7 @@
 """Units in up to kappa groups (issue 31): paper 002 section 5 / Figure 4, and P(u) over groups.
 
-Oracles are written here, independently of dpsql.privacy.selection_kappa: Theorem 1's closed
+Oracles are written here, independently of dpsql.privacy.selection_kappa and of P(u) in
+dpsql.privacy.policy_function: Theorem 1's closed
 form of pi_opt, [BW18] Theorem 8 and the Gaussian tail through math.erf, and the Renyi
 divergence of two Gaussian cells by numerical integration.
 """
@@ -13,17 +14,15 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from dpsql.privacy.policy_function import group_splits, unit_policy_bound, unit_policy_loss
 from dpsql.privacy.selection import select
 from dpsql.privacy.selection_kappa import (
     analytic_gaussian_sigma,
     choose,
     gaussian_thresholding,
-    group_splits,
     kappa_midpoints,
     optimal_kappa_budget,
     select_kappa,
-    unit_policy_bound,
-    unit_policy_loss,
 )
 from dpsql.testing import seeded_random
 
@@ -110,6 +109,21 @@ def test_kappa_1_is_todays_selection(eps, delta):
 def test_budget_is_divided_by_kappa():
     assert optimal_kappa_budget(1, D5, 4) == (Fraction(1, 4), Fraction(1, 4 * 10**5))
     assert choose(1, D5, 4).optimal_budget == (Fraction(1, 4), Fraction(1, 4 * 10**5))
+
+
+def test_unit_loss_of_the_chosen_method():
+    opt = choose(1, D5, 2)  # pi_opt at (1/2, 1e-5/2)
+    assert opt.method == "optimal"
+    assert opt.unit_loss(1) == (Fraction(1, 8), D5 / 2)  # (eps/kappa)^2/2, delta/kappa
+    assert opt.unit_loss(2) == (Fraction(1, 4), D5)
+    with pytest.raises(ValueError):
+        opt.unit_loss(3)
+    gau = choose(1, D5, 5)
+    assert gau.method == "gaussian"
+    rho, delta = gau.unit_loss(2)
+    assert rho == Fraction(2) / (2 * Fraction(gau.gaussian.sigma) ** 2)
+    p = 1 - phi((gau.gaussian.threshold - 1) / gau.gaussian.sigma)
+    assert math.isclose(float(delta), 1 - (1 - p) ** 2, rel_tol=1e-6)
 
 
 def test_select_kappa_keeps_with_pi_at_the_divided_budget():

@@ -1,4 +1,5 @@
-"""Units in up to kappa groups: partition selection for kappa > 1, and a unit's policy loss.
+"""Units in up to kappa groups: partition selection for kappa > 1 (issue 31; not yet on the
+query path, which still requires one row per unit).
 
 Setting (issue 31; docs/privacy.md, "Many rows per unit"): a privacy unit may have many rows;
 neighbouring data sets differ by one unit with all its rows. After the bounding transformation a
@@ -14,20 +15,16 @@ for kappa <= 3 and Gaussian thresholding beyond, the mid-points crossing at kapp
 eps = 1, delta = 1e-5. Figure 4's caption fixes the Gaussian variant: sigma "from the formula
 in [3]" (= [BW18] Balle & Wang, "Improving the Gaussian mechanism for differential privacy:
 analytical calibration and optimal denoising", ICML 2018, Theorem 8), and "we split the delta
-between noise and thresholding to minimize the threshold". Unit splitting per group: paper 000
-(Seeman et al.), Algorithm 1, Lemma 5.1, the P-PRzCDP definition (section 3), Lemma 4.2.
+between noise and thresholding to minimize the threshold".
 
-What this module offers:
-
-* :func:`optimal_kappa_budget`, :func:`select_kappa` -- pi_opt with the budget divided by kappa
-  (sampled with :func:`dpsql.privacy.selection.select`; kappa = 1 is that function exactly).
-* :func:`analytic_gaussian_sigma`, :func:`gaussian_thresholding` (:class:`GaussianThresholding`)
-  -- Gaussian thresholding: its sigma, its delta split and threshold, keep probability, mid-point
-  and charge. Evaluated only: dpsql samples no continuous Gaussian (Mironov 2012).
-* :func:`kappa_midpoints`, :func:`choose` -- the mid-points of Figure 4 and the paper's rule: the
-  mechanism with the lower mid-point (ties go to pi_opt, which dpsql can sample exactly).
-* :func:`group_splits`, :func:`unit_policy_loss`, :func:`unit_policy_bound` -- P(u) =
-  sum_g rho |A_g(u)|^2 over the unit's groups, and its bound kappa K^2 rho.
+What this module offers: pi_opt with the budget divided by kappa (:func:`optimal_kappa_budget`,
+:func:`select_kappa`, sampled by :func:`dpsql.privacy.selection.select`: kappa = 1 is that
+function exactly); Gaussian thresholding (:func:`analytic_gaussian_sigma`,
+:func:`gaussian_thresholding`), evaluated only: dpsql samples no continuous Gaussian (Mironov
+2012); Figure 4's mid-points and the paper's rule, the lower mid-point, ties to pi_opt
+(:func:`kappa_midpoints`, :func:`choose`), and each method's loss for a unit in m <= kappa groups
+(:meth:`KappaChoice.unit_loss`). P(u) of the noisy cells over a unit's groups is in
+:mod:`dpsql.privacy.policy_function` (:func:`~dpsql.privacy.policy_function.unit_policy_loss`).
 
 Rounding: sigma and the threshold are rounded *up* and the per-partition threshold delta *down*
 (each float step carries a relative margin of 2^-40, far above libm's few-ulp error of erfc and
@@ -38,7 +35,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -50,8 +47,7 @@ from dpsql.privacy.selection_analysis import midpoint, per_partition_budget
 from dpsql.privacy.selection_numbers import Counts, Real, _counts, _float_down, _privacy_params
 
 __all__ = ["optimal_kappa_budget", "select_kappa", "analytic_gaussian_sigma", "GaussianThresholding",
-           "gaussian_thresholding", "kappa_midpoints", "KappaChoice", "choose", "group_splits",
-           "unit_policy_loss", "unit_policy_bound"]
+           "gaussian_thresholding", "kappa_midpoints", "KappaChoice", "choose"]
 
 _MARGIN = 2.0**-40  # relative margin on every float step that decides a privacy parameter
 _SQRT2 = math.sqrt(2.0)
@@ -78,12 +74,11 @@ def optimal_kappa_budget(epsilon: int | Fraction, delta: int | Fraction,
     """(epsilon/kappa, delta/kappa): each group's budget for pi_opt when a unit is in <= kappa groups.
 
     Privacy map: a unit changes at most kappa counts by 1; each group is kept independently by
-    pi_opt at (epsilon/kappa, delta/kappa), which is (epsilon/kappa, delta/kappa)-DP in its own
-    count (paper 002 Theorem 1), and the other groups' decisions do not change in distribution;
-    basic composition over the <= kappa changed groups gives (epsilon, delta)-DP. A unit in m <= kappa
-    groups loses (m epsilon/kappa, m delta/kappa); in the ledger's currency (approximate zCDP,
-    docs/privacy.md statements 1-2) m (epsilon/kappa)^2/2 in rho and m delta/kappa in delta.
-    Exact: :func:`dpsql.privacy.selection_analysis.per_partition_budget`.
+    pi_opt at (epsilon/kappa, delta/kappa), (epsilon/kappa, delta/kappa)-DP in its own count
+    (paper 002 Theorem 1); the other groups' decisions keep their distribution; basic composition
+    over the unit's m <= kappa groups gives (m epsilon/kappa, m delta/kappa) <= (epsilon, delta)
+    (:meth:`KappaChoice.unit_loss` in the ledger's currency). Exact
+    (:func:`dpsql.privacy.selection_analysis.per_partition_budget`).
     """
     return per_partition_budget(epsilon, delta, _kappa(kappa))
 
@@ -135,30 +130,28 @@ def analytic_gaussian_sigma(epsilon: Real, delta: Real, l2_sensitivity: float) -
     if not (math.isfinite(l2) and l2 > 0):
         raise ValueError("l2_sensitivity must be > 0")
     eps_f, d_f = _float_down(eps), _float_down(d)
-    lo, hi = 0.0, l2
+    hi = l2
     while _bw_delta_upper(hi, eps_f, l2) > d_f:
-        lo, hi = hi, 2.0 * hi
-    while True:  # bisection to adjacent floats; hi always satisfies the bound
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi:
-            return hi
-        if _bw_delta_upper(mid, eps_f, l2) > d_f:
-            lo = mid
-        else:
-            hi = mid
+        hi *= 2.0
+    lo = hi / 2 if hi > l2 else 0.0
+    return _smallest_ok(lambda x: _bw_delta_upper(x, eps_f, l2) <= d_f, lo, hi)
 
 
-def _tail_quantile_up(q: float) -> float:
-    """A z >= the exact z with P[N(0, 1) >= z] = q (so the computed tail at z is <= q)."""
-    lo, hi = -40.0, 40.0
+def _smallest_ok(ok: Callable[[float], bool], lo: float, hi: float) -> float:
+    """Bisection to adjacent floats for a monotone ``ok``, false at lo (or lo = 0), true at hi;
+    returns a point where it is true."""
     while True:
         mid = 0.5 * (lo + hi)
         if mid <= lo or mid >= hi:
             return hi
-        if _upper_tail(mid) * (1.0 + _MARGIN) > q:
-            lo = mid
-        else:
-            hi = mid
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+
+
+def _tail_quantile_up(q: float) -> float:
+    """A z >= the exact z with P[N(0, 1) >= z] = q (so the computed tail at z is <= q)."""
+    if not 1e-300 < q < 1:
+        raise ValueError("a tail probability below 1e-300 is out of range")
+    return _smallest_ok(lambda z: _upper_tail(z) * (1.0 + _MARGIN) <= q, -40.0, 40.0)
 
 
 def _per_partition_delta(threshold_delta: float, kappa: int) -> float:
@@ -244,19 +237,15 @@ def _split(delta: Fraction, share: float) -> tuple[float, float]:
 
 @functools.lru_cache(maxsize=256)
 def _best_share(eps: float, delta: Fraction, kappa: int) -> float:
-    """The noise share of delta that minimises the threshold (Figure 4's caption): a grid, then
-    golden-section search around its best point. Any share is private; this only tunes."""
+    """The noise share of delta that minimises the threshold (Figure 4's caption): golden-section
+    search on [1/64, 63/64], the grid point kept if better. Any share is private; this only tunes."""
     def tau(share: float) -> float:
         return _threshold(eps, *_split(delta, share), kappa)[1]
 
-    grid = [i / 64 for i in range(1, 64)]
-    i = min(range(len(grid)), key=lambda j: tau(grid[j]))
-    lo = grid[i - 1] if i > 0 else grid[0] / 2
-    hi = grid[i + 1] if i + 1 < len(grid) else (1 + grid[-1]) / 2
-    g = (math.sqrt(5) - 1) / 2
+    lo, hi, g = 1 / 64, 63 / 64, (math.sqrt(5) - 1) / 2
     a, b = hi - g * (hi - lo), lo + g * (hi - lo)
     fa, fb = tau(a), tau(b)
-    for _ in range(40):
+    for _ in range(48):
         if fa <= fb:
             hi, b, fb = b, a, fa
             a = hi - g * (hi - lo)
@@ -265,7 +254,7 @@ def _best_share(eps: float, delta: Fraction, kappa: int) -> float:
             lo, a, fa = a, b, fb
             b = lo + g * (hi - lo)
             fb = tau(b)
-    return min((grid[i], a, b), key=tau)
+    return min((a, b, 0.5), key=tau)
 
 
 def gaussian_thresholding(epsilon: Real, delta: Real, kappa: int,
@@ -321,6 +310,20 @@ class KappaChoice:
     optimal_budget: tuple[Fraction, Fraction]  # each group's (epsilon, delta) for pi_opt
     gaussian: GaussianThresholding
 
+    def unit_loss(self, groups: int) -> tuple[Fraction, Fraction]:
+        """(rho, delta) in the ledger's currency for a unit in ``groups`` <= kappa groups under the
+        chosen method: m (eps/kappa)^2/2 and m delta/kappa for pi_opt (statements 1-2 of
+        docs/privacy.md, composed over the unit's m groups), :meth:`GaussianThresholding.unit_loss`
+        for Gaussian thresholding."""
+        if self.method == "gaussian":
+            rho, d = self.gaussian.unit_loss(groups)
+            return rho, Fraction(d)
+        m = _kappa(groups)
+        if m > self.gaussian.kappa:
+            raise ValueError(f"a unit is in at most kappa = {self.gaussian.kappa} groups, not {m}")
+        eps, d = self.optimal_budget
+        return m * eps * eps / 2, m * d
+
 
 def choose(epsilon: int | Fraction, delta: int | Fraction, kappa: int) -> KappaChoice:
     """Paper 002 section 5, "Extension to multiple partitions per user": pi_opt with the budget
@@ -337,52 +340,3 @@ def choose(epsilon: int | Fraction, delta: int | Fraction, kappa: int) -> KappaC
     g = gaussian_thresholding(eps, d, k)
     gm = g.midpoint()
     return KappaChoice("optimal" if opt <= gm else "gaussian", opt, gm, budget, g)
-
-
-# ---------------------------------------------------------------------------------------------
-# A unit's policy loss over its groups (paper 000 Algorithm 1, Lemma 5.1, Lemma 4.2)
-# ---------------------------------------------------------------------------------------------
-
-
-def group_splits(totals: Sequence[Real], threshold: Real, max_splits: int | None = None) -> list[int]:
-    """|A_g(u)| for each of a unit's per-group totals of one measure: max(1, ceil(|total|/T)),
-    capped at ``max_splits`` (paper 000 Algorithm 1: the per-(unit, group) total is split as a
-    record's value is). For several measures, take the elementwise max over them. Exact."""
-    t = Fraction(threshold)
-    if t <= 0:
-        raise ValueError("threshold must be > 0")
-    out = []
-    for v in totals:
-        a = max(1, math.ceil(abs(Fraction(v)) / t))
-        out.append(min(a, max_splits) if max_splits else a)
-    return out
-
-
-def unit_policy_loss(rho: Real, splits: Sequence[int], kappa: int,
-                     max_splits: int | None = None) -> Fraction:
-    """P(u) = sum over the unit's groups g of rho |A_g(u)|^2, exact.
-
-    Why a sum of squares, not the square of the sum (docs/privacy.md, "Many rows per unit"): each
-    group's cell gets independent Gaussian noise calibrated to one split (rho-zCDP per split row);
-    the unit moves cell g by at most |A_g(u)| splits, so D_alpha of cell g is <= alpha rho
-    |A_g(u)|^2 (paper 000 Lemma 5.1), and the Renyi divergence of independent cells is the sum of
-    theirs: the unit's loss is P(u) in the sense of paper 000's P-PRzCDP definition (section 3).
-
-    Raises ValueError for more than kappa groups (the bounding transformation keeps <= kappa) or a
-    split count outside [1, max_splits].
-    """
-    r = Fraction(rho)
-    k = _kappa(kappa)
-    if len(splits) > k:
-        raise ValueError(f"a unit keeps at most kappa = {k} groups, not {len(splits)}")
-    total = Fraction(0)
-    for a in splits:
-        if isinstance(a, bool) or int(a) != a or a < 1 or (max_splits and a > max_splits):
-            raise ValueError(f"split counts are ints in [1, max_splits], not {a!r}")
-        total += r * int(a) * int(a)
-    return total
-
-
-def unit_policy_bound(rho: Real, kappa: int, max_splits: int) -> Fraction:
-    """The largest P(u) of any unit: kappa K^2 rho (kappa groups, each split K = max_splits times)."""
-    return _kappa(kappa) * int(max_splits) ** 2 * Fraction(rho)
