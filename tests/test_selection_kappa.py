@@ -173,6 +173,28 @@ def test_gaussian_thresholding_parameters(kappa):
     assert rho == Fraction(kappa) / (2 * Fraction(g.sigma) ** 2) and delta == Fraction(g.threshold_delta)
 
 
+def _normals(rng, n: int) -> np.ndarray:
+    """Box-Muller on the seeded source's 63-bit words (test-only; dpsql samples no float Gaussian)."""
+    u = (rng.bits63(2 * n).astype(np.float64) + 0.5) / 2.0**63
+    return np.sqrt(-2 * np.log(u[:n])) * np.cos(2 * np.pi * u[n:])
+
+
+def test_gaussian_thresholding_simulated_on_neighbours():
+    """Sampled, at a delta large enough to measure: a unit added alone to kappa = 3 new groups
+    makes some of them appear with frequency ~ threshold_delta, never more; and a group of n units
+    is kept with the frequency keep_probability states."""
+    g = gaussian_thresholding(1, Fraction(1, 5), 3)
+    rng, trials = seeded_random(23), 40_000
+    noise = _normals(rng, 3 * trials).reshape(trials, 3) * g.sigma
+    some_new_kept = ((1 + noise) >= g.threshold).any(axis=1).mean()
+    sd = math.sqrt(g.threshold_delta * (1 - g.threshold_delta) / trials)
+    assert abs(some_new_kept - g.threshold_delta) < 5 * sd
+    n = g.midpoint()
+    kept = ((n + _normals(rng, trials) * g.sigma) >= g.threshold).mean()
+    p = float(g.keep_probability(n))
+    assert abs(kept - p) < 5 * math.sqrt(p * (1 - p) / trials)
+
+
 def test_gaussian_keep_probability_is_the_gaussian_tail():
     g = gaussian_thresholding(1.0, 1e-5, 4)
     n = np.arange(0, 80)
