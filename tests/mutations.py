@@ -41,6 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SPREAD = "tests/test_release_spread.py"
 REFUSALS = "tests/test_refusals.py"
+KAPPA = "tests/test_selection_kappa.py"
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,29 @@ MUTATIONS: tuple[Mutation, ...] = (
              "the optimal selection keeps a group of n units with probability π(2n)",
              (Patch("dpsql/privacy/selection.py", "idx = np.minimum(flat, tab.ones)", "idx = np.minimum(2 * flat, tab.ones)"),),
              ("tests/test_selection.py::test_select_frequency_matches_pi",)),
+    # units in up to kappa groups (issue 31): selection_kappa.py and P(u) in policy_function.py, not yet on the query path
+    Mutation("kappa_selection_ignores_kappa",
+             "pi_opt for units in kappa groups runs every group at the whole (ε, δ) instead of (ε/κ, δ/κ)",
+             (Patch("dpsql/privacy/selection_kappa.py", "return per_partition_budget(epsilon, delta, _kappa(kappa))",
+                    "return per_partition_budget(epsilon, delta, 1)"),),
+             (f"{KAPPA}::test_budget_is_divided_by_kappa",
+              f"{KAPPA}::test_select_kappa_keeps_with_pi_at_the_divided_budget")),
+    Mutation("kappa_gaussian_sensitivity_1",
+             "Gaussian thresholding calibrates σ to L2 sensitivity 1 although a unit moves κ counts (√κ)",
+             (Patch("dpsql/privacy/selection_kappa.py", "sigma = analytic_gaussian_sigma(eps, noise_delta, math.sqrt(kappa))",
+                    "sigma = analytic_gaussian_sigma(eps, noise_delta, 1.0)"),),
+             (f"{KAPPA}::test_gaussian_thresholding_parameters",)),
+    Mutation("kappa_threshold_delta_not_split",
+             "Gaussian thresholding gives each of a unit's κ new groups the whole threshold δ",
+             (Patch("dpsql/privacy/selection_kappa.py", "p = -math.expm1(math.log1p(-threshold_delta) / kappa)",
+                    "p = threshold_delta"),),
+             (f"{KAPPA}::test_gaussian_thresholding_parameters",
+              f"{KAPPA}::test_gaussian_thresholding_simulated_on_neighbours")),
+    Mutation("unit_policy_loss_not_summed",
+             "P(u) counts only the last of a unit's groups instead of Σ_g ρ·|A_g(u)|²",
+             (Patch("dpsql/privacy/policy_function.py", "total += r * int(a) * int(a)", "total = r * int(a) * int(a)"),),
+             (f"{KAPPA}::test_unit_policy_loss_sums_squares_over_groups",
+              f"{KAPPA}::test_unit_policy_loss_is_the_renyi_divergence_of_the_gaussian_cells")),
     Mutation("session_selection_delta_raised",
              "the session runs the selection with 10× the δ the policy states and the ledger charges",
              (Patch("dpsql/pipeline/release.py", "keep = select(n, sel.epsilon, sel.delta, rng)",

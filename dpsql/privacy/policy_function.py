@@ -5,6 +5,10 @@ Every charge in the ledger carries the terms it adds (paper 000 Lemma 5.1, Lemma
 ⌈|r(a)|/T(a)⌉), capped at max_splits) and ``ρ`` for counts. Composition adds them (paper 000
 Lemma 4.2), so P(r) = Σ_q ρ_q·|A_q(r)|² + Σ_q ρ'_q.
 
+Many rows per unit (issue 31; not yet used by the query path): :func:`unit_policy_loss` is
+P(u) = Σ_g ρ·|A_g(u)|² over the ≤ κ groups a unit keeps (paper 000 Algorithm 1 per (unit, group),
+Lemma 5.1, the P-PRzCDP definition of section 3), :func:`group_splits` its |A_g(u)|.
+
 P is a function of a record's values, which are private: dpsql prints P as a formula and
 evaluates it only for a hypothetical record the user types in — never for actual records.
 """
@@ -13,13 +17,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Protocol
 
 from dpsql.errors import QueryRefused
 from dpsql.privacy.budget import fmt
+from dpsql.privacy.selection_numbers import Real
 
 
 class Charged(Protocol):
@@ -154,3 +159,60 @@ def parse_record(items: list[str]) -> dict[str, str]:
         k, v = item.split("=", 1)
         out[k.strip().lower()] = v.strip()
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Many rows per unit (issue 31): P(u) over a unit's groups. The model and its proof are in
+# docs/privacy.md, "Many rows per unit"; the query path does not use these yet (DP401 still
+# requires one row per unit).
+# ---------------------------------------------------------------------------------------------
+
+
+def _units_kappa(kappa: object) -> int:
+    if isinstance(kappa, bool) or not isinstance(kappa, int) or kappa < 1:
+        raise ValueError("kappa must be an int >= 1")
+    return kappa
+
+
+def group_splits(totals: Sequence[Real], threshold: Real, max_splits: int | None = None) -> list[int]:
+    """|A_g(u)| for each of a unit's per-group totals of one measure: max(1, ceil(|total|/T)),
+    capped at ``max_splits`` (paper 000 Algorithm 1: the per-(unit, group) total is split as a
+    record's value is). For several measures, take the elementwise max over them. Exact."""
+    t = Fraction(threshold)
+    if t <= 0:
+        raise ValueError("threshold must be > 0")
+    out = []
+    for v in totals:
+        a = max(1, math.ceil(abs(Fraction(v)) / t))
+        out.append(min(a, max_splits) if max_splits else a)
+    return out
+
+
+def unit_policy_loss(rho: Real, splits: Sequence[int], kappa: int,
+                     max_splits: int | None = None) -> Fraction:
+    """P(u) = sum over the unit's groups g of rho |A_g(u)|^2, exact.
+
+    Why a sum of squares, not the square of the sum (docs/privacy.md, "Many rows per unit"): each
+    group's cell gets independent Gaussian noise calibrated to one split (rho-zCDP per split row);
+    the unit moves cell g by at most |A_g(u)| splits, so D_alpha of cell g is <= alpha rho
+    |A_g(u)|^2 (paper 000 Lemma 5.1), and the Renyi divergence of independent cells is the sum of
+    theirs: the unit's loss is P(u) in the sense of paper 000's P-PRzCDP definition (section 3).
+
+    Raises ValueError for more than kappa groups (the bounding transformation keeps <= kappa) or a
+    split count outside [1, max_splits].
+    """
+    r = Fraction(rho)
+    k = _units_kappa(kappa)
+    if len(splits) > k:
+        raise ValueError(f"a unit keeps at most kappa = {k} groups, not {len(splits)}")
+    total = Fraction(0)
+    for a in splits:
+        if isinstance(a, bool) or int(a) != a or a < 1 or (max_splits and a > max_splits):
+            raise ValueError(f"split counts are ints in [1, max_splits], not {a!r}")
+        total += r * int(a) * int(a)
+    return total
+
+
+def unit_policy_bound(rho: Real, kappa: int, max_splits: int) -> Fraction:
+    """The largest P(u) of any unit: kappa K^2 rho (kappa groups, each split K = max_splits times)."""
+    return _units_kappa(kappa) * int(max_splits) ** 2 * Fraction(rho)

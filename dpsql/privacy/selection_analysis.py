@@ -188,7 +188,9 @@ def per_partition_budget(epsilon: int | Fraction, delta: int | Fraction,
     Privacy: changing one unit changes at most kappa partition counts by 1 each; each decision
     is (epsilon/kappa, delta/kappa)-DP in its own count and the decisions are independent, so by
     basic composition the whole selection is (epsilon, delta)-DP. The paper recommends this for
-    kappa <= 3 (weighted Gaussian thresholding [GGK+20] beyond; not implemented in dpsql).
+    kappa <= 3, Gaussian thresholding beyond: :mod:`dpsql.privacy.selection_kappa` evaluates it
+    and picks between the two by their mid-points (weighted Gaussian thresholding [GGK+20] is
+    not implemented in dpsql).
     """
     eps, d = _privacy_params(epsilon, delta, allow_float=False)
     if isinstance(kappa, bool) or not isinstance(kappa, (int, np.integer)) or kappa < 1:
