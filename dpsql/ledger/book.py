@@ -307,7 +307,7 @@ class Ledger:
         rho_left, delta_left = self._left(s)
         g = accounting.guarantee(s.rho, s.delta, conversion_delta)
         out = {"analyst": self.analyst, "spent": fmt(s.rho), "remaining": fmt(rho_left), "total": fmt(self.total_rho),
-               "delta_spent": fmt(s.delta),
+               "delta_spent": fmt_up(s.delta),
                "delta_remaining": "no cap" if delta_left is None else fmt(delta_left),
                "delta_total": "no cap" if self.total_delta is None else fmt(self.total_delta),
                "epsilon": fmt_up(g.epsilon_tight), "epsilon_analytic": fmt_up(g.epsilon_analytic),
