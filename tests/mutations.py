@@ -12,9 +12,10 @@ directory — the working tree is never touched — the patch is applied there (
 text does not occur exactly once fails loudly: the list must follow the code as it moves), and
 the killing tests run there:
 
-    python -m pytest -q -x -n 0 -p no:cacheprovider <ids>      (cwd and PYTHONPATH: the copy)
+    python -m pytest -q -x -rf -n 0 -p no:cacheprovider <ids>  (cwd and PYTHONPATH: the copy)
 
-A mutation is *killed* when pytest reports failing tests (exit code 1), *survived* when they
+A mutation is *killed* when pytest reports failing tests (exit code 1; the report names the
+test that failed first, from pytest's ``-rf`` summary), *survived* when they
 pass, and an *error* otherwise (the ids do not exist, collection broke, the run timed out): the
 list then needs fixing. Before the mutations, the killing tests run once on an unmutated copy
 and must pass (else "killed" would mean nothing). Exit code: 0 when every mutation selected was
@@ -41,6 +42,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SPREAD = "tests/test_release_spread.py"
 REFUSALS = "tests/test_refusals.py"
+ORQ = "tests/test_oracles_quantile.py"
+ORP = "tests/test_oracles_printed.py"
+ORT = "tests/test_oracles_time_buckets.py"
+ORC = "tests/test_oracles_composition.py"
 
 
 @dataclass(frozen=True)
@@ -247,6 +252,84 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/records/plan.py", "    keys = tuple(GroupKey(name, None, label, tuple(sources), bool(public), column,",
                     "    keys = tuple(GroupKey(name, None, label, tuple(sources), True, column,"),),
              ("tests/test_plan_record.py::test_a_recorded_plan_answers_as_the_plan_made_afresh",)),
+) + (
+    # ================================================================== issue 35, by class
+    # ------------------------------------------------------------------ oracles that do not move with the code
+    Mutation("quantile_sensitivity_min",
+             "the exponential mechanism's Δ is min(a, b − a): at q = 0.9 it runs at 9 × the ε charged",
+             (Patch("dpsql/privacy/quantile.py", "    return max(q.numerator, q.denominator - q.numerator)",
+                    "    return min(q.numerator, q.denominator - q.numerator)"),),
+             (f"{ORQ}::test_sampler_draws_the_naive_exponential_mechanism",)),
+    Mutation("quantile_pure_dp_epsilon_doubled",
+             "under mechanism = geometric the exponential mechanism is given 2ε; the receipt and charge say ε",
+             (Patch("dpsql/privacy/allocate.py", "return Allocation(p, EXPONENTIAL, eps * eps / 2, eps, em_epsilon=eps)",
+                    "return Allocation(p, EXPONENTIAL, eps * eps / 2, eps, em_epsilon=2 * eps)"),),
+             (f"{ORQ}::test_pure_dp_runs_the_exponential_mechanism_at_the_set_epsilon",)),
+    Mutation("quantile_zcdp_epsilon_of_4_rho",
+             "under zCDP the exponential mechanism is given the ε of 4ρ (2 × ε) while ρ is charged",
+             (Patch("dpsql/privacy/allocate.py", "return Allocation(p, EXPONENTIAL, rho, em_epsilon=epsilon_for_rho(rho))",
+                    "return Allocation(p, EXPONENTIAL, rho, em_epsilon=epsilon_for_rho(4 * rho))"),),
+             (f"{ORQ}::test_zcdp_runs_the_exponential_mechanism_at_the_epsilon_its_rho_covers",)),
+    # ------------------------------------------------------------------ stated guarantees
+    Mutation("fmt_up_rounds_down",
+             "every ε/δ of the (ε, δ) guarantee is printed rounded down: a stronger guarantee than holds",
+             (Patch("dpsql/privacy/budget.py", "    return f\"{float(math.ceil(f / step) * step):.{digits}g}\"",
+                    "    return f\"{float(math.floor(f / step) * step):.{digits}g}\""),),
+             (f"{ORP}::test_fmt_up_is_decimal_rounding_toward_infinity", f"{ORP}::test_convert_prints_epsilon_and_delta_up")),
+    Mutation("selection_delta_printed_to_nearest",
+             "a receipt prints the selection's δ to 3 digits, to the nearest (1.23456789e-7 as 1.23e-07)",
+             (Patch("dpsql/pipeline/decide.py", "\"epsilon\": fmt_up(sel.epsilon), \"delta\": fmt_up(sel.delta)",
+                    "\"epsilon\": fmt(sel.epsilon), \"delta\": f\"{float(sel.delta):.3g}\""),),
+             (f"{ORP}::test_partition_selection_parameters_are_printed_up_everywhere",)),
+    Mutation("receipt_delta_printed_to_nearest",
+             "a receipt's JSON prints its δ to the nearest 6 digits",
+             (Patch("dpsql/pipeline/result.py", "\"delta\": fmt_up(self.delta) if self.delta else 0,",
+                    "\"delta\": fmt(self.delta) if self.delta else 0,"),),
+             (f"{ORP}::test_partition_selection_parameters_are_printed_up_everywhere",)),
+    Mutation("rank_error_halved",
+             "the receipt's 95% rank error is half Theorem 3.11's bound (an accuracy claim that does not hold)",
+             (Patch("dpsql/privacy/quantile.py", "    return 2 * max(float(q), 1 - float(q)) / float(epsilon) * math.log(20 * m)",
+                    "    return max(float(q), 1 - float(q)) / float(epsilon) * math.log(20 * m)"),),
+             (f"{ORQ}::test_receipt_states_theorem_3_11s_rank_error_and_prints_it_rounded_up",)),
+    Mutation("rank_error_printed_truncated",
+             "the footer prints the rank error truncated to an integer (understated)",
+             (Patch("dpsql/pipeline/format.py", "its rank is within {fmt_up(t.rank_error95, 3)} units",
+                    "its rank is within {int(t.rank_error95)} units"),),
+             (f"{ORQ}::test_receipt_states_theorem_3_11s_rank_error_and_prints_it_rounded_up",)),
+    # ------------------------------------------------------------------ correctness of the SQL forms
+    Mutation("percentile_desc_ignored",
+             "PERCENTILE_CONT(q) WITHIN GROUP (ORDER BY m DESC) answers q, not 1 − q",
+             (Patch("dpsql/sql/quantiles.py", "        if ordered[0].args.get(\"desc\"):", "        if False:"),),
+             (f"{ORQ}::test_percentile_within_group_desc_answers_one_minus_q",)),
+    Mutation("quantile_extremes_accepted",
+             "q = 0 and q = 1 are accepted: the mechanism has no rank to aim at and answers anywhere below the minimum",
+             (Patch("dpsql/sql/quantiles.py", "    if not 0 < q < 1:", "    if not 0 <= q <= 1:"),),
+             (f"{ORQ}::test_the_extremes_and_beyond_are_refused_before_reading",)),
+    Mutation("time_bucket_one_step_finer",
+             "a bucket one grain finer than the key's grain is answered (released only on the grain's instants)",
+             (Patch("dpsql/sql/time_keys.py", "            if rank >= need and shifts_ok:",
+                    "            if rank >= need - 1 and shifts_ok:"),),
+             (f"{ORT}::test_a_bucket_one_step_finer_than_the_grain_is_refused",)),
+    Mutation("time_grains_shifted",
+             "every declared grain is taken one step finer than declared",
+             (Patch("dpsql/sql/time_keys.py", "_GRAIN_RANK = {\"minute\": 1, \"hour\": 2, \"day\": 3}",
+                    "_GRAIN_RANK = {\"minute\": 0, \"hour\": 1, \"day\": 2}"),),
+             (f"{ORT}::test_a_bucket_one_step_finer_than_the_grain_is_refused",)),
+    # ------------------------------------------------------------------ composition
+    Mutation("workload_delta_max",
+             "a workload's δ is the largest of its queries' instead of their sum",
+             (Patch("dpsql/workload/plan.py", "    delta = sequential(q.delta for q in queries)",
+                    "    delta = parallel(q.delta for q in queries)"),),
+             (f"{ORC}::test_two_partition_selections_charge_the_sum_of_their_deltas", f"{ORC}::test_the_delta_wall_sees_the_sum")),
+    Mutation("random_partition_fixed_salt",
+             "every run of a random partition uses the same salt (the docs promise a fresh secret one)",
+             (Patch("dpsql/workload/run.py", "        salt = secrets.randbits(62)", "        salt = 20261125"),),
+             (f"{ORC}::test_every_run_of_a_random_partition_draws_a_fresh_salt",)),
+    Mutation("random_partition_hash_of_two_arguments",
+             "HASH(unit, salt): modulo a power of two every salt gives the same partition",
+             (Patch("dpsql/session.py", "        hashed = exp.Anonymous(this=\"HASH\", expressions=[salted])",
+                    "        hashed = exp.Anonymous(this=\"HASH\", expressions=[unit, exp.Literal.number(salt)])"),),
+             (f"{ORC}::test_every_run_of_a_random_partition_draws_a_fresh_salt",)),
 )
 
 
@@ -300,7 +383,7 @@ def run_tests(repo: Path, node_ids: tuple[str, ...], timeout: float) -> tuple[in
     env = dict(os.environ)
     env["PYTHONPATH"] = str(repo) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-n", "0", "-p", "no:cacheprovider", *node_ids]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-rf", "-n", "0", "-p", "no:cacheprovider", *node_ids]
     try:
         proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
@@ -324,10 +407,15 @@ def run_mutation(mutation: Mutation, timeout: float) -> tuple[str, str, float]:
         return "error", f"timed out after {timeout:.0f} s", elapsed
     last = out.strip().splitlines()[-1] if out.strip() else ""
     if code == 1:
-        return "killed", last, elapsed
+        return "killed", f"by {', '.join(failed_tests(out)) or '?'} ({last})", elapsed
     if code == 0:
         return "survived", last, elapsed
     return "error", f"pytest exit code {code}: " + "\n".join(out.strip().splitlines()[-15:]), elapsed
+
+
+def failed_tests(out: str) -> list[str]:
+    """The node ids pytest's ``-rf`` summary names as failed (the tests that killed a mutation)."""
+    return [line.split()[1] for line in out.splitlines() if line.startswith("FAILED ") and len(line.split()) > 1]
 
 
 def baseline(mutations: list[Mutation], timeout: float) -> tuple[bool, str]:
@@ -382,6 +470,10 @@ def main(argv: list[str] | None = None) -> int:
             results[m.name] = (status, detail, seconds)
             print(f"{status.upper():9} {m.name} ({seconds:.0f} s): {detail}", flush=True)
 
+    print("\n| mutation | result | killed by | seconds |\n|---|---|---|---|")
+    for name, (status, detail, seconds) in results.items():
+        killer = detail[3:].split(" (", 1)[0] if status == "killed" else ""
+        print(f"| {name} | {status} | {killer} | {seconds:.0f} |")
     counts = {s: sum(r[0] == s for r in results.values()) for s in ("killed", "survived", "error")}
     print(f"\n{counts['killed']} killed, {counts['survived']} survived, {counts['error']} errors "
           f"of {len(results)} mutations")
