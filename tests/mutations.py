@@ -46,6 +46,7 @@ ORQ = "tests/test_oracles_quantile.py"
 ORP = "tests/test_oracles_printed.py"
 ORT = "tests/test_oracles_time_buckets.py"
 ORC = "tests/test_oracles_composition.py"
+ORR = "tests/test_oracles_release.py"
 
 
 @dataclass(frozen=True)
@@ -330,6 +331,34 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/session.py", "        hashed = exp.Anonymous(this=\"HASH\", expressions=[salted])",
                     "        hashed = exp.Anonymous(this=\"HASH\", expressions=[unit, exp.Literal.number(salt)])"),),
              (f"{ORC}::test_every_run_of_a_random_partition_draws_a_fresh_salt",)),
+    # ------------------------------------------------------------------ the two release paths
+    Mutation("per_group_noise_at_first_threshold",
+             "per-group thresholds: every cell is drawn at the first cell's σ (both paths share the grouping)",
+             (Patch("dpsql/pipeline/release.py", "            if len(slot) == 1:", "            if True:"),),
+             (f"{ORR}::test_array_path_draws_each_cell_at_its_own_groups_threshold",
+              f"{ORR}::test_list_path_draws_each_cell_at_its_own_groups_threshold")),
+    Mutation("array_receipt_sigma_of_first_threshold",
+             "array path: every cell's receipt σ is the first threshold's",
+             (Patch("dpsql/pipeline/release.py", "    if len(by_sens) == 1:", "    if True:"),),
+             (f"{ORR}::test_array_path_draws_each_cell_at_its_own_groups_threshold",)),
+    Mutation("list_receipt_sigma_of_first_cell",
+             "list path: every cell's receipt σ is the first cell's",
+             (Patch("dpsql/pipeline/release.py", "columns[sigma_column(i)] = [float(sigma_by_sens[s]) * float(g) for s in sens]",
+                    "columns[sigma_column(i)] = [float(sigma_by_sens[sens[0]]) * float(g) for s in sens]"),),
+             (f"{ORR}::test_list_path_draws_each_cell_at_its_own_groups_threshold",)),
+    Mutation("list_avg_null_at_count_one",
+             "the list path's AVG is NULL at a noisy count of exactly 1 (DuckDB's finish gives s / 1)",
+             (Patch("dpsql/pipeline/finish.py", "avg = [None if y < 1 else float(x) / float(y) for x, y in zip(s_list, c_list)]",
+                    "avg = [None if y <= 1 else float(x) / float(y) for x, y in zip(s_list, c_list)]"),),
+             (f"{ORR}::test_avg_is_null_exactly_below_a_noisy_count_of_one",)),
+    Mutation("array_avg_null_at_count_one",
+             "the array path's AVG is NULL at a noisy count of exactly 1",
+             (Patch("dpsql/pipeline/finish.py", "for j in np.flatnonzero(c < 1).tolist():", "for j in np.flatnonzero(c <= 1).tolist():"),),
+             (f"{ORR}::test_avg_is_null_exactly_below_a_noisy_count_of_one",)),
+    Mutation("avg_sigma_missing_at_count_one",
+             "an AVG's delta-method σ is missing at a noisy count of exactly 1",
+             (Patch("dpsql/pipeline/finish.py", "if c is None or c < 1:", "if c is None or c <= 1:"),),
+             (f"{ORR}::test_avg_is_null_exactly_below_a_noisy_count_of_one",)),
 )
 
 
