@@ -47,6 +47,7 @@ ORP = "tests/test_oracles_printed.py"
 ORT = "tests/test_oracles_time_buckets.py"
 ORC = "tests/test_oracles_composition.py"
 ORR = "tests/test_oracles_release.py"
+ORS = "tests/test_oracles_stale_plans.py"
 
 
 @dataclass(frozen=True)
@@ -359,6 +360,31 @@ MUTATIONS: tuple[Mutation, ...] = (
              "an AVG's delta-method σ is missing at a noisy count of exactly 1",
              (Patch("dpsql/pipeline/finish.py", "if c is None or c < 1:", "if c is None or c <= 1:"),),
              (f"{ORR}::test_avg_is_null_exactly_below_a_noisy_count_of_one",)),
+    # ------------------------------------------------------------------ stale plans
+    Mutation("plan_context_ignores_column_types",
+             "a plan made when a column was an INTEGER is served once it is text (its bare comparison then fails on rows)",
+             (Patch("dpsql/sql/plan_cache.py", "[(t, sorted(cols.items())) for t, cols in sorted(schema.items())],",
+                    "[(t, sorted(cols)) for t, cols in sorted(schema.items())],"),),
+             (f"{ORS}::test_a_column_that_changes_type_is_planned_again",)),
+    Mutation("code_identity_without_size_and_time",
+             "the code identity is the modules' paths only: a module edited in place keeps serving old plans",
+             (Patch("dpsql/records/plan.py", "out.append(f\"{e.path}:{st.st_size}:{st.st_mtime_ns}\")", "out.append(e.path)"),),
+             (f"{ORS}::test_a_module_edited_in_place_changes_the_code_identity",)),
+    Mutation("code_identity_without_time",
+             "the code identity ignores modification times: an edit of the same size keeps serving old plans",
+             (Patch("dpsql/records/plan.py", "out.append(f\"{e.path}:{st.st_size}:{st.st_mtime_ns}\")",
+                    "out.append(f\"{e.path}:{st.st_size}\")"),),
+             (f"{ORS}::test_a_module_edited_in_place_changes_the_code_identity",)),
+    Mutation("code_identity_without_size",
+             "the code identity ignores sizes: an edit that keeps the modification time keeps serving old plans",
+             (Patch("dpsql/records/plan.py", "out.append(f\"{e.path}:{st.st_size}:{st.st_mtime_ns}\")",
+                    "out.append(f\"{e.path}:{st.st_mtime_ns}\")"),),
+             (f"{ORS}::test_a_module_edited_in_place_changes_the_code_identity",)),
+    Mutation("code_identity_of_records_only",
+             "the code identity walks dpsql/records/ only (as after the layout move): an edit elsewhere is not seen",
+             (Patch("dpsql/records/plan.py", "        _walk(Path(__file__).parent.parent, files)",
+                    "        _walk(Path(__file__).parent, files)"),),
+             (f"{ORS}::test_a_module_edited_in_place_changes_the_code_identity",)),
 )
 
 
