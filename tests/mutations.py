@@ -48,6 +48,8 @@ ORT = "tests/test_oracles_time_buckets.py"
 ORC = "tests/test_oracles_composition.py"
 ORR = "tests/test_oracles_release.py"
 ORS = "tests/test_oracles_stale_plans.py"
+ORTOT = "tests/test_oracles_totality.py"
+ORROUTE = "tests/test_oracles_routing.py"
 
 
 @dataclass(frozen=True)
@@ -385,6 +387,39 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/records/plan.py", "        _walk(Path(__file__).parent.parent, files)",
                     "        _walk(Path(__file__).parent, files)"),),
              (f"{ORS}::test_a_module_edited_in_place_changes_the_code_identity",)),
+    # ------------------------------------------------------------------ totality
+    Mutation("is_anything_total",
+             "x IS <anything> runs bare: a text column IS TRUE casts every row and fails on some",
+             (Patch("dpsql/sql/totality.py",
+                    "    return BOOL if isinstance(node.expression, exp.Null) and value_type(node.this, schema) is not None else None",
+                    "    return BOOL if value_type(node.this, schema) is not None else None"),),
+             (f"{ORTOT}::test_every_is_form_called_total_evaluates_on_the_extremes",
+              f"{ORTOT}::test_is_with_a_right_side_other_than_null_is_never_total")),
+    Mutation("is_typed_right_side_total",
+             "x IS y runs bare whenever both sides have a type",
+             (Patch("dpsql/sql/totality.py",
+                    "    return BOOL if isinstance(node.expression, exp.Null) and value_type(node.this, schema) is not None else None",
+                    "    return BOOL if (isinstance(node.expression, exp.Null) or value_type(node.expression, schema) is not None) "
+                    "and value_type(node.this, schema) is not None else None"),),
+             (f"{ORTOT}::test_every_is_form_called_total_evaluates_on_the_extremes",)),
+    # ------------------------------------------------------------------ routing
+    Mutation("server_word_test_removed",
+             "the server sends a text naming a private table that sqlglot cannot parse to the catalog twin",
+             (Patch("dpsql/faces/server/statements.py",
+                    "    if first in (\"explain\", \"describe\") or any(word in private_tables for word in w):",
+                    "    if first in (\"explain\", \"describe\"):"),),
+             (f"{ORROUTE}::test_a_text_naming_a_private_table_goes_to_the_pipeline",)),
+    Mutation("server_multi_statement_to_twin",
+             "a text sqlglot reads as several statements is sent to the catalog twin whole",
+             (Patch("dpsql/faces/server/statements.py", "    if len(trees) != 1 or trees[0] is None:",
+                    "    if not trees or trees[0] is None:"),),
+             (f"{ORROUTE}::test_more_than_one_statement_never_goes_to_the_twin_whole",)),
+    Mutation("quoted_file_path_read_as_public_table",
+             "FROM 'states' (a file path) is taken for the public table states",
+             (Patch("dpsql/intercept/public_tables.py", "        if start is not None and sql[start:start + 1] == \"'\":",
+                    "        if False:"),),
+             (f"{ORROUTE}::test_a_quoted_file_path_is_not_the_public_table_of_its_name",
+              f"{ORROUTE}::test_a_quoted_file_path_is_refused_by_the_pipeline_not_run_on_the_public_database")),
 )
 
 
