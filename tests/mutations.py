@@ -50,6 +50,8 @@ ORR = "tests/test_oracles_release.py"
 ORS = "tests/test_oracles_stale_plans.py"
 ORTOT = "tests/test_oracles_totality.py"
 ORROUTE = "tests/test_oracles_routing.py"
+CRASH = "tests/test_ledger_crash_points.py"
+ORCON = "tests/test_oracles_consumed.py"
 
 
 @dataclass(frozen=True)
@@ -420,6 +422,47 @@ MUTATIONS: tuple[Mutation, ...] = (
                     "        if False:"),),
              (f"{ORROUTE}::test_a_quoted_file_path_is_not_the_public_table_of_its_name",
               f"{ORROUTE}::test_a_quoted_file_path_is_refused_by_the_pipeline_not_run_on_the_public_database")),
+    # ------------------------------------------------------------------ the ledger under kill -9, deterministically
+    Mutation("charge_row_committed_before_totals",
+             "a charge's row is committed before the running totals: a crash between them leaves totals below the charges",
+             (Patch("dpsql/ledger/book.py",
+                    "                for who, rho, delta in ((self.analyst, s.rho, s.delta), (\"\", s.rho_all, s.delta_all)):",
+                    "                for who, rho, delta in db.execute(\"COMMIT\") and db.execute(\"BEGIN IMMEDIATE\") and "
+                    "((self.analyst, s.rho, s.delta), (\"\", s.rho_all, s.delta_all)):"),),
+             (f"{CRASH}::test_a_kill_at_every_statement_of_a_charge_leaves_the_ledger_consistent",)),
+    Mutation("each_total_in_its_own_transaction",
+             "the analyst's and everyone's totals are committed one at a time: a crash between them splits them",
+             (Patch("dpsql/ledger/book.py",
+                    "                    db.execute(\"INSERT OR REPLACE INTO totals (analyst, rho, delta) VALUES (?, ?, ?)\",",
+                    "                    db.execute(\"COMMIT\") and db.execute(\"BEGIN IMMEDIATE\") and "
+                    "db.execute(\"INSERT OR REPLACE INTO totals (analyst, rho, delta) VALUES (?, ?, ?)\","),),
+             (f"{CRASH}::test_a_kill_at_every_statement_of_a_charge_leaves_the_ledger_consistent",)),
+    # ------------------------------------------------------------------ parameters where the samplers consume them
+    Mutation("gaussian_share_doubled",
+             "each aggregate's discrete Gaussian runs at twice its share of ρ",
+             (Patch("dpsql/privacy/allocate.py", "out.append(Allocation(p, GAUSSIAN, settings.rho * w / total_w))",
+                    "out.append(Allocation(p, GAUSSIAN, settings.rho * 2 * w / total_w))"),),
+             (f"{ORCON}::test_gaussian_draws_at_delta_squared_over_two_rho_and_the_ledger_records_rho",)),
+    Mutation("geometric_sampler_epsilon_doubled",
+             "under mechanism = geometric each aggregate's sampler gets 2ε_i; the charge is for ε_i",
+             (Patch("dpsql/privacy/allocate.py", "out.append(Allocation(p, GEOMETRIC, eps * eps / 2, eps))",
+                    "out.append(Allocation(p, GEOMETRIC, eps * eps / 2, 2 * eps))"),),
+             (f"{ORCON}::test_geometric_draws_at_delta_over_epsilon_and_the_ledger_records_its_rho",)),
+    Mutation("geometric_scale_halved",
+             "b = Δ / (2ε): the discrete Laplace has half the scale pure ε-DP needs",
+             (Patch("dpsql/privacy/mechanisms.py", "return Fraction(delta) / exact_positive(epsilon, \"epsilon\")",
+                    "return Fraction(delta) / (2 * exact_positive(epsilon, \"epsilon\"))"),),
+             (f"{ORCON}::test_geometric_draws_at_delta_over_epsilon_and_the_ledger_records_its_rho",)),
+    Mutation("optimal_selection_epsilon_doubled",
+             "the optimal partition selection runs at 2ε; ε²/2 of the policy's ε is charged",
+             (Patch("dpsql/pipeline/release.py", "keep = select(n, sel.epsilon, sel.delta, rng)",
+                    "keep = select(n, 2 * sel.epsilon, sel.delta, rng)"),),
+             (f"{ORCON}::test_partition_selection_runs_at_the_policys_epsilon_and_delta_and_is_charged_them",)),
+    Mutation("tsgd_selection_delta_raised",
+             "the truncated-geometric selection runs at 10 × the policy's δ",
+             (Patch("dpsql/pipeline/release.py", "keep, noisy = thresholded_release(n, sel.epsilon, sel.delta, rng)",
+                    "keep, noisy = thresholded_release(n, sel.epsilon, sel.delta * 10, rng)"),),
+             (f"{ORCON}::test_partition_selection_runs_at_the_policys_epsilon_and_delta_and_is_charged_them",)),
 )
 
 
@@ -505,7 +548,17 @@ def run_mutation(mutation: Mutation, timeout: float) -> tuple[str, str, float]:
 
 def failed_tests(out: str) -> list[str]:
     """The node ids pytest's ``-rf`` summary names as failed (the tests that killed a mutation)."""
-    return [line.split()[1] for line in out.splitlines() if line.startswith("FAILED ") and len(line.split()) > 1]
+    ids = []
+    for line in out.splitlines():
+        if not line.startswith("FAILED "):
+            continue
+        rest = line.removeprefix("FAILED ")
+        head = rest.split(" ", 1)[0]
+        if "[" in head and not head.endswith("]"):  # a parameter id with spaces: up to its "]"
+            end = rest.find("] - ")
+            head = rest[:end + 1] if end >= 0 else rest
+        ids.append(head)
+    return ids
 
 
 def baseline(mutations: list[Mutation], timeout: float) -> tuple[bool, str]:
