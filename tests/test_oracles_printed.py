@@ -14,14 +14,14 @@ import random
 import re
 import subprocess
 import sys
-from decimal import ROUND_CEILING, Context, Decimal, localcontext
+from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal, localcontext
 from fractions import Fraction
 
 import pytest
 
 import dpsql
 from dpsql.pipeline.format import charge_dict, explanation, footer
-from dpsql.privacy.budget import fmt_up
+from dpsql.privacy.budget import fmt, fmt_down, fmt_up
 from dpsql.testing import seeded_random
 from dpsql.workload import spec
 from dpsql.workload.plan import plan
@@ -38,11 +38,18 @@ def _safe(printed: object, exact: Fraction | float, digits: int = 6) -> None:
     assert got - exact <= exact * Fraction(1, 10 ** (digits - 1)), f"{printed} is far above {float(exact)!r}"
 
 
-def _naive_up(f: Fraction, digits: int) -> str:
-    """``digits`` significant digits rounded toward +∞, by the decimal module."""
+def _naive_up(f: Fraction, digits: int, rounding: str = ROUND_CEILING) -> str:
+    """``digits`` significant digits rounded toward +∞ (or as ``rounding`` says), by the decimal module."""
     with localcontext(Context(prec=60)):
         d = Decimal(f.numerator) / Decimal(f.denominator)
-        return str(d.quantize(Decimal(1).scaleb(d.adjusted() - digits + 1), rounding=ROUND_CEILING))
+        return str(d.quantize(Decimal(1).scaleb(d.adjusted() - digits + 1), rounding=rounding))
+
+
+def _below(printed: object, exact: Fraction) -> None:
+    """``printed`` (what is left of a budget) is at most ``exact`` and close to it."""
+    got = Fraction(str(printed))
+    assert got <= exact, f"{printed} overstates what is left, {float(exact)!r}"
+    assert exact - got <= exact * Fraction(1, 10**5), f"{printed} is far below {float(exact)!r}"
 
 
 def test_fmt_up_is_decimal_rounding_toward_infinity():
@@ -55,6 +62,34 @@ def test_fmt_up_is_decimal_rounding_toward_infinity():
             printed = fmt_up(v, digits)
             assert Fraction(printed) == Fraction(_naive_up(v, digits)), (v, digits, printed)
     assert fmt_up(0.1 + 0.2) == "0.300001" and fmt_up(Fraction(1, 3)) == "0.333334"
+    for v in values:  # a budget spent (fmt) rounds up, what is left (fmt_down) down; both exact when short
+        assert Fraction(fmt(v)) == (v if v.denominator == 1 else Fraction(_naive_up(v, 6)))
+        assert Fraction(fmt_down(v)) == (v if v.denominator == 1 else Fraction(_naive_up(v, 6, ROUND_FLOOR)))
+
+
+def test_rho_charged_and_spent_are_printed_up_and_what_is_left_down(demo):
+    """ρ = 1/3 per query: the charge and the spent budget are at least 1/3, what is left of the
+    10 at most 29/3 — in the receipt, its footer, EXPLAIN, the charge and the ledger's summary."""
+    db, policy = demo
+    third = Fraction(1, 3)
+    with dpsql.connect(db, policy, rho="1/3", _random_source=seeded_random(4)) as con:
+        session = con.session
+        result = session.execute("SELECT COUNT(*) FROM establishments")
+        d = result.receipt.to_dict()
+        _safe(d["rho"], third)
+        _safe(d["budget"]["spent"], third)
+        _below(d["budget"]["remaining"], 10 - third)
+        text = footer(result)
+        charged = re.search(r"charged rho=([0-9.e+-]+)", text).group(1)
+        spent, left = re.search(r"budget spent ([0-9.e+-]+) of 10, ([0-9.e+-]+) left", text).groups()
+        _safe(charged, third)
+        _safe(spent, third)
+        _below(left, 10 - third)
+        _safe(re.search(r"rho for this query: ([0-9.e+-]+)", explanation(session.explain("SELECT COUNT(*) FROM establishments"))).group(1), third)
+        _safe(charge_dict(session.ledger.charges[0])["rho"], third)
+        summary = session.ledger.summary()
+        _safe(summary["spent"], third)
+        _below(summary["remaining"], 10 - third)
 
 
 @pytest.fixture()

@@ -9,7 +9,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from dpsql.privacy.budget import fmt, fmt_up
+from dpsql.privacy.budget import fmt, fmt_down, fmt_up
 from dpsql.pipeline.result import Explanation, Result
 
 
@@ -72,7 +72,7 @@ def footer(result: Result) -> str:
         cost = (f"zCDP: {fmt(rc.rho - Fraction(sel_rho))} noise ({rc.mechanism.replace('_', ' ')}) + {sel_rho} "
                 f"partition selection, and delta={fmt_up(rc.delta)}")
     text = (f"({n} row{'s' if n != 1 else ''}) charged rho={fmt(rc.rho)} ({cost}); "
-            f"budget spent {fmt(rc.budget_spent)} of {fmt(rc.budget_total)}, {fmt(rc.budget_remaining)} left."
+            f"budget spent {fmt(rc.budget_spent)} of {fmt(rc.budget_total)}, {fmt_down(rc.budget_remaining)} left."
             + (" ± is the 95% margin of error." if _any_margin(rc) else ""))
     for note in sorted(notes):
         text += f"\nAVG columns: ± is {note}."
@@ -171,7 +171,7 @@ def status(result: Result, show: str = "moe") -> str:
     if rc.rho == 0:
         n = len(result.rows)
         return (f"({n} row{'s' if n != 1 else ''}) nothing charged; "
-                f"budget spent {fmt(rc.budget_spent)} of {fmt(rc.budget_total)}, {fmt(rc.budget_remaining)} left."
+                f"budget spent {fmt(rc.budget_spent)} of {fmt(rc.budget_total)}, {fmt_down(rc.budget_remaining)} left."
                 + "".join(f"\nNote: {note}." for note in rc.notes))
     text = footer(result)
     if show == "sigma":

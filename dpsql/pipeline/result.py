@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from dpsql.privacy.budget import fmt, fmt_up
+from dpsql.privacy.budget import fmt, fmt_down, fmt_up
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ class Receipt:
             **({"notes": list(self.notes)} if self.notes else {}),
             "budget": {
                 "spent": fmt(self.budget_spent),
-                "remaining": fmt(self.budget_remaining),
+                "remaining": fmt_down(self.budget_remaining),
                 "total": fmt(self.budget_total),
             },
         }

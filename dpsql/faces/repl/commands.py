@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from dpsql.pipeline import format as fmt_mod
 from dpsql.intercept.explain import explanation_text
 from dpsql.privacy import policy_function as pf
-from dpsql.privacy.budget import fmt, fmt_up
+from dpsql.privacy.budget import fmt, fmt_down, fmt_up
 
 if TYPE_CHECKING:
     from dpsql.faces.repl.output import View
@@ -176,7 +176,7 @@ def _conninfo(repl: ReplState, arg: str) -> str:
     s = repl.session
     led = s.ledger
     return (f'You are connected to the DuckDB file "{s.database}" (embedded, read-only) as analyst "{led.analyst}".\n'
-            f'Policy "{s.policy.path}"; budget ledger "{led.path}": {fmt(led.remaining)} of {fmt(led.total_rho)} '
+            f'Policy "{s.policy.path}"; budget ledger "{led.path}": {fmt_down(led.remaining)} of {fmt(led.total_rho)} '
             f"left; each query costs rho={fmt(s.rho)}.")
 
 
