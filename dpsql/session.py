@@ -219,7 +219,12 @@ class Session:
 
         assert d.plan.finish is not None, "a workload plans from the text, never from a record"
         unit = exp.column(d.plan.table.privacy_unit, quoted=True)
-        hashed = exp.Anonymous(this="HASH", expressions=[unit, exp.Literal.number(salt)])
+        # HASH(XOR(HASH(unit), salt)): the salt is mixed in before the last hash. DuckDB's
+        # HASH(unit, salt) combines the two hashes by XOR, so its low bits were HASH(unit)'s low
+        # bits flipped by the salt's: modulo 2, 4, 8 ... every salt gave the same partition.
+        salted = exp.Anonymous(this="XOR", expressions=[exp.Anonymous(this="HASH", expressions=[unit]),
+                                                        exp.cast(exp.Literal.number(salt), exp.DataType.Type.UBIGINT)])
+        hashed = exp.Anonymous(this="HASH", expressions=[salted])
         cond = exp.EQ(this=exp.Mod(this=hashed, expression=exp.Literal.number(parts)), expression=exp.Literal.number(part))
         plan = replace(d.plan, where=cond if d.plan.where is None else exp.and_(d.plan.where, cond))
         query = exact_sql(plan, self.schema[plan.table.name])

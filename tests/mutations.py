@@ -12,9 +12,10 @@ directory — the working tree is never touched — the patch is applied there (
 text does not occur exactly once fails loudly: the list must follow the code as it moves), and
 the killing tests run there:
 
-    python -m pytest -q -x -n 0 -p no:cacheprovider <ids>      (cwd and PYTHONPATH: the copy)
+    python -m pytest -q -x -rf -n 0 -p no:cacheprovider <ids>  (cwd and PYTHONPATH: the copy)
 
-A mutation is *killed* when pytest reports failing tests (exit code 1), *survived* when they
+A mutation is *killed* when pytest reports failing tests (exit code 1; the report names the
+test that failed first, from pytest's ``-rf`` summary), *survived* when they
 pass, and an *error* otherwise (the ids do not exist, collection broke, the run timed out): the
 list then needs fixing. Before the mutations, the killing tests run once on an unmutated copy
 and must pass (else "killed" would mean nothing). Exit code: 0 when every mutation selected was
@@ -42,6 +43,16 @@ ROOT = Path(__file__).resolve().parents[1]
 SPREAD = "tests/test_release_spread.py"
 REFUSALS = "tests/test_refusals.py"
 KAPPA = "tests/test_selection_kappa.py"
+ORQ = "tests/test_oracles_quantile.py"
+ORP = "tests/test_oracles_printed.py"
+ORT = "tests/test_oracles_time_buckets.py"
+ORC = "tests/test_oracles_composition.py"
+ORR = "tests/test_oracles_release.py"
+ORS = "tests/test_oracles_stale_plans.py"
+ORTOT = "tests/test_oracles_totality.py"
+ORROUTE = "tests/test_oracles_routing.py"
+CRASH = "tests/test_ledger_crash_points.py"
+ORCON = "tests/test_oracles_consumed.py"
 
 
 @dataclass(frozen=True)
@@ -271,6 +282,221 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/records/plan.py", "    keys = tuple(GroupKey(name, None, label, tuple(sources), bool(public), column,",
                     "    keys = tuple(GroupKey(name, None, label, tuple(sources), True, column,"),),
              ("tests/test_plan_record.py::test_a_recorded_plan_answers_as_the_plan_made_afresh",)),
+) + (
+    # ================================================================== issue 35, by class
+    # ------------------------------------------------------------------ oracles that do not move with the code
+    Mutation("quantile_sensitivity_min",
+             "the exponential mechanism's Δ is min(a, b − a): at q = 0.9 it runs at 9 × the ε charged",
+             (Patch("dpsql/privacy/quantile.py", "    return max(q.numerator, q.denominator - q.numerator)",
+                    "    return min(q.numerator, q.denominator - q.numerator)"),),
+             (f"{ORQ}::test_sampler_draws_the_naive_exponential_mechanism",
+              "tests/test_quantiles.py::test_sampler_draws_the_exponential_mechanisms_distribution")),
+    Mutation("quantile_pure_dp_epsilon_doubled",
+             "under mechanism = geometric the exponential mechanism is given 2ε; the receipt and charge say ε",
+             (Patch("dpsql/privacy/allocate.py", "return Allocation(p, EXPONENTIAL, eps * eps / 2, eps, em_epsilon=eps)",
+                    "return Allocation(p, EXPONENTIAL, eps * eps / 2, eps, em_epsilon=2 * eps)"),),
+             (f"{ORQ}::test_pure_dp_runs_the_exponential_mechanism_at_the_set_epsilon",)),
+    Mutation("quantile_zcdp_epsilon_of_4_rho",
+             "under zCDP the exponential mechanism is given the ε of 4ρ (2 × ε) while ρ is charged",
+             (Patch("dpsql/privacy/allocate.py", "return Allocation(p, EXPONENTIAL, rho, em_epsilon=epsilon_for_rho(rho))",
+                    "return Allocation(p, EXPONENTIAL, rho, em_epsilon=epsilon_for_rho(4 * rho))"),),
+             (f"{ORQ}::test_zcdp_runs_the_exponential_mechanism_at_the_epsilon_its_rho_covers",)),
+    # ------------------------------------------------------------------ stated guarantees
+    Mutation("fmt_up_rounds_down",
+             "every ε/δ of the (ε, δ) guarantee is printed rounded down: a stronger guarantee than holds",
+             (Patch("dpsql/privacy/budget.py", "    return _rounded(Fraction(value), digits, math.ceil)",
+                    "    return _rounded(Fraction(value), digits, math.floor)"),),
+             (f"{ORP}::test_fmt_up_is_decimal_rounding_toward_infinity", f"{ORP}::test_convert_prints_epsilon_and_delta_up")),
+    Mutation("rho_charged_printed_to_nearest",
+             "a charged or spent ρ is printed to the nearest 6 digits (ρ = 1/3 as 0.333333: less than was charged)",
+             (Patch("dpsql/privacy/budget.py", "    return fmt_up(value)\n", "    return f\"{float(value):.6g}\"\n"),),
+             (f"{ORP}::test_rho_charged_and_spent_are_printed_up_and_what_is_left_down",)),
+    Mutation("budget_left_printed_up",
+             "what is left of a budget is printed rounded up (more than is there)",
+             (Patch("dpsql/privacy/budget.py", "    return _rounded(Fraction(value), 6, math.floor)",
+                    "    return _rounded(Fraction(value), 6, math.ceil)"),),
+             (f"{ORP}::test_rho_charged_and_spent_are_printed_up_and_what_is_left_down",)),
+    Mutation("selection_delta_printed_to_nearest",
+             "a receipt prints the selection's δ to 3 digits, to the nearest (1.23456789e-7 as 1.23e-07)",
+             (Patch("dpsql/pipeline/decide.py", "\"epsilon\": fmt_up(sel.epsilon), \"delta\": fmt_up(sel.delta)",
+                    "\"epsilon\": fmt(sel.epsilon), \"delta\": f\"{float(sel.delta):.3g}\""),),
+             (f"{ORP}::test_partition_selection_parameters_are_printed_up_everywhere",)),
+    Mutation("receipt_delta_printed_to_nearest",
+             "a receipt's JSON prints its δ to the nearest 6 digits",
+             (Patch("dpsql/pipeline/result.py", "\"delta\": fmt_up(self.delta) if self.delta else 0,",
+                    "\"delta\": f\"{float(self.delta):.6g}\" if self.delta else 0,"),),
+             (f"{ORP}::test_partition_selection_parameters_are_printed_up_everywhere",)),
+    Mutation("rank_error_halved",
+             "the receipt's 95% rank error is half Theorem 3.11's bound (an accuracy claim that does not hold)",
+             (Patch("dpsql/privacy/quantile.py", "    return 2 * max(float(q), 1 - float(q)) / float(epsilon) * math.log(20 * m)",
+                    "    return max(float(q), 1 - float(q)) / float(epsilon) * math.log(20 * m)"),),
+             (f"{ORQ}::test_receipt_states_theorem_3_11s_rank_error_and_prints_it_rounded_up",)),
+    Mutation("rank_error_printed_truncated",
+             "the footer prints the rank error truncated to an integer (understated)",
+             (Patch("dpsql/pipeline/format.py", "its rank is within {fmt_up(t.rank_error95, 3)} units",
+                    "its rank is within {int(t.rank_error95)} units"),),
+             (f"{ORQ}::test_receipt_states_theorem_3_11s_rank_error_and_prints_it_rounded_up",)),
+    # ------------------------------------------------------------------ correctness of the SQL forms
+    Mutation("percentile_desc_ignored",
+             "PERCENTILE_CONT(q) WITHIN GROUP (ORDER BY m DESC) answers q, not 1 − q",
+             (Patch("dpsql/sql/quantiles.py", "        if ordered[0].args.get(\"desc\"):", "        if False:"),),
+             (f"{ORQ}::test_percentile_within_group_desc_answers_one_minus_q",)),
+    Mutation("quantile_extremes_accepted",
+             "q = 0 and q = 1 are accepted: the mechanism has no rank to aim at and answers anywhere below the minimum",
+             (Patch("dpsql/sql/quantiles.py", "    if not 0 < q < 1:", "    if not 0 <= q <= 1:"),),
+             (f"{ORQ}::test_the_extremes_and_beyond_are_refused_before_reading",)),
+    Mutation("time_bucket_one_step_finer",
+             "a bucket one grain finer than the key's grain is answered (released only on the grain's instants)",
+             (Patch("dpsql/sql/time_keys.py", "            if rank >= need and shifts_ok:",
+                    "            if rank >= need - 1 and shifts_ok:"),),
+             (f"{ORT}::test_a_bucket_one_step_finer_than_the_grain_is_refused",)),
+    Mutation("time_grains_shifted",
+             "every declared grain is taken one step finer than declared",
+             (Patch("dpsql/sql/time_keys.py", "_GRAIN_RANK = {\"minute\": 1, \"hour\": 2, \"day\": 3}",
+                    "_GRAIN_RANK = {\"minute\": 0, \"hour\": 1, \"day\": 2}"),),
+             (f"{ORT}::test_a_bucket_one_step_finer_than_the_grain_is_refused",)),
+    # ------------------------------------------------------------------ composition
+    Mutation("workload_delta_max",
+             "a workload's δ is the largest of its queries' instead of their sum",
+             (Patch("dpsql/workload/plan.py", "    delta = sequential(q.delta for q in queries)",
+                    "    delta = parallel(q.delta for q in queries)"),),
+             (f"{ORC}::test_two_partition_selections_charge_the_sum_of_their_deltas", f"{ORC}::test_the_delta_wall_sees_the_sum")),
+    Mutation("random_partition_fixed_salt",
+             "every run of a random partition uses the same salt (the docs promise a fresh secret one)",
+             (Patch("dpsql/workload/run.py", "        salt = secrets.randbits(62)", "        salt = 20261125"),),
+             (f"{ORC}::test_every_run_of_a_random_partition_draws_a_fresh_salt",)),
+    Mutation("random_partition_hash_of_two_arguments",
+             "HASH(unit, salt): modulo a power of two every salt gives the same partition",
+             (Patch("dpsql/session.py", "        hashed = exp.Anonymous(this=\"HASH\", expressions=[salted])",
+                    "        hashed = exp.Anonymous(this=\"HASH\", expressions=[unit, exp.Literal.number(salt)])"),),
+             (f"{ORC}::test_every_run_of_a_random_partition_draws_a_fresh_salt",)),
+    # ------------------------------------------------------------------ the two release paths
+    Mutation("per_group_noise_at_first_threshold",
+             "per-group thresholds: every cell is drawn at the first cell's σ (both paths share the grouping)",
+             (Patch("dpsql/pipeline/release.py", "            if len(slot) == 1:", "            if True:"),),
+             (f"{ORR}::test_array_path_draws_each_cell_at_its_own_groups_threshold",
+              f"{ORR}::test_list_path_draws_each_cell_at_its_own_groups_threshold")),
+    Mutation("array_receipt_sigma_of_first_threshold",
+             "array path: every cell's receipt σ is the first threshold's",
+             (Patch("dpsql/pipeline/release.py", "    if len(by_sens) == 1:", "    if True:"),),
+             (f"{ORR}::test_array_path_draws_each_cell_at_its_own_groups_threshold",)),
+    Mutation("list_receipt_sigma_of_first_cell",
+             "list path: every cell's receipt σ is the first cell's",
+             (Patch("dpsql/pipeline/release.py", "columns[sigma_column(i)] = [float(sigma_by_sens[s]) * float(g) for s in sens]",
+                    "columns[sigma_column(i)] = [float(sigma_by_sens[sens[0]]) * float(g) for s in sens]"),),
+             (f"{ORR}::test_list_path_draws_each_cell_at_its_own_groups_threshold",)),
+    Mutation("list_avg_null_at_count_one",
+             "the list path's AVG is NULL at a noisy count of exactly 1 (DuckDB's finish gives s / 1)",
+             (Patch("dpsql/pipeline/finish.py", "avg = [None if y < 1 else float(x) / float(y) for x, y in zip(s_list, c_list)]",
+                    "avg = [None if y <= 1 else float(x) / float(y) for x, y in zip(s_list, c_list)]"),),
+             (f"{ORR}::test_avg_is_null_exactly_below_a_noisy_count_of_one",)),
+    Mutation("array_avg_null_at_count_one",
+             "the array path's AVG is NULL at a noisy count of exactly 1",
+             (Patch("dpsql/pipeline/finish.py", "for j in np.flatnonzero(c < 1).tolist():", "for j in np.flatnonzero(c <= 1).tolist():"),),
+             (f"{ORR}::test_avg_is_null_exactly_below_a_noisy_count_of_one",)),
+    Mutation("avg_sigma_missing_at_count_one",
+             "an AVG's delta-method σ is missing at a noisy count of exactly 1",
+             (Patch("dpsql/pipeline/finish.py", "if c is None or c < 1:", "if c is None or c <= 1:"),),
+             (f"{ORR}::test_avg_is_null_exactly_below_a_noisy_count_of_one",)),
+    # ------------------------------------------------------------------ stale plans
+    Mutation("plan_context_ignores_column_types",
+             "a plan made when a column was an INTEGER is served once it is text (its bare comparison then fails on rows)",
+             (Patch("dpsql/sql/plan_cache.py", "[(t, sorted(cols.items())) for t, cols in sorted(schema.items())],",
+                    "[(t, sorted(cols)) for t, cols in sorted(schema.items())],"),),
+             (f"{ORS}::test_a_column_that_changes_type_is_planned_again",)),
+    Mutation("code_identity_without_size_and_time",
+             "the code identity is the modules' paths only: a module edited in place keeps serving old plans",
+             (Patch("dpsql/records/plan.py", "out.append(f\"{e.path}:{st.st_size}:{st.st_mtime_ns}\")", "out.append(e.path)"),),
+             (f"{ORS}::test_a_module_edited_in_place_changes_the_code_identity",)),
+    Mutation("code_identity_without_time",
+             "the code identity ignores modification times: an edit of the same size keeps serving old plans",
+             (Patch("dpsql/records/plan.py", "out.append(f\"{e.path}:{st.st_size}:{st.st_mtime_ns}\")",
+                    "out.append(f\"{e.path}:{st.st_size}\")"),),
+             (f"{ORS}::test_a_module_edited_in_place_changes_the_code_identity",)),
+    Mutation("code_identity_without_size",
+             "the code identity ignores sizes: an edit that keeps the modification time keeps serving old plans",
+             (Patch("dpsql/records/plan.py", "out.append(f\"{e.path}:{st.st_size}:{st.st_mtime_ns}\")",
+                    "out.append(f\"{e.path}:{st.st_mtime_ns}\")"),),
+             (f"{ORS}::test_a_module_edited_in_place_changes_the_code_identity",)),
+    Mutation("code_identity_of_records_only",
+             "the code identity walks dpsql/records/ only (as after the layout move): an edit elsewhere is not seen",
+             (Patch("dpsql/records/plan.py", "        _walk(Path(__file__).parent.parent, files)",
+                    "        _walk(Path(__file__).parent, files)"),),
+             (f"{ORS}::test_a_module_edited_in_place_changes_the_code_identity",)),
+    # ------------------------------------------------------------------ totality
+    Mutation("is_anything_total",
+             "x IS <anything> runs bare: a text column IS TRUE casts every row and fails on some",
+             (Patch("dpsql/sql/totality.py",
+                    "    return BOOL if isinstance(node.expression, exp.Null) and value_type(node.this, schema) is not None else None",
+                    "    return BOOL if value_type(node.this, schema) is not None else None"),),
+             (f"{ORTOT}::test_every_is_form_called_total_evaluates_on_the_extremes",
+              f"{ORTOT}::test_is_with_a_right_side_other_than_null_is_never_total")),
+    Mutation("is_typed_right_side_total",
+             "x IS y runs bare whenever both sides have a type",
+             (Patch("dpsql/sql/totality.py",
+                    "    return BOOL if isinstance(node.expression, exp.Null) and value_type(node.this, schema) is not None else None",
+                    "    return BOOL if (isinstance(node.expression, exp.Null) or value_type(node.expression, schema) is not None) "
+                    "and value_type(node.this, schema) is not None else None"),),
+             (f"{ORTOT}::test_every_is_form_called_total_evaluates_on_the_extremes",)),
+    # ------------------------------------------------------------------ routing
+    Mutation("server_word_test_removed",
+             "the server sends a text naming a private table that sqlglot cannot parse to the catalog twin",
+             (Patch("dpsql/faces/server/statements.py",
+                    "    if first in (\"explain\", \"describe\") or any(word in private_tables for word in w):",
+                    "    if first in (\"explain\", \"describe\"):"),),
+             (f"{ORROUTE}::test_a_text_naming_a_private_table_goes_to_the_pipeline",)),
+    Mutation("server_multi_statement_to_twin",
+             "a text sqlglot reads as several statements is sent to the catalog twin whole",
+             (Patch("dpsql/faces/server/statements.py", "    if len(trees) != 1 or trees[0] is None:",
+                    "    if not trees or trees[0] is None:"),),
+             (f"{ORROUTE}::test_more_than_one_statement_never_goes_to_the_twin_whole",)),
+    Mutation("quoted_file_path_read_as_public_table",
+             "FROM 'states' (a file path) is taken for the public table states",
+             (Patch("dpsql/intercept/public_tables.py", "        if start is not None and sql[start:start + 1] == \"'\":",
+                    "        if False:"),),
+             (f"{ORROUTE}::test_a_quoted_file_path_is_not_the_public_table_of_its_name",
+              f"{ORROUTE}::test_a_quoted_file_path_is_refused_by_the_pipeline_not_run_on_the_public_database")),
+    # ------------------------------------------------------------------ the ledger under kill -9, deterministically
+    Mutation("charge_row_committed_before_totals",
+             "a charge's row is committed before the running totals: a crash between them leaves totals below the charges",
+             (Patch("dpsql/ledger/book.py",
+                    "                for who, rho, delta in ((self.analyst, s.rho, s.delta), (\"\", s.rho_all, s.delta_all)):",
+                    "                for who, rho, delta in db.execute(\"COMMIT\") and db.execute(\"BEGIN IMMEDIATE\") and "
+                    "((self.analyst, s.rho, s.delta), (\"\", s.rho_all, s.delta_all)):"),),
+             (f"{CRASH}::test_a_kill_at_every_statement_of_a_charge_leaves_the_ledger_consistent",)),
+    Mutation("each_total_in_its_own_transaction",
+             "the analyst's and everyone's totals are committed one at a time: a crash between them splits them",
+             (Patch("dpsql/ledger/book.py",
+                    "                    db.execute(\"INSERT OR REPLACE INTO totals (analyst, rho, delta) VALUES (?, ?, ?)\",",
+                    "                    db.execute(\"COMMIT\") and db.execute(\"BEGIN IMMEDIATE\") and "
+                    "db.execute(\"INSERT OR REPLACE INTO totals (analyst, rho, delta) VALUES (?, ?, ?)\","),),
+             (f"{CRASH}::test_a_kill_at_every_statement_of_a_charge_leaves_the_ledger_consistent",)),
+    # ------------------------------------------------------------------ parameters where the samplers consume them
+    Mutation("gaussian_share_doubled",
+             "each aggregate's discrete Gaussian runs at twice its share of ρ",
+             (Patch("dpsql/privacy/allocate.py", "out.append(Allocation(p, GAUSSIAN, settings.rho * w / total_w))",
+                    "out.append(Allocation(p, GAUSSIAN, settings.rho * 2 * w / total_w))"),),
+             (f"{ORCON}::test_gaussian_draws_at_delta_squared_over_two_rho_and_the_ledger_records_rho",)),
+    Mutation("geometric_sampler_epsilon_doubled",
+             "under mechanism = geometric each aggregate's sampler gets 2ε_i; the charge is for ε_i",
+             (Patch("dpsql/privacy/allocate.py", "out.append(Allocation(p, GEOMETRIC, eps * eps / 2, eps))",
+                    "out.append(Allocation(p, GEOMETRIC, eps * eps / 2, 2 * eps))"),),
+             (f"{ORCON}::test_geometric_draws_at_delta_over_epsilon_and_the_ledger_records_its_rho",)),
+    Mutation("geometric_scale_halved",
+             "b = Δ / (2ε): the discrete Laplace has half the scale pure ε-DP needs",
+             (Patch("dpsql/privacy/mechanisms.py", "return Fraction(delta) / exact_positive(epsilon, \"epsilon\")",
+                    "return Fraction(delta) / (2 * exact_positive(epsilon, \"epsilon\"))"),),
+             (f"{ORCON}::test_geometric_draws_at_delta_over_epsilon_and_the_ledger_records_its_rho",)),
+    Mutation("optimal_selection_epsilon_doubled",
+             "the optimal partition selection runs at 2ε; ε²/2 of the policy's ε is charged",
+             (Patch("dpsql/pipeline/release.py", "keep = select(n, sel.epsilon, sel.delta, rng)",
+                    "keep = select(n, 2 * sel.epsilon, sel.delta, rng)"),),
+             (f"{ORCON}::test_partition_selection_runs_at_the_policys_epsilon_and_delta_and_is_charged_them",)),
+    Mutation("tsgd_selection_delta_raised",
+             "the truncated-geometric selection runs at 10 × the policy's δ",
+             (Patch("dpsql/pipeline/release.py", "keep, noisy = thresholded_release(n, sel.epsilon, sel.delta, rng)",
+                    "keep, noisy = thresholded_release(n, sel.epsilon, sel.delta * 10, rng)"),),
+             (f"{ORCON}::test_partition_selection_runs_at_the_policys_epsilon_and_delta_and_is_charged_them",)),
 )
 
 
@@ -324,7 +550,7 @@ def run_tests(repo: Path, node_ids: tuple[str, ...], timeout: float) -> tuple[in
     env = dict(os.environ)
     env["PYTHONPATH"] = str(repo) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-n", "0", "-p", "no:cacheprovider", *node_ids]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-rf", "-n", "0", "-p", "no:cacheprovider", *node_ids]
     try:
         proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
@@ -348,10 +574,25 @@ def run_mutation(mutation: Mutation, timeout: float) -> tuple[str, str, float]:
         return "error", f"timed out after {timeout:.0f} s", elapsed
     last = out.strip().splitlines()[-1] if out.strip() else ""
     if code == 1:
-        return "killed", last, elapsed
+        return "killed", f"by {', '.join(failed_tests(out)) or '?'} ({last})", elapsed
     if code == 0:
         return "survived", last, elapsed
     return "error", f"pytest exit code {code}: " + "\n".join(out.strip().splitlines()[-15:]), elapsed
+
+
+def failed_tests(out: str) -> list[str]:
+    """The node ids pytest's ``-rf`` summary names as failed (the tests that killed a mutation)."""
+    ids = []
+    for line in out.splitlines():
+        if not line.startswith("FAILED "):
+            continue
+        rest = line.removeprefix("FAILED ")
+        head = rest.split(" ", 1)[0]
+        if "[" in head and not head.endswith("]"):  # a parameter id with spaces: up to its "]"
+            end = rest.find("] - ")
+            head = rest[:end + 1] if end >= 0 else rest
+        ids.append(head)
+    return ids
 
 
 def baseline(mutations: list[Mutation], timeout: float) -> tuple[bool, str]:
@@ -406,6 +647,10 @@ def main(argv: list[str] | None = None) -> int:
             results[m.name] = (status, detail, seconds)
             print(f"{status.upper():9} {m.name} ({seconds:.0f} s): {detail}", flush=True)
 
+    print("\n| mutation | result | killed by | seconds |\n|---|---|---|---|")
+    for name, (status, detail, seconds) in results.items():
+        killer = detail[3:].split(" (", 1)[0] if status == "killed" else ""
+        print(f"| {name} | {status} | {killer} | {seconds:.0f} |")
     counts = {s: sum(r[0] == s for r in results.values()) for s in ("killed", "survived", "error")}
     print(f"\n{counts['killed']} killed, {counts['survived']} survived, {counts['error']} errors "
           f"of {len(results)} mutations")

@@ -54,3 +54,9 @@ def test_the_script_lists_without_running(capsys):
     assert mutations.main(["--list"]) == 0
     out = capsys.readouterr().out
     assert all(m.name in out for m in mutations.MUTATIONS)
+
+
+def test_the_runner_names_the_killing_tests():
+    out = ("FAILED tests/a.py::t[SELECT x - y] - AssertionError: x - y\n"
+           "FAILED tests/b.py::u\n1 failed, 2 passed\nFAILED tests/c.py::v[a] - x\n")
+    assert mutations.failed_tests(out) == ["tests/a.py::t[SELECT x - y]", "tests/b.py::u", "tests/c.py::v[a]"]

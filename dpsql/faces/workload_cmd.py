@@ -11,7 +11,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from dpsql.privacy.budget import fmt
+from dpsql.privacy.budget import fmt, fmt_down, fmt_up
 
 if TYPE_CHECKING:
     from dpsql.workload.plan import WorkloadPlan
@@ -56,7 +56,7 @@ def workload(args: argparse.Namespace) -> int:
         p, results, written = run(session, w, args.out)
         charges = session.ledger.charges
         _print(p, args, {"charge_id": charges[-1].id if charges else None,
-                         "budget_remaining": fmt(session.ledger.remaining), "written": [str(x) for x in written]})
+                         "budget_remaining": fmt_down(session.ledger.remaining), "written": [str(x) for x in written]})
         return 0
     finally:
         session.close()
@@ -100,9 +100,9 @@ def plan_text(p: WorkloadPlan) -> str:
                          f"{lv.stage2_sigma:>7.2f} {lv.stage2_moe95:>5} {lv.groups:>7} {float(lv.separate_rho):>20.4f}")
         lines.append("  (moe = ceil(1.96 sigma), as dpsql reports it; eq. 37's rho = 1.92/MOE^2 puts 1.96 sigma 0.02% "
                      "above the target, so the ceiling is one more than the paper's floor; docs/workloads.md)")
-    lines.append(f"total rho = {float(p.rho):.4f} ({fmt(p.rho)}), delta spent = {float(p.delta):.3g}; "
-                 f"as separate queries rho = {float(p.separate_rho):.4f}")
-    lines.append(f"(epsilon, delta) at conversion delta {p.conversion_delta:g}: epsilon = {p.epsilon_tight:.4f} tight "
-                 f"(Lemma 4), {p.epsilon_analytic:.4f} analytic (Lemma 5)"
-                 + (f"; SafeTab[Geometric] pure DP epsilon = {p.epsilon_pure:.4f}" if p.epsilon_pure is not None else ""))
+    lines.append(f"total rho = {fmt(p.rho)}, delta spent = {fmt_up(p.delta)}; "
+                 f"as separate queries rho = {fmt(p.separate_rho)}")
+    lines.append(f"(epsilon, delta) at conversion delta {p.conversion_delta:g}: epsilon = {fmt_up(p.epsilon_tight)} tight "
+                 f"(Lemma 4), {fmt_up(p.epsilon_analytic)} analytic (Lemma 5)"
+                 + (f"; SafeTab[Geometric] pure DP epsilon = {fmt_up(p.epsilon_pure)}" if p.epsilon_pure is not None else ""))
     return "\n".join(lines)

@@ -26,7 +26,7 @@ from dpsql.errors import BudgetValueError, QueryRefused
 from dpsql.intercept.public import public_result
 from dpsql.pipeline.output import error_columns_mode, shown, switch
 from dpsql.privacy.allocate import GAUSSIAN, GEOMETRIC, Settings
-from dpsql.privacy.budget import fmt, parse_rho
+from dpsql.privacy.budget import fmt, fmt_up, parse_rho
 from dpsql.pipeline.result import Result
 from dpsql.session import Session
 
@@ -65,7 +65,7 @@ def _show(session: Session, name: str) -> str:
     if name == "rho":
         return fmt(st.rho)
     if name == "epsilon":
-        return fmt(st.epsilon)
+        return fmt_up(st.epsilon)
     if name == "mechanism":
         return st.mechanism
     if name == "weights":

@@ -51,7 +51,7 @@ from dpsql.ledger import fds as ledger_fds
 from dpsql.errors import BudgetExceededError, LedgerError, PolicyFileError
 from dpsql.policy.model import Policy
 from dpsql.privacy import accounting
-from dpsql.privacy.budget import fmt, fmt_up
+from dpsql.privacy.budget import fmt, fmt_down, fmt_up
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS charges (
@@ -306,9 +306,9 @@ class Ledger:
         s = self.totals
         rho_left, delta_left = self._left(s)
         g = accounting.guarantee(s.rho, s.delta, conversion_delta)
-        out = {"analyst": self.analyst, "spent": fmt(s.rho), "remaining": fmt(rho_left), "total": fmt(self.total_rho),
-               "delta_spent": fmt(s.delta),
-               "delta_remaining": "no cap" if delta_left is None else fmt(delta_left),
+        out = {"analyst": self.analyst, "spent": fmt(s.rho), "remaining": fmt_down(rho_left), "total": fmt(self.total_rho),
+               "delta_spent": fmt_up(s.delta),
+               "delta_remaining": "no cap" if delta_left is None else fmt_down(delta_left),
                "delta_total": "no cap" if self.total_delta is None else fmt(self.total_delta),
                "epsilon": fmt_up(g.epsilon_tight), "epsilon_analytic": fmt_up(g.epsilon_analytic),
                "delta": fmt_up(g.delta), "conversion_delta": fmt_up(g.conversion_delta), "ledger": str(self.path)}
@@ -375,7 +375,7 @@ class Ledger:
         needs, hints = [], []
         if rho > rho_left:
             mine_binds = self.dataset_rho is None or self.total_rho - s.rho <= self.dataset_rho - s.rho_all
-            needs.append(f"rho={fmt(rho)} but only rho={fmt(rho_left)} of "
+            needs.append(f"rho={fmt(rho)} but only rho={fmt_down(rho_left)} of "
                          f"{'this analyst' if mine_binds else 'the data set'}'s rho budget remains "
                          f"(total {fmt(self.total_rho)} per analyst"
                          + (f", {fmt(self.dataset_rho)} for the data set" if self.dataset_rho is not None else "")
@@ -388,7 +388,7 @@ class Ledger:
             caps = [f"budget.total_delta {fmt(self.total_delta)} per analyst" if self.total_delta is not None else "",
                     f"budget.dataset_delta {fmt(self.dataset_delta)} for the data set"
                     if self.dataset_delta is not None else ""]
-            needs.append(f"delta={fmt(delta)} (partition selection) but only delta={fmt(delta_left)} of "
+            needs.append(f"delta={fmt(delta)} (partition selection) but only delta={fmt_down(delta_left)} of "
                          f"{'this analyst' if mine_binds else 'the data set'}'s delta budget remains "
                          f"({', '.join(c for c in caps if c)})")
             hints.append("GROUP BY keys with public keysets need no selection and no delta; the data owner "

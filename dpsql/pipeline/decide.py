@@ -20,7 +20,7 @@ from dpsql.pipeline.domain import Blocks
 from dpsql.errors import QueryRefused
 from dpsql.policy.model import Policy, Selection
 from dpsql.privacy.allocate import EXPONENTIAL, Allocation, Settings, allocate
-from dpsql.privacy.budget import fmt, parse_rho
+from dpsql.privacy.budget import fmt, fmt_up, parse_rho
 from dpsql.sql.plan import Plan, Primitive
 
 #: most histogram bins the exact query of quantiles may hold over the public keys' groups (each
@@ -114,7 +114,7 @@ def selection_params(plan: Plan, policy: Policy) -> dict[str, Any]:
     """The public parameters of a query's partition selection (receipt and explain)."""
     sel = policy.selection
     return {"keys": [k.label for k in plan.private_keys], "method": sel.method, "count": sel.count,
-            "epsilon": fmt(sel.epsilon), "delta": f"{float(sel.delta):.3g}", "rho": fmt(sel.epsilon**2 / 2)}
+            "epsilon": fmt_up(sel.epsilon), "delta": fmt_up(sel.delta), "rho": fmt(sel.epsilon**2 / 2)}
 
 
 def policy_terms(plan: Plan, allocs: list[Allocation], policy: Policy) -> tuple[dict[str, Any], ...]:

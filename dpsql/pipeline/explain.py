@@ -10,7 +10,7 @@ from dpsql.pipeline.decide import TSGD, policy_terms, selection_params
 from dpsql.pipeline.domain import PublicDomain
 from dpsql.policy.model import Policy
 from dpsql.privacy.allocate import EXPONENTIAL, Allocation
-from dpsql.privacy.budget import fmt
+from dpsql.privacy.budget import fmt, fmt_up
 from dpsql.privacy.mechanisms import discrete_laplace_variance
 from dpsql.privacy.selection_analysis import midpoint
 from dpsql.privacy.tsgd import tsgd_threshold
@@ -34,7 +34,7 @@ def explain(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, doma
                           "moe95": [float(tsgd_threshold(sel.epsilon, sel.delta))]})
             continue
         if a.mechanism == EXPONENTIAL:
-            noise.append({**quantile_term(a, plan).to_dict(), "em_epsilon": fmt(a.em_epsilon)})
+            noise.append({**quantile_term(a, plan).to_dict(), "em_epsilon": fmt_up(a.em_epsilon)})
             continue
         m = plan.table.measures.get(p.column) if p.kind == "sum" else None
         g = m.granularity if m else Fraction(1)
@@ -44,7 +44,7 @@ def explain(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, doma
                  "sigma": [a.sigma(s) * float(g) for s in sens],
                  "moe95": [a.moe(s) * float(g) for s in sens]}
         if a.epsilon is not None:
-            entry["epsilon"] = fmt(a.epsilon)
+            entry["epsilon"] = fmt_up(a.epsilon)
         noise.append(entry)
     public = {k.label: len(domain.keyset(plan, k)) for k in plan.keys if k.public}
     notes = ["every key of the public keysets is returned (empty groups as noise on zero); other keys are dropped"] if public else []

@@ -9,7 +9,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from dpsql.privacy.budget import fmt
+from dpsql.privacy.budget import fmt, fmt_down, fmt_up
 from dpsql.pipeline.result import Explanation, Result
 
 
@@ -70,16 +70,16 @@ def footer(result: Result) -> str:
     if rc.selection:  # say plainly that the selection is part of the charge
         sel_rho = rc.selection["rho"]
         cost = (f"zCDP: {fmt(rc.rho - Fraction(sel_rho))} noise ({rc.mechanism.replace('_', ' ')}) + {sel_rho} "
-                f"partition selection, and delta={float(rc.delta):.3g}")
+                f"partition selection, and delta={fmt_up(rc.delta)}")
     text = (f"({n} row{'s' if n != 1 else ''}) charged rho={fmt(rc.rho)} ({cost}); "
-            f"budget spent {fmt(rc.budget_spent)} of {fmt(rc.budget_total)}, {fmt(rc.budget_remaining)} left."
+            f"budget spent {fmt(rc.budget_spent)} of {fmt(rc.budget_total)}, {fmt_down(rc.budget_remaining)} left."
             + (" ± is the 95% margin of error." if _any_margin(rc) else ""))
     for note in sorted(notes):
         text += f"\nAVG columns: ± is {note}."
     for t in rc.noise:
         if t.rank_error95 is not None:
             text += (f"\n{t.aggregate}: one of {t.grid}, drawn by the exponential mechanism; with 95% probability "
-                     f"its rank is within {t.rank_error95:.3g} units of the best of them.")
+                     f"its rank is within {fmt_up(t.rank_error95, 3)} units of the best of them.")
     return text + "".join(f"\nNote: {note}." for note in rc.notes)
 
 
@@ -98,13 +98,13 @@ def explanation(ex: Explanation) -> str:
             lines.append(f"group key {k}: private — DP partition selection ({s['method']}, counting {s['count'].replace('_', ' ')}), "
                          f"epsilon={s['epsilon']}, delta={s['delta']}, charged rho={s['rho']} and delta")
     lines += [f"  note: {n}" for n in ex.notes]
-    delta = f", delta={float(ex.delta):.3g}" if ex.delta else ""
+    delta = f", delta={fmt_up(ex.delta)}" if ex.delta else ""
     lines.append(f"rho for this query: {fmt(ex.rho)}{delta} ({len(ex.noise)} noisy aggregate(s)"
                  + (" + partition selection)" if ex.selection else ")"))
     for n in ex.noise:
         if "rank_error95" in n:
             lines.append(f"  {n['aggregate']}: exponential mechanism over {n['grid']}, rho={n['rho']} (epsilon "
-                         f"{n['em_epsilon']}), 95% rank error {n['rank_error95']:.3g} units")
+                         f"{n['em_epsilon']}), 95% rank error {fmt_up(n['rank_error95'], 3)} units")
             continue
         sens = ", ".join(f"{s:g}" for s in n["sensitivity"])
         sig = ", ".join(f"{s:.4g}" for s in n["sigma"])
@@ -171,7 +171,7 @@ def status(result: Result, show: str = "moe") -> str:
     if rc.rho == 0:
         n = len(result.rows)
         return (f"({n} row{'s' if n != 1 else ''}) nothing charged; "
-                f"budget spent {fmt(rc.budget_spent)} of {fmt(rc.budget_total)}, {fmt(rc.budget_remaining)} left."
+                f"budget spent {fmt(rc.budget_spent)} of {fmt(rc.budget_total)}, {fmt_down(rc.budget_remaining)} left."
                 + "".join(f"\nNote: {note}." for note in rc.notes))
     text = footer(result)
     if show == "sigma":
@@ -210,10 +210,10 @@ def timing(seconds: float, stages: dict[str, float] | None = None) -> str:
 
 def charge_dict(c: Any) -> dict[str, Any]:
     out = {"id": c.id, "time": c.time, "analyst": c.analyst, "session": c.session, "query": c.query,
-           "mechanism": c.mechanism, "rho": fmt(c.rho), "delta": fmt(c.delta) if c.delta else 0,
+           "mechanism": c.mechanism, "rho": fmt(c.rho), "delta": fmt_up(c.delta) if c.delta else 0,
            "policy_terms": list(c.policy_terms)}
     if c.epsilon is not None:
-        out["epsilon"] = fmt(c.epsilon)
+        out["epsilon"] = fmt_up(c.epsilon)
     return out
 
 

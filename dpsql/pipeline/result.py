@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from dpsql.privacy.budget import fmt
+from dpsql.privacy.budget import fmt, fmt_down, fmt_up
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class NoiseTerm:
             "aggregate": self.aggregate,
             "mechanism": self.mechanism,
             "rho": fmt(self.rho),
-            **({"epsilon": fmt(self.epsilon)} if self.epsilon is not None else {}),
+            **({"epsilon": fmt_up(self.epsilon)} if self.epsilon is not None else {}),
             "sensitivity": list(self.sensitivity),
             "sigma": list(self.sigma),
             "moe95": list(self.moe95),
@@ -83,8 +83,8 @@ class Receipt:
     def to_dict(self) -> dict[str, Any]:
         return {
             "rho": fmt(self.rho),
-            **({"epsilon": fmt(self.epsilon)} if self.epsilon is not None else {}),
-            "delta": fmt(self.delta) if self.delta else 0,
+            **({"epsilon": fmt_up(self.epsilon)} if self.epsilon is not None else {}),
+            "delta": fmt_up(self.delta) if self.delta else 0,
             "mechanism": self.mechanism,
             "table": self.table,
             "noise": [n.to_dict() for n in self.noise],
@@ -95,7 +95,7 @@ class Receipt:
             **({"notes": list(self.notes)} if self.notes else {}),
             "budget": {
                 "spent": fmt(self.budget_spent),
-                "remaining": fmt(self.budget_remaining),
+                "remaining": fmt_down(self.budget_remaining),
                 "total": fmt(self.budget_total),
             },
         }

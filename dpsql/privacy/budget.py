@@ -78,19 +78,32 @@ def _shown(value: Any) -> str:
 
 
 def fmt(value: Fraction) -> str:
-    """A budget value for people: exact when short, else 6 significant digits."""
+    """A budget value spent or charged (a ρ) for people: exact when short, else 6 significant
+    digits rounded **up** (a charge shown smaller than it is would overstate the guarantee).
+    What is *left* of a budget is shown by :func:`fmt_down`."""
     if value.denominator == 1:
         return str(value.numerator)
-    return f"{float(value):.6g}"
+    return fmt_up(value)
+
+
+def fmt_down(value: Fraction) -> str:
+    """What is left of a budget, for people: exact when short, else 6 significant digits rounded
+    **down** (never more than is there)."""
+    if value.denominator == 1:
+        return str(value.numerator)
+    return _rounded(Fraction(value), 6, math.floor)
 
 
 def fmt_up(value: float | Fraction, digits: int = 6) -> str:
     """A privacy parameter of a guarantee (an ε, a δ) for people: ``digits`` significant digits,
     rounded **up**, so the printed value is still a valid parameter."""
-    f = Fraction(value)
+    return _rounded(Fraction(value), digits, math.ceil)
+
+
+def _rounded(f: Fraction, digits: int, direction: Any) -> str:
     if f <= 0:
-        return "0"
+        return "0" if f == 0 else "-" + _rounded(-f, digits, math.ceil if direction is math.floor else math.floor)
     e = math.floor(math.log10(f))
     e += (Fraction(10) ** (e + 1) <= f) - (Fraction(10) ** e > f)  # log10 of a float may be off by one
     step = Fraction(10) ** (e - digits + 1)
-    return f"{float(math.ceil(f / step) * step):.{digits}g}"
+    return f"{float(direction(f / step) * step):.{digits}g}"

@@ -23,7 +23,7 @@ from fractions import Fraction
 from typing import Any, Protocol
 
 from dpsql.errors import QueryRefused
-from dpsql.privacy.budget import fmt
+from dpsql.privacy.budget import fmt, fmt_up
 from dpsql.privacy.selection_numbers import Real
 
 
@@ -93,8 +93,8 @@ def formula(terms: list[Term]) -> dict[str, str]:
         piece = f"{fmt(t.rho)}·|A(r)|², |A(r)| = {split_formula(t)}" if t.split else fmt(t.rho)
         out.setdefault(t.table, []).append(piece)
         for d, eps in t.deltas:
-            dout.setdefault(t.table, []).append(f"{float(d):.3g}" if eps is None or not t.split
-                                                else f"{float(d):.3g}·|A(r)|·e^((|A(r)|−1)·{fmt(eps)})")
+            dout.setdefault(t.table, []).append(fmt_up(d) if eps is None or not t.split
+                                                else f"{fmt_up(d)}·|A(r)|·e^((|A(r)|−1)·{fmt_up(eps)})")
     return {table: "P(r) = " + "  +  ".join(pieces)
             + (f";  δ(r) = {'  +  '.join(dout[table])}" if table in dout else "") for table, pieces in out.items()}
 
@@ -109,7 +109,7 @@ def evaluate(terms: list[Term], table: str, record: dict[str, str]) -> tuple[Fra
     for t in (t for t in terms if t.table == table):
         if not t.split:
             for d, _ in t.deltas:
-                lines.append({"delta": f"{float(d):.3g}", "why": f"δ {float(d):.3g} from partition selections, the same for every record"})
+                lines.append({"delta": fmt_up(d), "why": f"δ {fmt_up(d)} from partition selections, the same for every record"})
             total += t.rho
             lines.append({"rho": fmt(t.rho), "splits": None, "loss": fmt(t.rho),
                           "why": f"{fmt(t.rho)} from unsplit releases (counts), the same for every record"})
@@ -132,7 +132,7 @@ def evaluate(terms: list[Term], table: str, record: dict[str, str]) -> tuple[Fra
         loss = t.rho * splits * splits
         for d, eps in t.deltas:
             dk = float(d) * (splits * math.exp((splits - 1) * float(eps)) if eps is not None else 1)
-            lines.append({"delta": f"{dk:.3g}", "why": f"δ {float(d):.3g}·{splits}·e^(({splits}−1)·{fmt(eps) if eps else 0}) = {dk:.3g} "
+            lines.append({"delta": fmt_up(dk), "why": f"δ {fmt_up(d)}·{splits}·e^(({splits}−1)·{fmt_up(eps) if eps else 0}) = {fmt_up(dk)} "
                                                       "from partition selection on split rows (group privacy)"})
         total += loss
         lines.append({"rho": fmt(t.rho), "splits": splits, "loss": fmt(loss),

@@ -65,7 +65,7 @@ def code_identity() -> str:
     time) and sqlglot's version file (found, not imported). Computed once per process (~1 ms)."""
     if not _code:
         files: list[str] = []
-        _walk(Path(__file__).parent, files)
+        _walk(Path(__file__).parent.parent, files)  # dpsql/, not this module's folder (records/)
         spec = PathFinder.find_spec("sqlglot")
         try:
             version = (Path(spec.origin).parent / "_version.py").read_text() if spec and spec.origin else ""

@@ -17,7 +17,7 @@ from typing import Any
 
 from dpsql.privacy.accounting import guarantee
 from dpsql.privacy.allocate import GAUSSIAN
-from dpsql.privacy.budget import fmt
+from dpsql.privacy.budget import fmt, fmt_up
 from dpsql.privacy.mechanisms import moe95_discrete_gaussian
 from dpsql.workload.composition import LevelBudget, generalised_parallel, level_budget, parallel, sampling_sigma, sequential
 from dpsql.workload.spec import Workload
@@ -70,11 +70,11 @@ class WorkloadPlan:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "workload": self.name, "composition": self.composition,
-            "rho": fmt(self.rho), "rho_exact": str(self.rho), "delta": f"{float(self.delta):.3g}",
+            "rho": fmt(self.rho), "rho_exact": str(self.rho), "delta": fmt_up(self.delta),
             "separate_queries_rho": fmt(self.separate_rho),
-            "epsilon": {"conversion_delta": self.conversion_delta, "tight": round(self.epsilon_tight, 4),
-                        "analytic": round(self.epsilon_analytic, 4)},
-            "queries": [{"name": q.name, "sql": q.sql, "rho": fmt(q.rho), "delta": f"{float(q.delta):.3g}",
+            "epsilon": {"conversion_delta": self.conversion_delta, "tight": float(fmt_up(self.epsilon_tight)),
+                        "analytic": float(fmt_up(self.epsilon_analytic))},
+            "queries": [{"name": q.name, "sql": q.sql, "rho": fmt(q.rho), "delta": fmt_up(q.delta),
                          "noise": list(q.noise),
                          **({"sampling_sigma": q.sampling_sigma, "part_units": q.part_units}
                             if q.sampling_sigma is not None else {})} for q in self.queries],

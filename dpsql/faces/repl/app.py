@@ -20,7 +20,7 @@ from dpsql.errors import DpsqlError
 from dpsql.faces.repl import buffer, commands, output, results, statements  # noqa: F401 - they register commands
 from dpsql.faces.repl.progress import run_interruptible
 from dpsql.intercept import execute
-from dpsql.privacy.budget import fmt
+from dpsql.privacy.budget import fmt, fmt_down
 from dpsql.pipeline.result import Result
 
 
@@ -167,14 +167,14 @@ class Repl:
                 f"policy {s.policy.path}; tables: {', '.join(s.policy.tables)}"
                 + (f"; public tables: {', '.join(s.policy.public_tables)}" if s.policy.public_tables else "") + "\n"
                 f"Each query's noise costs rho={fmt(s.rho)} (a private GROUP BY key adds "
-                f"{fmt(s.policy.selection.epsilon ** 2 / 2)}); budget left {fmt(led.remaining)} of {fmt(led.total_rho)}. "
+                f"{fmt(s.policy.selection.epsilon ** 2 / 2)}); budget left {fmt_down(led.remaining)} of {fmt(led.total_rho)}. "
                 "Refused queries cost nothing.\n"
                 "End SQL with ;  \\help for help, \\tables to start, Tab completes, Ctrl-D quits.\n")
 
     def toolbar(self) -> str:
         s = self.session
         shown = "± 95% MOE" if self.display == "moe" else "σ"
-        return (f" rho/query {fmt(s.rho)} │ budget left {fmt(s.ledger.remaining)} of {fmt(s.ledger.total_rho)}"
+        return (f" rho/query {fmt(s.rho)} │ budget left {fmt_down(s.ledger.remaining)} of {fmt(s.ledger.total_rho)}"
                 f" │ showing {shown} │ \\help  Ctrl-D quits ")
 
     # ------------------------------------------------------------------ loops

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from dpsql.pipeline import format as fmt_mod
 from dpsql.intercept.explain import explanation_text
 from dpsql.privacy import policy_function as pf
-from dpsql.privacy.budget import fmt
+from dpsql.privacy.budget import fmt, fmt_down, fmt_up
 
 if TYPE_CHECKING:
     from dpsql.faces.repl.output import View
@@ -176,7 +176,7 @@ def _conninfo(repl: ReplState, arg: str) -> str:
     s = repl.session
     led = s.ledger
     return (f'You are connected to the DuckDB file "{s.database}" (embedded, read-only) as analyst "{led.analyst}".\n'
-            f'Policy "{s.policy.path}"; budget ledger "{led.path}": {fmt(led.remaining)} of {fmt(led.total_rho)} '
+            f'Policy "{s.policy.path}"; budget ledger "{led.path}": {fmt_down(led.remaining)} of {fmt(led.total_rho)} '
             f"left; each query costs rho={fmt(s.rho)}.")
 
 
@@ -212,7 +212,7 @@ def _budget(repl: ReplState, arg: str) -> str:
               f"the noise of each query costs rho={fmt(per_query)} ({int(left // per_query)} more at this rate)."),
              (f"delta spent by partition selection: {b['delta_spent']} of {b['delta_total']}, "
               f"{b['delta_remaining']} left{more}."),
-             (f"A GROUP BY on a private key adds rho={fmt(sel.epsilon ** 2 / 2)} and delta={fmt(sel.delta)} for "
+             (f"A GROUP BY on a private key adds rho={fmt(sel.epsilon ** 2 / 2)} and delta={fmt_up(sel.delta)} for "
               "partition selection; \\explain shows a query's cost before it runs."),
              (f"Everything spent so far is ({b['epsilon']}, {b['delta']})-DP for a record never split (\\policy "
               f"gives a split record's P(r)): epsilon converts the rho spent at delta'={b['conversion_delta']} "
