@@ -286,7 +286,7 @@ class Session:
 
             failure: BaseException | None = None
             try:
-                columns, noise_terms, released = self._compute_and_release(d, timings)
+                columns, noise_terms, released = self._compute_and_release(d)
             except BaseException as exc:  # noqa: BLE001 - the backstop: charge, then a fixed message
                 failure = self._charged_failure(d, exc)
             if failure is not None:
@@ -310,7 +310,7 @@ class Session:
             for d in decisions:
                 timings: dict[str, float] = {}
                 try:
-                    released_all.append((d, *self._compute_and_release(d, timings), timings))
+                    released_all.append((d, *self._compute_and_release(d), timings))
                 except BaseException as exc:  # noqa: BLE001 - the backstop, as in execute()
                     read = bool(released_all) or not isinstance(exc, InterruptedBeforeStart)
                     failure = self._charged_failure(d, exc, charge if read else None)
@@ -341,14 +341,13 @@ class Session:
                           budget_remaining=remaining, charge_id=charge_id, notes=notes)
         return Result(columns=tuple(names), types=tuple(types), rows=rows, receipt=receipt, timings=timings)
 
-    def _compute_and_release(self, d: Decision, timings: dict[str, float]
+    def _compute_and_release(self, d: Decision
                              ) -> tuple[dict[str, Any], list[NoiseTerm], list[tuple[Any, ...]] | None]:
         """Phases 2-3 up to the charge: the exact query, partition selection, noise. Exact values
-        live only in this frame and in ``release.release``, and are dropped before it returns."""
-        t0 = time.perf_counter()
+        live only in this frame and in ``release.release``, and are dropped before it returns.
+        Never timed on its own: its time depends on private rows (``Result.timings``)."""
         exact_rows = self.engine.run(d.query)
-        timings["execute"] = time.perf_counter() - t0
-        return release(d, exact_rows, self.rng, timings)
+        return release(d, exact_rows, self.rng)
 
     def _selection_info(self, d: Decision, released: list[tuple[Any, ...]] | None) -> dict[str, Any] | None:
         if released is None:

@@ -247,6 +247,13 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/records/plan.py", "    keys = tuple(GroupKey(name, None, label, tuple(sources), bool(public), column,",
                     "    keys = tuple(GroupKey(name, None, label, tuple(sources), True, column,"),),
              ("tests/test_plan_record.py::test_a_recorded_plan_answers_as_the_plan_made_afresh",)),
+    # ------------------------------------------------------------------ issue 29, part C
+    Mutation("private_stage_timed",
+             "the exact query's time (which depends on private rows) is reported in Result.timings and by \\timing",
+             (Patch("dpsql/session.py", "                columns, noise_terms, released = self._compute_and_release(d)\n",
+                    "                columns, noise_terms, released = self._compute_and_release(d); timings['execute'] = time.perf_counter() - t0\n"),),
+             ("tests/test_timings.py::test_result_timings_hold_public_stages_only",
+              "tests/test_timings.py::test_repl_timing_prints_the_total_and_public_stages_only")),
 )
 
 
