@@ -254,6 +254,16 @@ MUTATIONS: tuple[Mutation, ...] = (
                     "                columns, noise_terms, released = self._compute_and_release(d); timings['execute'] = time.perf_counter() - t0\n"),),
              ("tests/test_timings.py::test_result_timings_hold_public_stages_only",
               "tests/test_timings.py::test_repl_timing_prints_the_total_and_public_stages_only")),
+    Mutation("unit_record_ignores_wal",
+             "a recorded unit check stands while a dead writer's duplicate unit waits in the .wal a reader replays",
+             (Patch("dpsql/records/unit.py", "    return None if ident is None else (*ident, file_identity(f\"{path}.wal\"))",
+                    "    return None if ident is None else (*ident, None)"),),
+             ("tests/test_unit_record.py::test_a_row_left_in_the_wal_by_a_dead_writer_is_checked_again[True]",)),
+    Mutation("unit_check_cache_ignores_wal",
+             "this process's memory of a passed unit scan stands while a duplicate unit waits in the .wal",
+             (Patch("dpsql/backends/duckdb.py", "        files = [self.path, Path(f\"{self.path}.wal\")] if not self._parquet else [Path(p) for p in self._parquet.values()]",
+                    "        files = [self.path] if not self._parquet else [Path(p) for p in self._parquet.values()]"),),
+             ("tests/test_unit_record.py::test_a_row_left_in_the_wal_by_a_dead_writer_is_checked_again[False]",)),
 )
 
 

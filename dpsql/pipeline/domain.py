@@ -61,8 +61,7 @@ class _Shared:
 def file_identity(path: Path) -> tuple[Any, ...] | None:
     """A DuckDB file's identity (:func:`dpsql.records.unit.file_identity`) and its write-ahead
     log's, or None when the file cannot be read. Any write changes it."""
-    ident = unit_record.file_identity(path)
-    return None if ident is None else (*ident, unit_record.file_identity(f"{path}.wal"))
+    return unit_record.data_identity(path)
 
 
 SHARED_ENTRIES = 256
