@@ -264,6 +264,22 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/backends/duckdb.py", "        files = [self.path, Path(f\"{self.path}.wal\")] if not self._parquet else [Path(p) for p in self._parquet.values()]",
                     "        files = [self.path] if not self._parquet else [Path(p) for p in self._parquet.values()]"),),
              ("tests/test_unit_record.py::test_a_row_left_in_the_wal_by_a_dead_writer_is_checked_again[False]",)),
+    Mutation("finish_not_total",
+             "the finish stage's arithmetic raises on some noisy values after the charge: a charged query without its rows",
+             (Patch("dpsql/sql/finish_forms.py", "    sql = total_finish(finish).select(exp.column(ROW_COLUMN, quoted=True)).sql(\"duckdb\")",
+                    "    sql = finish.copy().select(exp.column(ROW_COLUMN, quoted=True)).sql(\"duckdb\")"),),
+             ("tests/test_finish_total.py::test_overflow_after_the_charge_is_null",
+              "tests/test_finish_total.py::test_division_and_modulo_by_zero_are_null")),
+    Mutation("finisher_message_quotes_values",
+             "a failed finish quotes DuckDB's message, and with it a noisy value, outside its answer",
+             (Patch("dpsql/backends/duckdb_local.py", "            raise DpsqlInternalError(f\"post-processing of the noisy values failed ({type(exc).__name__}); \"",
+                    "            raise DpsqlInternalError(f\"post-processing of the noisy values failed ({exc}); \""),),
+             ("tests/test_finish_total.py::test_the_finishers_message_quotes_no_value",)),
+    Mutation("time_format_unchecked",
+             "an unknown strftime specifier reaches DuckDB instead of a refusal at planning",
+             (Patch("dpsql/sql/validate.py", "    if isinstance(fmt, exp.Literal) and fmt.is_string and (bad := bad_time_format(fmt.this)) is not None:",
+                    "    if False and isinstance(fmt, exp.Literal) and (bad := bad_time_format(fmt.this)) is not None:"),),
+             ("tests/test_finish_total.py::test_an_unknown_strftime_specifier_is_refused_for_free",)),
 )
 
 
