@@ -280,6 +280,11 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/sql/validate.py", "    if isinstance(fmt, exp.Literal) and fmt.is_string and (bad := bad_time_format(fmt.this)) is not None:",
                     "    if False and isinstance(fmt, exp.Literal) and (bad := bad_time_format(fmt.this)) is not None:"),),
              ("tests/test_finish_total.py::test_an_unknown_strftime_specifier_is_refused_for_free",)),
+    Mutation("workload_name_is_a_path",
+             "a workload's name is used as a path: its output files are written outside --out",
+             (Patch("dpsql/workload/spec.py", "    if not name or name in (\".\", \"..\") or \"/\" in name or \"\\\\\" in name or \"\\0\" in name:",
+                    "    if not name:"),),
+             ("tests/test_workload.py::test_a_workload_name_that_is_not_a_plain_file_name_is_refused",)),
 )
 
 
