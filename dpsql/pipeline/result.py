@@ -24,8 +24,9 @@ class NoiseTerm:
     moe95: tuple[float, ...]
     mechanism: str = "discrete_gaussian"
     epsilon: Fraction | None = None  # pure-DP ε (geometric)
-    #: quantiles: with probability 95% the released value's rank is within this many units of
-    #: the best grid value's, and the grid it is drawn from (``privacy/quantile.py``)
+    #: quantiles: with probability 95% the released value's score |(1 − q)·#below − q·#above|
+    #: is within this many units of the best grid value's (a bound on the score gap, not on the
+    #: number of units between the two values), and the grid it is drawn from (``privacy/quantile.py``)
     rank_error95: float | None = None
     grid: str | None = None
 
