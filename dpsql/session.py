@@ -33,7 +33,8 @@ from dpsql.pipeline import output
 from dpsql.records import plan as plan_record
 from dpsql.backends import InterruptedBeforeStart, PublicCatalog, open_engine, open_finisher
 from dpsql.backends.files import kind_of
-from dpsql.pipeline.decide import Decision, allocations, decision, selection_params, settings_for
+from dpsql.pipeline.decide import (Decision, allocations, check_split_selection, decision, selection_params,
+                                   settings_for)
 from dpsql.pipeline.domain import PublicDomain, file_identity
 from dpsql.errors import DatabaseFileError, DpsqlError, PolicyFileError, QueryFailed
 from dpsql.pipeline.finish import describe, finish
@@ -201,6 +202,7 @@ class Session:
         allocs = allocations(plan, settings or settings_for(self.settings, rho), self.policy)
         blocks = self.domain.blocks(plan)
         d = decision(sql, plan, allocs, self.policy, blocks, query)
+        check_split_selection(plan, self.policy, self.ledger.total_delta)
         self._check(d.query)  # errors that do not depend on the rows: refused here, free
         self.check_unit_column(plan.table.name)
         if check_budget:  # a workload checks its whole charge instead (dpsql/workload/run.py)

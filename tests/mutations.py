@@ -285,6 +285,22 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/workload/spec.py", "    if not name or name in (\".\", \"..\") or \"/\" in name or \"\\\\\" in name or \"\\0\" in name:",
                     "    if not name:"),),
              ("tests/test_workload.py::test_a_workload_name_that_is_not_a_plain_file_name_is_refused",)),
+    Mutation("split_selection_unchecked",
+             "partition selection on split rows runs without a bound on a record's splits: delta_k reaches 1 unseen",
+             (Patch("dpsql/session.py", "        check_split_selection(plan, self.policy, self.ledger.total_delta)\n",
+                    "        pass\n"),),
+             ("tests/test_partition_selection.py::test_split_rows_selection_without_max_splits_is_refused_for_free",
+              "tests/test_partition_selection.py::test_split_rows_selection_beyond_the_delta_wall_is_refused")),
+    Mutation("split_selection_ignores_delta_wall",
+             "a record of K splits gets a delta_K above the analyst's delta wall",
+             (Patch("dpsql/pipeline/decide.py", "    if dk >= wall:", "    if dk >= 1:"),),
+             ("tests/test_partition_selection.py::test_split_rows_selection_beyond_the_delta_wall_is_refused",)),
+    Mutation("split_selection_delta_linear",
+             "group privacy's delta taken as K*delta: far below delta*(e^(K*eps)-1)/(e^eps-1)",
+             (Patch("dpsql/pipeline/decide.py", "        return float(sel.delta) * math.expm1(max_splits * eps) / math.expm1(eps) * (1 + 1e-9)",
+                    "        return float(sel.delta) * max_splits"),),
+             ("tests/test_partition_selection.py::test_split_rows_selection_beyond_the_delta_wall_is_refused",
+              "tests/test_partition_selection.py::test_split_rows_selection_states_its_group_privacy")),
 )
 
 
