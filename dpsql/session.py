@@ -37,7 +37,7 @@ from dpsql.pipeline.decide import (Decision, allocations, check_split_selection,
                                    settings_for)
 from dpsql.pipeline.domain import PublicDomain, file_identity
 from dpsql.errors import DatabaseFileError, DpsqlError, PolicyFileError, QueryFailed
-from dpsql.pipeline.finish import describe, finish
+from dpsql.pipeline.finish import check_finish, describe, finish
 from dpsql.ledger.book import Charge, Ledger, ledger_path, os_user
 from dpsql.policy.model import Policy
 from dpsql.policy.check import check_catalog, check_units
@@ -132,6 +132,7 @@ class Session:
                                    scope=(self._plan_context, file_identity(database)) if shared else None)
         self._units_checked: set[str] = set()
         self._twin_checked: set[str] = set()  # this session's (a process-wide set would tell others' texts by timing)
+        self._finish_checked: set[tuple[str, str]] = set()  # the same, for finish queries
         self._lock = threading.RLock()  # one query at a time: threads sharing a connection cannot interleave
         self._public: PublicCatalog | None = None  # public_database(), built on first use
 
@@ -204,6 +205,9 @@ class Session:
         d = decision(sql, plan, allocs, self.policy, blocks, query)
         check_split_selection(plan, self.policy, self.ledger.total_delta)
         self._check(d.query)  # errors that do not depend on the rows: refused here, free
+        if plan.finish is not None and plan.projection is None and (d.query, plan.finish_sql) not in self._finish_checked:
+            check_finish(plan, self.engine.describe(d.query)[:len(plan.keys)], self.finisher)  # and the finish's
+            self._finish_checked.add((d.query, plan.finish_sql))
         self.check_unit_column(plan.table.name)
         if check_budget:  # a workload checks its whole charge instead (dpsql/workload/run.py)
             self.ledger.check(d.rho, d.delta)  # refuse early; the binding check is the charge itself

@@ -301,6 +301,16 @@ MUTATIONS: tuple[Mutation, ...] = (
                     "        return float(sel.delta) * max_splits"),),
              ("tests/test_partition_selection.py::test_split_rows_selection_beyond_the_delta_wall_is_refused",
               "tests/test_partition_selection.py::test_split_rows_selection_states_its_group_privacy")),
+    Mutation("finish_check_skipped",
+             "a finish that fails whatever the values runs after the charge: a charged query without its rows",
+             (Patch("dpsql/session.py", "            check_finish(plan, self.engine.describe(d.query)[:len(plan.keys)], self.finisher)  # and the finish's\n",
+                    "            pass\n"),),
+             ("tests/test_finish_total.py::test_a_finish_that_fails_whatever_the_values_is_refused_before_the_charge",)),
+    Mutation("finish_check_filters_its_row",
+             "the finish check keeps its filter, which drops its one row before the failing expression is read",
+             (Patch("dpsql/pipeline/finish.py", "        tree = tree.select(exp.alias_(where.this.copy(), \"__filter\", quoted=True))",
+                    "        tree.set(\"where\", where)"),),
+             ("tests/test_finish_total.py::test_a_finish_that_fails_whatever_the_values_is_refused_before_the_charge",)),
 )
 
 

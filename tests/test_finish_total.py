@@ -84,3 +84,35 @@ def test_the_specifier_check_agrees_with_duckdb():
         except duckdb.Error:
             duckdb_ok = False
         assert (bad_time_format(fmt) is None) == duckdb_ok, fmt
+
+
+@pytest.mark.parametrize("sql, code", [
+    ("SELECT state, COUNT(*) AS n FROM establishments GROUP BY state HAVING COUNT(*) > 'abc'", "DP120"),
+    ("SELECT state, COUNT(*) > 'abc' FROM establishments GROUP BY state HAVING AVG(payann) > 3", "DP120"),
+    ("SELECT state, LOWER(COUNT(*)) FROM establishments GROUP BY state ORDER BY 2", "DP120"),
+])
+def test_a_finish_that_fails_whatever_the_values_is_refused_before_the_charge(con, sql, code):
+    """``HAVING COUNT(*) > 'abc'`` failed in the finish after the charge (DP900, no rows); it fails
+    for every noisy value, so it is a phase-1 refusal, free — even when a filter would have kept
+    the row that fails from being read in the check (the filter is evaluated as a column)."""
+    with pytest.raises(DpsqlError) as err:
+        con.cursor().execute(sql)
+    assert err.value.code == code
+    assert charges(con) == 0
+
+
+def test_every_accepted_corpus_query_passes_the_finish_check(corpus_cases, con):
+    """No false refusal: the check runs the finish as it will run (TRY'd) on one row."""
+    for case in corpus_cases:
+        con.session.decide(case.sql)  # raises on a refusal
+
+
+@pytest.fixture(scope="module")
+def corpus_cases():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "grammar_tests"))
+    from corpus import load_cases
+
+    return [c for c in load_cases() if c.expected is not None and c.meta.get("public") != "true"]
