@@ -21,6 +21,7 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
@@ -132,7 +133,6 @@ class Session:
                                    scope=(self._plan_context, file_identity(database)) if shared else None)
         self._units_checked: set[str] = set()
         self._twin_checked: set[str] = set()  # this session's (a process-wide set would tell others' texts by timing)
-        self._finish_checked: set[tuple[str, str]] = set()  # the same, for finish queries
         self._lock = threading.RLock()  # one query at a time: threads sharing a connection cannot interleave
         self._public: PublicCatalog | None = None  # public_database(), built on first use
 
@@ -205,9 +205,9 @@ class Session:
         d = decision(sql, plan, allocs, self.policy, blocks, query)
         check_split_selection(plan, self.policy, self.ledger.total_delta)
         self._check(d.query)  # errors that do not depend on the rows: refused here, free
-        if plan.finish is not None and plan.projection is None and (d.query, plan.finish_sql) not in self._finish_checked:
-            check_finish(plan, self.engine.describe(d.query)[:len(plan.keys)], self.finisher)  # and the finish's
-            self._finish_checked.add((d.query, plan.finish_sql))
+        if plan.finish is not None and plan.projection is None:  # and the finish's, on one row (finish.py)
+            self._check(f"{d.query}\n-- finish: {plan.finish_sql}",
+                        lambda: check_finish(plan, self.engine.describe(d.query)[:len(plan.keys)], self.finisher))
         self.check_unit_column(plan.table.name)
         if check_budget:  # a workload checks its whole charge instead (dpsql/workload/run.py)
             self.ledger.check(d.rho, d.delta)  # refuse early; the binding check is the charge itself
@@ -232,14 +232,15 @@ class Session:
         self.engine.check(query)
         return replace(d, plan=plan, query=query)
 
-    def _check(self, query: str) -> None:
-        """The engine's check on the empty twin, once per session, and not at all when an earlier
-        process recorded a pass in the same context (:mod:`dpsql.records.check`)."""
+    def _check(self, query: str, run: Callable[[], None] | None = None) -> None:
+        """The engine's check on the empty twin (or ``run``, a check of what ``query`` names), once
+        per session, and not at all when an earlier process recorded a pass in the same context
+        (:mod:`dpsql.records.check`)."""
         if query in self._twin_checked:
             return
         key = check_record.key(self._plan_context, self.engine.check_identity, query)
         if key is None or key not in check_record.RECORDS:
-            self.engine.check(query)
+            run() if run is not None else self.engine.check(query)
             if key is not None:
                 check_record.RECORDS.add(key)
         self._twin_checked.add(query)
