@@ -48,7 +48,9 @@ def total_finish(finish: exp.Select) -> exp.Select:
     inside ``TRY()`` (NULL instead of an error). The finish runs after the charge, so it must
     return its rows whatever the noisy values are: ``COUNT(*) * 9223372036854775807``, ``// 0``
     and ``% 0`` failed there (issue 29, finding 12). Each operation is wrapped on its own, so an
-    error is NULL where it happens and ``NULL OR TRUE`` keeps its SQL meaning. Aggregates and
+    error is NULL where it happens and ``NULL OR TRUE`` keeps its SQL meaning — except inside a
+    chain of arithmetic, which fails whole anyway and gets one TRY (200 chained ``+`` would nest
+    200 TRYs past sqlglot's recursion limit). Aggregates and
     window functions (of a query over a DP subquery) cannot stand inside TRY; the operations
     around them are left as written."""
     tree = finish.copy()
@@ -57,6 +59,9 @@ def total_finish(finish: exp.Select) -> exp.Select:
             continue
         if node.find(*_NOT_IN_TRY) is not None or node.find(exp.Column) is None:
             continue  # constants fail (or not) whatever the values: phase 1 answers for them
+        parent = node.parent
+        if isinstance(parent, _ARITHMETIC) and parent.find(*_NOT_IN_TRY) is None:
+            continue  # its arithmetic parent fails with it anyway, and is wrapped: one TRY a chain
         wrapper = exp.Try()
         node.replace(wrapper)
         wrapper.set("this", node)
