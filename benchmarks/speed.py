@@ -49,7 +49,7 @@ from .common import (
     rows_label,
 )
 
-STAGE_ORDER = ("plan", "execute", "select", "noise", "charge", "finish")
+STAGE_ORDER = ("plan", "charge", "finish")  # the only stages Result.timings holds
 
 
 @dataclass(frozen=True)

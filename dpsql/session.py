@@ -21,6 +21,7 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
@@ -33,10 +34,11 @@ from dpsql.pipeline import output
 from dpsql.records import plan as plan_record
 from dpsql.backends import InterruptedBeforeStart, PublicCatalog, open_engine, open_finisher
 from dpsql.backends.files import kind_of
-from dpsql.pipeline.decide import Decision, allocations, decision, selection_params, settings_for
+from dpsql.pipeline.decide import (Decision, allocations, check_split_selection, decision, selection_params,
+                                   settings_for)
 from dpsql.pipeline.domain import PublicDomain, file_identity
 from dpsql.errors import DatabaseFileError, DpsqlError, PolicyFileError, QueryFailed
-from dpsql.pipeline.finish import describe, finish
+from dpsql.pipeline.finish import check_finish, describe, finish
 from dpsql.ledger.book import Charge, Ledger, ledger_path, os_user
 from dpsql.policy.model import Policy
 from dpsql.policy.check import check_catalog, check_units
@@ -201,7 +203,11 @@ class Session:
         allocs = allocations(plan, settings or settings_for(self.settings, rho), self.policy)
         blocks = self.domain.blocks(plan)
         d = decision(sql, plan, allocs, self.policy, blocks, query)
+        check_split_selection(plan, self.policy, self.ledger.total_delta)
         self._check(d.query)  # errors that do not depend on the rows: refused here, free
+        if plan.finish is not None and plan.projection is None:  # and the finish's, on one row (finish.py)
+            self._check(f"{d.query}\n-- finish: {plan.finish_sql}",
+                        lambda: check_finish(plan, self.engine.describe(d.query)[:len(plan.keys)], self.finisher))
         self.check_unit_column(plan.table.name)
         if check_budget:  # a workload checks its whole charge instead (dpsql/workload/run.py)
             self.ledger.check(d.rho, d.delta)  # refuse early; the binding check is the charge itself
@@ -231,14 +237,15 @@ class Session:
         self.engine.check(query)
         return replace(d, plan=plan, query=query)
 
-    def _check(self, query: str) -> None:
-        """The engine's check on the empty twin, once per session, and not at all when an earlier
-        process recorded a pass in the same context (:mod:`dpsql.records.check`)."""
+    def _check(self, query: str, run: Callable[[], None] | None = None) -> None:
+        """The engine's check on the empty twin (or ``run``, a check of what ``query`` names), once
+        per session, and not at all when an earlier process recorded a pass in the same context
+        (:mod:`dpsql.records.check`)."""
         if query in self._twin_checked:
             return
         key = check_record.key(self._plan_context, self.engine.check_identity, query)
         if key is None or key not in check_record.RECORDS:
-            self.engine.check(query)
+            run() if run is not None else self.engine.check(query)
             if key is not None:
                 check_record.RECORDS.add(key)
         self._twin_checked.add(query)
@@ -291,7 +298,7 @@ class Session:
 
             failure: BaseException | None = None
             try:
-                columns, noise_terms, released = self._compute_and_release(d, timings)
+                columns, noise_terms, released = self._compute_and_release(d)
             except BaseException as exc:  # noqa: BLE001 - the backstop: charge, then a fixed message
                 failure = self._charged_failure(d, exc)
             if failure is not None:
@@ -315,7 +322,7 @@ class Session:
             for d in decisions:
                 timings: dict[str, float] = {}
                 try:
-                    released_all.append((d, *self._compute_and_release(d, timings), timings))
+                    released_all.append((d, *self._compute_and_release(d), timings))
                 except BaseException as exc:  # noqa: BLE001 - the backstop, as in execute()
                     read = bool(released_all) or not isinstance(exc, InterruptedBeforeStart)
                     failure = self._charged_failure(d, exc, charge if read else None)
@@ -346,14 +353,13 @@ class Session:
                           budget_remaining=remaining, charge_id=charge_id, notes=notes)
         return Result(columns=tuple(names), types=tuple(types), rows=rows, receipt=receipt, timings=timings)
 
-    def _compute_and_release(self, d: Decision, timings: dict[str, float]
+    def _compute_and_release(self, d: Decision
                              ) -> tuple[dict[str, Any], list[NoiseTerm], list[tuple[Any, ...]] | None]:
         """Phases 2-3 up to the charge: the exact query, partition selection, noise. Exact values
-        live only in this frame and in ``release.release``, and are dropped before it returns."""
-        t0 = time.perf_counter()
+        live only in this frame and in ``release.release``, and are dropped before it returns.
+        Never timed on its own: its time depends on private rows (``Result.timings``)."""
         exact_rows = self.engine.run(d.query)
-        timings["execute"] = time.perf_counter() - t0
-        return release(d, exact_rows, self.rng, timings)
+        return release(d, exact_rows, self.rng)
 
     def _selection_info(self, d: Decision, released: list[tuple[Any, ...]] | None) -> dict[str, Any] | None:
         if released is None:

@@ -27,3 +27,13 @@ SELECT COUNT(DISTINCT "__j1_code") AS "__p0" FROM "establishments" INNER JOIN (S
 # execute: true
 SELECT naics2, COUNT(DISTINCT state) AS n FROM establishments GROUP BY naics2 HAVING COUNT(DISTINCT state) > 40 ORDER BY n DESC;
 SELECT "naics2" AS "naics2", COUNT(DISTINCT "state") AS "__p0" FROM "establishments" GROUP BY "naics2";
+
+# title: count distinct of a measure beside its sum (the reference counts record values, not splits)
+# execute: true
+SELECT state, COUNT(DISTINCT payann), SUM(payann) FROM establishments GROUP BY state;
+SELECT "state" AS "state", COUNT(DISTINCT "payann") AS "__p0", SUM("payann") AS "__p1" FROM "establishments" GROUP BY "state";
+
+# title: count of a measure beside its sum, ungrouped (payann is NOT NULL: COUNT(payann) is COUNT(*))
+# execute: true
+SELECT COUNT(payann), COUNT(DISTINCT payann), SUM(payann) FROM establishments;
+SELECT COUNT(*) AS "__p0", COUNT(DISTINCT "payann") AS "__p1", SUM("payann") AS "__p2" FROM "establishments";

@@ -38,7 +38,7 @@ NOT_PROJECTIONS = [
 def _released(session, sql):
     """The decision and the noisy columns the finish stage receives (seeded)."""
     d = session.decide(sql)
-    columns, _, _ = session._compute_and_release(d, {})
+    columns, _, _ = session._compute_and_release(d)
     return d.plan, columns
 
 

@@ -136,7 +136,7 @@ def test_receipt_states_theorem_3_11s_rank_error_and_prints_it_rounded_up(demo, 
     want = 2 * max(float(q), 1 - float(q)) / eps * math.log(20 * 101)
     (term,) = result.receipt.noise
     assert term.rank_error95 == pytest.approx(want, rel=1e-9)
-    printed = re.search(r"its rank is within ([0-9.e+-]+) units", footer(result))
+    printed = re.search(r"is within ([0-9.e+-]+) units of the best", footer(result))
     assert printed and want <= float(printed.group(1)) <= want * 1.01, (printed, want)
 
 

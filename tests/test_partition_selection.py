@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import pytest
+
+from dpsql.privacy.budget import fmt_up
 
 import dpsql
 from dpsql.privacy import policy_function as pf
@@ -64,24 +67,69 @@ def test_ledger_and_policy_function_carry_delta(con):
     assert total == Fraction(1, 10) + Fraction(1, 8)
 
 
-def test_split_rows_selection_finds_groups_of_few_huge_records(demo, tmp_path):
-    """Counting split rows (paper 000 §5.4), a group of one huge record is released; the
-    record pays by group privacy, shown in P(r)."""
+def with_max_splits(policy, k: int):
+    text = policy.read_text()
+    assert "[tables.establishments]\n" in text
+    policy.write_text(text.replace("[tables.establishments]\n", f"[tables.establishments]\nmax_splits = {k}\n", 1))
+    return policy
+
+
+SPLIT_QUERY = "SELECT county, naics, SUM(payann) FROM establishments GROUP BY county, naics"
+
+
+def group_delta(delta: float, eps: float, k: int) -> float:
+    """δ_k of group privacy, summed term by term (not the closed form the code uses)."""
+    return delta * sum(math.exp(i * eps) for i in range(k))
+
+
+def test_split_rows_selection_without_max_splits_is_refused_for_free(demo, tmp_path):
+    """Issue 29, finding 6: without a bound K on a record's splits, a record of k splits gets
+    δ_k = δ(e^(kε) − 1)/(e^ε − 1), which reaches 1 from k ≈ 27 at ε = 0.5, δ = 1e-6."""
+    assert group_delta(1e-6, 0.5, 26) < 1 <= group_delta(1e-6, 0.5, 27)
+    db, policy = with_selection(demo, tmp_path, count="split_rows", epsilon=0.5, delta=1e-6)
+    with dpsql.connect(db, policy) as con:
+        with pytest.raises(dpsql.DpsqlError) as err:
+            con.execute(SPLIT_QUERY)
+        assert err.value.code == "DP209" and "max_splits" in str(err.value)
+        assert con.session.ledger.spent == 0
+        con.execute("SELECT county, COUNT(*) FROM establishments GROUP BY county")  # no split measure: k = 1
+
+
+def test_split_rows_selection_beyond_the_delta_wall_is_refused(demo, tmp_path):
+    """The demo's δ wall is 1e-4: at ε = 1, δ = 1e-6, K = 5 gives δ_K = 8.6e-5, K = 6 gives 2.3e-4."""
+    assert group_delta(1e-6, 1, 5) < 1e-4 <= group_delta(1e-6, 1, 6)
     db, policy = with_selection(demo, tmp_path, count="split_rows", epsilon=1, delta=1e-6)
+    with_max_splits(policy, 6)
+    with dpsql.connect(db, policy) as con:
+        with pytest.raises(dpsql.DpsqlError) as err:
+            con.execute(SPLIT_QUERY)
+        assert err.value.code == "DP209" and f"delta_K = {fmt_up(group_delta(1e-6, 1, 6))}" in str(err.value)
+        assert con.session.ledger.spent == 0
+    policy.write_text(policy.read_text().replace("max_splits = 6", "max_splits = 5"))
     with dpsql.connect(db, policy, _random_source=seeded_random(9)) as con:
-        exact = con.session.engine.run(
-            "SELECT county, naics, COUNT(*), SUM(GREATEST(1, CEIL(payann / 10000))) FROM establishments GROUP BY ALL")
-        few_but_huge = {(c, n) for c, n, units, splits in exact if units <= 3 and splits >= 40}
-        assert len(few_but_huge) >= 10  # the demo data has such groups (49 at the default seed)
-        cur = con.execute("SELECT county, naics, SUM(payann) FROM establishments GROUP BY county, naics")
-        released = {(r[0], r[1]) for r in cur.fetchall()}
-        # π(40) = 1 at ε = 1, δ = 1e-6: all are found; counting units (π(3) ≈ 1e-5) none would be
-        assert few_but_huge <= released
+        assert con.execute(SPLIT_QUERY).fetchall()
+
+
+def test_split_rows_selection_states_its_group_privacy(demo, tmp_path):
+    """With K = 3 (δ_3 = 1.1e-5 below the wall), the query runs; EXPLAIN, the receipt and P(r)
+    state the δ a record of K splits gets, computed here term by term."""
+    db, policy = with_selection(demo, tmp_path, count="split_rows", epsilon=1, delta=1e-6)
+    with_max_splits(policy, 3)
+    want = fmt_up(group_delta(1e-6, 1, 3))  # printed rounded up, as every δ of a guarantee
+    with dpsql.connect(db, policy, _random_source=seeded_random(9)) as con:
+        ex = con.explain(SPLIT_QUERY)
+        assert ex.selection["max_splits"] == 3 and f"delta_K = delta*(e^(K*epsilon)-1)/(e^epsilon-1) = {want}" \
+            in ex.selection["group_privacy"]
+        cur = con.execute(SPLIT_QUERY)
+        assert cur.fetchall()
+        assert cur.receipt.selection["group_privacy"] == ex.selection["group_privacy"]
         terms = pf.collect(con.session.ledger.history())
-        text = pf.formula(terms)["establishments"]
-        assert "|A(r)|·e^((|A(r)|−1)·1)" in text
-        total, _ = pf.evaluate(terms, "establishments", {"payann": "25000"})  # 3 splits
+        assert "(e^(|A(r)|·1)−1)/(e^1−1)" in pf.formula(terms)["establishments"]
+        total, lines = pf.evaluate(terms, "establishments", {"payann": "25000"})  # 3 splits
         assert total == (Fraction(1, 10) + Fraction(1, 2)) * 9
+        assert any(line.get("delta") == want for line in lines)
+        total, lines = pf.evaluate(terms, "establishments", {"payann": "2500000"})  # 250 splits, capped at K = 3
+        assert total == (Fraction(1, 10) + Fraction(1, 2)) * 9 and any(line.get("delta") == want for line in lines)
 
 
 def test_truncated_geometric_count_costs_nothing_extra(demo, tmp_path):

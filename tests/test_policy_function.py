@@ -83,3 +83,16 @@ def test_ledger_policy_and_convert_commands(demo, tmp_path):
     conv = json.loads(p.stdout)
     assert conv["epsilon_tight"] < conv["epsilon_analytic"]
     assert abs(conv["epsilon_analytic"] - (0.5 + 2 * (0.5 * 23.025850929940457) ** 0.5)) < 1e-9
+
+
+def test_policy_on_an_empty_ledger_says_nothing_was_released(demo, tmp_path):
+    """Issue 29, finding 15: with no release yet, a hypothetical record's P(r) is 0; the command
+    said "several tables have releases" (and failed)."""
+    policy = str(demo[1])
+    p = run_cli("policy", "--policy", policy, "employees=150", home=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "several tables" not in p.stdout + p.stderr
+    assert "nothing released yet: P(r) = 0 for every record" in p.stdout
+    p = run_cli("policy", "--policy", policy, "employees=150", "--json", home=tmp_path)
+    out = json.loads(p.stdout)
+    assert out["policy_function"] == {} and out["record"]["P"] == "0" and out["record"]["terms"] == []

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import dpsql
+from dpsql.pipeline.format import footer as fmt_footer
 from dpsql.backends.duckdb import LOCKDOWN
 from dpsql.errors import BudgetValueError, PolicyFileError
 from dpsql.policy.model import QuantileGrid
@@ -169,7 +170,10 @@ def test_median_per_group_on_the_demo_is_where_the_median_is_and_is_charged(demo
         cur.execute("SELECT sex, MEDIAN(age) AS m, COUNT(*) FROM persons GROUP BY sex ORDER BY sex")
         rows = cur.fetchall()
         rc = cur.receipt
+        footer = fmt_footer(cur.result)
         assert con.session.ledger.spent - before == rc.rho == Fraction(1, 5)
+    # what Theorem 3.11 proves is a bound on the score gap, and the footer says so (issue 29)
+    assert "score" in footer and "not on the units between" in footer and "rank is within" not in footer
     assert [r[0] for r in rows] == ["F", "M"]
     for sex, m, _ in rows:
         assert isinstance(m, int) and abs(m - exact[sex]) <= 1, (sex, m, exact[sex])

@@ -146,3 +146,45 @@ def test_a_table_read_from_its_own_parquet_file_is_recorded_by_that_file(tmp_pat
     with dpsql.connect(None, str(policy)) as con:
         with pytest.raises(PolicyFileError, match="does not identify one row per unit"):
             con.execute(QUERY)
+
+
+WRITER_DIES_BEFORE_CHECKPOINT = """
+import os, sys
+import duckdb
+con = duckdb.connect(sys.argv[1])
+con.execute("SET checkpoint_threshold = '1TB'")  # no automatic checkpoint
+con.execute("PRAGMA disable_checkpoint_on_shutdown")
+con.execute("INSERT INTO people VALUES (7, 'a', 5)")  # a second row for unit 7, in the WAL only
+os._exit(0)  # dies: no checkpoint, no clean close
+"""
+
+
+@pytest.mark.parametrize("new_process", [False, True])
+def test_a_row_left_in_the_wal_by_a_dead_writer_is_checked_again(files, monkeypatch, new_process):
+    """Issue 29, finding 4: the main file keeps its identity while the row waits in ``.wal``; the
+    next reader replays it, so the pass recorded before must not stand (neither the record in
+    dpsql's folder nor this process's own memory of the scan)."""
+    import subprocess
+    import sys
+
+    from dpsql.backends import duckdb as duckdb_backend
+
+    db = files[0]
+    with dpsql.connect(*files) as con:
+        con.execute(QUERY)
+    assert unit_record.passed(db, "people", "id")
+    before = unit_record.file_identity(db)
+    subprocess.run([sys.executable, "-c", WRITER_DIES_BEFORE_CHECKPOINT, str(db)], check=True)
+    wal = db.with_name(db.name + ".wal")
+    assert wal.is_file() and wal.stat().st_size > 0
+    assert unit_record.file_identity(db) == before  # the main file did not change
+    with duckdb.connect(str(db), read_only=True) as raw:  # a reader sees the row
+        assert raw.execute("SELECT COUNT(*) FROM people WHERE id = 7").fetchone() == (2,)
+    if new_process:
+        duckdb_backend._UNIQUE_UNITS.clear()
+    assert not unit_record.passed(db, "people", "id")
+    with dpsql.connect(*files) as con:
+        scans = _scans(con, monkeypatch)
+        with pytest.raises(PolicyFileError, match="does not identify one row per unit"):
+            con.execute(QUERY)
+        assert scans == ["people"]

@@ -394,3 +394,30 @@ def test_safetab_on_a_private_key_is_refused_before_reading(session, tmp_path):
     with pytest.raises(WorkloadFileError, match="without a public keyset"):
         run(session, spec.parse(text), tmp_path / "out")
     assert session.ledger.spent == 0
+
+
+@pytest.mark.parametrize("name", ["../elsewhere/x", "a/b", "..", ".", "x\\\\y", "/tmp/x"])
+def test_a_workload_name_that_is_not_a_plain_file_name_is_refused(name, session, tmp_path):
+    """Issue 29, finding 14: the name names the output files, so ``../elsewhere/x`` wrote outside --out."""
+    text = QUERIES.replace('name = "states"', f'name = "{name}"')
+    with pytest.raises(WorkloadFileError) as err:
+        run(session, spec.parse(text), tmp_path / "out")
+    assert err.value.code == "DP501" and "plain file name" in str(err.value)
+    assert session.ledger.spent == 0 and not (tmp_path / "out").exists() and not (tmp_path / "elsewhere").exists()
+
+
+def test_a_plain_workload_name_is_kept():
+    assert spec.parse(QUERIES.replace('name = "states"', 'name = "states-2024.v1"')).name == "states-2024.v1"
+
+
+@pytest.mark.parametrize("old, new, what", [
+    ('"R01", "R02"', '"R01", "R02", "R01"', "codes lists 'R01' more than once"),
+    ('"race1", "race2"', '"race1", "race2", "race1"', "races lists 'race1' more than once"),
+])
+def test_a_safetab_file_listing_a_code_twice_is_refused(old, new, what):
+    """A code listed 64 times computed 320 stage queries and wrote 64 copies of its groups."""
+    text = SAFETAB_DEMO.read_text()
+    assert old in text
+    with pytest.raises(WorkloadFileError) as err:
+        spec.parse(text.replace(old, new, 1))
+    assert err.value.code == "DP501" and what in str(err.value)

@@ -24,7 +24,7 @@ from dpsql.errors import DatabaseFileError, QueryRefused
 
 #: memory a public catalog may use beyond what its tables hold (bytes)
 CATALOG_MEMORY = 1 << 30
-#: (file, size, mtime, table, unit) -> whether the unit column is unique, for this process.
+#: (file, size, mtime, [its WAL's,] table, unit) -> whether the unit column is unique, for this process.
 _UNIQUE_UNITS: dict[tuple[Any, ...], bool] = {}
 
 _UNSIGNED = {"UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"}
@@ -218,7 +218,9 @@ class DuckDBEngine:
                  if t == table and len(columns) == 1 and columns[0].lower() == unit}
         if "PRIMARY KEY" in kinds or {"UNIQUE", "NOT NULL"} <= kinds:
             return True
-        key = (*_file_stamps([self.path] if not self._parquet else [Path(p) for p in self._parquet.values()]), table, unit)
+        # the WAL too: rows inserted and not yet checkpointed are there, and a reader replays them
+        files = [self.path, Path(f"{self.path}.wal")] if not self._parquet else [Path(p) for p in self._parquet.values()]
+        key = (*_file_stamps(files), table, unit)
         if key not in _UNIQUE_UNITS:
             _UNIQUE_UNITS[key] = self._units_unique_scan(table, unit)
         return _UNIQUE_UNITS[key]

@@ -146,8 +146,10 @@ class DuckDBFinisher:
             types = [str(d[1]) for d in cur.description]
             return names, types, cur.fetchall()
         except duckdb.Error as exc:
-            # Only noisy, already charged values are in this connection: the message is safe.
-            raise DpsqlInternalError(f"post-processing of the noisy values failed ({type(exc).__name__}: {exc})") from None
+            # Fixed text: DuckDB's message may quote a value, and here the values are noisy and
+            # charged — an answer shows them with their receipt, an error must not (issue 29).
+            raise DpsqlInternalError(f"post-processing of the noisy values failed ({type(exc).__name__}); "
+                                     "this is a bug in dpsql") from None
         finally:
             cur.close()
 

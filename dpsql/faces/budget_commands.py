@@ -103,9 +103,10 @@ def policy(args: argparse.Namespace) -> int:
         record = pf.parse_record(args.record)
         tables = sorted(formulas)
         table = args.table or (tables[0] if len(tables) == 1 else None)
-        if table is None:
-            raise DpsqlError("several tables have releases: say which with --table", code="DP119")
-        total, lines = pf.evaluate(terms, table, record)
+        if table is None and tables:
+            raise DpsqlError(f"{len(tables)} tables have releases ({', '.join(tables)}): say which with --table",
+                             code="DP119")
+        total, lines = pf.evaluate(terms, table, record) if table is not None else (0, [])
         out["record"] = {"table": table, "values": record, "P": fmt(total), "terms": lines}
     if args.json:
         print(fmt_mod.to_json(out))
@@ -114,7 +115,7 @@ def policy(args: argparse.Namespace) -> int:
         print("nothing released yet: P(r) = 0 for every record")
     for table, text in formulas.items():
         print(f"{table}: {text}")
-    if args.record:
+    if args.record and formulas:
         rec = out["record"]
         print(f"\nfor the hypothetical {rec['table']} record {' '.join(args.record)}:")  # type: ignore[index]
         for line in rec["terms"]:  # type: ignore[index]

@@ -111,10 +111,68 @@ def shared_count(plan: Plan, policy: Policy) -> Primitive | None:
 
 
 def selection_params(plan: Plan, policy: Policy) -> dict[str, Any]:
-    """The public parameters of a query's partition selection (receipt and explain)."""
+    """The public parameters of a query's partition selection (receipt and explain); counting
+    split rows, also the bound K on a record's splits and the (Kε, δ_K) a record of K splits
+    gets by group privacy (:func:`split_selection_delta`)."""
     sel = policy.selection
-    return {"keys": [k.label for k in plan.private_keys], "method": sel.method, "count": sel.count,
-            "epsilon": fmt_up(sel.epsilon), "delta": fmt_up(sel.delta), "rho": fmt(sel.epsilon**2 / 2)}
+    out: dict[str, Any] = {"keys": [k.label for k in plan.private_keys], "method": sel.method, "count": sel.count,
+                           "epsilon": fmt_up(sel.epsilon), "delta": fmt_up(sel.delta), "rho": fmt(sel.epsilon**2 / 2)}
+    if splits_selected(plan, policy):
+        k = plan.table.max_splits
+        out["max_splits"] = k
+        out["group_privacy"] = ("none: no max_splits bounds a record's splits" if k is None else
+                                f"a record of up to {k} splits: epsilon_K = {fmt_up(k * sel.epsilon)}, "
+                                f"delta_K = delta*(e^(K*epsilon)-1)/(e^epsilon-1) = {_up(split_selection_delta(sel, k))}")
+    return out
+
+
+def splits_selected(plan: Plan, policy: Policy) -> bool:
+    """Whether the query's partition selection counts split rows (a record moves it by its splits)."""
+    return bool(plan.private_keys) and policy.selection.count == "split_rows" and bool(plan.split_measures)
+
+
+def split_selection_delta(sel: Selection, max_splits: int) -> float:
+    """δ_K of (ε, δ) partition selection for a record of up to K = ``max_splits`` split rows.
+
+    Group privacy: a record of k splits moves the selection's count by k, i.e. k neighbouring
+    steps, each (ε, δ)-DP. By induction P[M(x₀) ∈ S] ≤ e^ε·P[M(x₁) ∈ S] + δ ≤ … gives
+    (kε, δ·Σ_{i<k} e^{iε}) = (kε, δ·(e^{kε} − 1)/(e^ε − 1)) (Vadhan 2017, "The Complexity of
+    Differential Privacy", Lemma 2.2 and its proof; docs/privacy.md, "Partition selection").
+    Increasing in k, so K bounds every record. Float, rounded up by a margin far above its
+    error; ``inf`` when e^{Kε} overflows."""
+    eps = float(sel.epsilon)
+    try:
+        return float(sel.delta) * math.expm1(max_splits * eps) / math.expm1(eps) * (1 + 1e-9)
+    except OverflowError:
+        return math.inf
+
+
+def check_split_selection(plan: Plan, policy: Policy, delta_wall: Fraction | None) -> None:
+    """Refuse (DP209) partition selection on split rows whose group-privacy δ_K is unbounded (no
+    ``max_splits``) or not below the analyst's δ wall (and 1): a record of k splits gets δ_k =
+    δ(e^{kε} − 1)/(e^ε − 1), which reaches 1 from k ≈ 27 at ε = 0.5, δ = 1e-6 — no guarantee
+    for exactly the records the option exists for (issue 29, finding 6). Public information only."""
+    if not splits_selected(plan, policy):
+        return
+    sel, k = policy.selection, plan.table.max_splits
+    if k is None:
+        raise QueryRefused(f"partition selection counts split rows ([selection] count = \"split_rows\") but table "
+                           f"{plan.table.name!r} sets no max_splits: a record of k splits gets delta*(e^(k*epsilon)-1)/"
+                           "(e^epsilon-1), which reaches 1 for large k, so no record's guarantee would be bounded",
+                           code="DP209", hint="the data owner must set max_splits for the table, or count units "
+                           "([selection] count = \"units\").")
+    wall = min(1.0, float(delta_wall)) if delta_wall is not None else 1.0
+    dk = split_selection_delta(sel, k)
+    if dk >= wall:
+        raise QueryRefused(f"partition selection on split rows with max_splits = {k} gives a record of {k} splits "
+                           f"delta_K = {_up(dk)} (epsilon_K = {fmt_up(k * sel.epsilon)}), not below the delta wall "
+                           f"{wall:.3g}", code="DP209", hint="the data owner must lower max_splits or selection.delta "
+                           "or epsilon, or count units ([selection] count = \"units\").")
+
+
+def _up(x: float) -> str:
+    """A δ_K for people, rounded up (``inf`` when it overflowed)."""
+    return fmt_up(x) if math.isfinite(x) else "inf"
 
 
 def policy_terms(plan: Plan, allocs: list[Allocation], policy: Policy) -> tuple[dict[str, Any], ...]:
@@ -124,11 +182,12 @@ def policy_terms(plan: Plan, allocs: list[Allocation], policy: Policy) -> tuple[
 
     Partition selection (ε, δ) enters as ρ = ε²/2 and δ. Counting units it is the same
     for every record; counting split rows, a record with k = |A(r)| splits moves a count by
-    k and pays (kε, k·e^((k−1)ε)·δ) by group privacy, i.e. ε²/2·|A(r)|² and that δ."""
+    k and pays (kε, δ·(e^(kε) − 1)/(e^ε − 1)) by group privacy (:func:`split_selection_delta`),
+    i.e. ε²/2·|A(r)|² and that δ; phase 1 refuses it unless max_splits bounds k (DP209)."""
     sum_rho = sum((a.rho for a in allocs if a.primitive.kind == "sum"), Fraction(0))
     count_rho = sum((a.rho for a in allocs if a.primitive.kind != "sum"), Fraction(0))  # counts and quantiles
     sel = policy.selection if plan.private_keys else None
-    split_selection = sel is not None and sel.count == "split_rows" and bool(plan.split_measures)
+    split_selection = sel is not None and splits_selected(plan, policy)
     terms: list[dict[str, Any]] = []
     split_rho = sum_rho + (sel.epsilon**2 / 2 if split_selection else 0)
     if split_rho:
@@ -144,7 +203,7 @@ def policy_terms(plan: Plan, allocs: list[Allocation], policy: Policy) -> tuple[
                                 "splits": "|A(r)| = max(1, " + ", ".join(f"ceil(|{n}|/T({n}))" for n in plan.split_measures) + ")"}
         if split_selection:
             term.update({"delta_exact": str(sel.delta), "delta_epsilon": str(sel.epsilon),
-                         "delta_scale": "|A(r)|*exp((|A(r)|-1)*epsilon)"})
+                         "delta_scale": "(exp(|A(r)|*epsilon)-1)/(exp(epsilon)-1)"})
         if plan.table.max_splits:
             term["max_splits"] = plan.table.max_splits
         terms.append(term)

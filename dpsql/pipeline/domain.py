@@ -18,7 +18,7 @@ from typing import Any
 
 from dpsql.records import unit as unit_record
 from dpsql.backends import Engine, Finisher
-from dpsql.errors import QueryRefused
+from dpsql.errors import DpsqlInternalError, QueryRefused
 from dpsql.sql.plan import GroupKey, Plan
 
 #: the most cells an answer holds; the public part is refused above it in phase 1, the private
@@ -61,8 +61,7 @@ class _Shared:
 def file_identity(path: Path) -> tuple[Any, ...] | None:
     """A DuckDB file's identity (:func:`dpsql.records.unit.file_identity`) and its write-ahead
     log's, or None when the file cannot be read. Any write changes it."""
-    ident = unit_record.file_identity(path)
-    return None if ident is None else (*ident, unit_record.file_identity(f"{path}.wal"))
+    return unit_record.data_identity(path)
 
 
 SHARED_ENTRIES = 256
@@ -143,8 +142,12 @@ class PublicDomain:
         types = {**self.schema[plan.table.name], **plan.public_types}
         columns = {f"__c{i}": [row[i] for row in product] for i in range(len(key.sources))}
         typed = ", ".join(f'CAST("__c{i}" AS {types[c]}) AS "{c}"' for i, c in enumerate(key.sources))
-        return self._images.put(cache, self.finisher.image(columns, f"SELECT DISTINCT {key.tried_sql} FROM "
-                                                                f"(SELECT {typed} FROM __noisy)"))
+        try:
+            image = self.finisher.image(columns, f"SELECT DISTINCT {key.tried_sql} FROM (SELECT {typed} FROM __noisy)")
+        except DpsqlInternalError:  # over public values only, in phase 1: a refusal, and free
+            raise QueryRefused(f"the GROUP BY expression {key.label} does not run over the public values of its "
+                               "keys", code="DP120", hint="group by a simpler expression of the keys.") from None
+        return self._images.put(cache, image)
 
     def blocks(self, plan: Plan) -> Blocks:
         """The public keys' values, in blocks whose product is the public part of the domain:

@@ -112,10 +112,14 @@ def _projected(plan: Plan, columns: dict[str, Any]
 _INTEGERS = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER"}
 
 
-def describe(plan: Plan, key_types: list[str], finisher: Finisher) -> tuple[list[str], list[str]]:
+def describe(plan: Plan, key_types: list[str], finisher: Finisher, one_row: bool = False,
+             finish_tree: Any = None) -> tuple[list[str], list[str]]:
     """(names, types) of the analyst's answer, without a value: the finish query over an empty
     relation of noisy cells typed as :func:`dpsql.release.release` makes them (keys as the
-    exact query types them, counts and sums of granularity 1 as BIGINT, others DOUBLE)."""
+    exact query types them, counts and sums of granularity 1 as BIGINT, others DOUBLE). ``one_row``:
+    over one row instead, keys NULL and every noisy value 0, so that what DuckDB evaluates only
+    when a row reaches it (a literal compared with a number) runs too. ``finish_tree``: this
+    finish SELECT instead of the plan's."""
     from sqlglot import exp  # a plan from planning (describe is never given a recorded plan)
 
     # Keys reach the noisy relation as Python values: integers as BIGINT (release.py, _column_array).
@@ -125,11 +129,42 @@ def describe(plan: Plan, key_types: list[str], finisher: Finisher) -> tuple[list
         integral = m is None or m.granularity == 1
         cells += [(primitive_column(i), "BIGINT" if integral else "DOUBLE"), (sigma_column(i), "DOUBLE"),
                   (moe_column(i), "DOUBLE")]
-    empty = exp.select(*(exp.cast(exp.Null(), t).as_(n, quoted=True) for n, t in cells)).where(exp.false())
-    query = plan.finish.copy().with_(NOISY_RELATION, as_=empty)
+    nk = len(plan.keys)
+    empty = exp.select(*(exp.cast(exp.Literal.number(0) if one_row and i >= nk else exp.Null(), t).as_(n, quoted=True)
+                         for i, (n, t) in enumerate(cells)))
+    if not one_row:
+        empty = empty.where(exp.false())
+    query = (finish_tree if finish_tree is not None else plan.finish).copy().with_(NOISY_RELATION, as_=empty)
     names, types, _ = finisher.run({}, query.sql("duckdb"))
     n = len(plan.outputs)
     return names[:n], types[:n]
+
+
+def check_finish(plan: Plan, key_types: list[str], finisher: Finisher) -> None:
+    """Phase 1: refuse (DP120) a finish query that fails whatever the noisy values — one that
+    does not bind (``HAVING COUNT(*) > 'abc'``, ``LOWER(COUNT(*))``) failed after the charge,
+    a charged query without its rows. Bound over an empty relation typed as the release makes
+    it (:func:`describe`); errors that depend on values are NULL by then (TRY, finish_forms.py)."""
+    from sqlglot import exp
+
+    from dpsql.errors import DpsqlInternalError, QueryRefused
+    from dpsql.sql.finish_forms import total_finish
+
+    # The finish as it runs (TRY around what values can make fail), with its filter moved into
+    # the SELECT list: on the one row every expression is evaluated, none filtered out first.
+    tree = total_finish(plan.finish)
+    where = tree.args.get("where")
+    for arg in ("where", "limit", "offset"):
+        tree.set(arg, None)
+    if where is not None:
+        tree = tree.select(exp.alias_(where.this.copy(), "__filter", quoted=True))
+    try:
+        describe(plan, key_types, finisher, one_row=True, finish_tree=tree)
+    except DpsqlInternalError:
+        raise QueryRefused("the SELECT list, HAVING or ORDER BY over the aggregates does not run whatever the "
+                           "values (a type that does not bind: text compared with a number, a text function "
+                           "of a count)", code="DP120", hint="compare numbers with numbers and cast "
+                           "aggregates explicitly (CAST(COUNT(*) AS VARCHAR)).") from None
 
 
 def column_errors(plan: Plan, columns: dict[str, Any], at: np.ndarray | None) -> list[ColumnError | None]:

@@ -79,7 +79,8 @@ def footer(result: Result) -> str:
     for t in rc.noise:
         if t.rank_error95 is not None:
             text += (f"\n{t.aggregate}: one of {t.grid}, drawn by the exponential mechanism; with 95% probability "
-                     f"its rank is within {fmt_up(t.rank_error95, 3)} units of the best of them.")
+                     f"its score |(1−q)·below − q·above| is within {fmt_up(t.rank_error95, 3)} units of the best "
+                     "of them (a bound on the score gap, not on the units between the two values).")
     return text + "".join(f"\nNote: {note}." for note in rc.notes)
 
 
@@ -104,7 +105,7 @@ def explanation(ex: Explanation) -> str:
     for n in ex.noise:
         if "rank_error95" in n:
             lines.append(f"  {n['aggregate']}: exponential mechanism over {n['grid']}, rho={n['rho']} (epsilon "
-                         f"{n['em_epsilon']}), 95% rank error {fmt_up(n['rank_error95'], 3)} units")
+                         f"{n['em_epsilon']}), 95% score gap {fmt_up(n['rank_error95'], 3)} units")
             continue
         sens = ", ".join(f"{s:g}" for s in n["sensitivity"])
         sig = ", ".join(f"{s:.4g}" for s in n["sigma"])

@@ -16,7 +16,6 @@ array would hold, and no numpy import, which is most of what such a query costs 
 from __future__ import annotations
 
 import math
-import time
 from fractions import Fraction
 from itertools import repeat
 from operator import itemgetter
@@ -45,12 +44,12 @@ LIST_DRAWS = 256
 COUNT_CAP = 2**62 - 1  # selection.select takes counts below 2^62
 
 
-def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource, timings: dict[str, float]
+def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource
             ) -> tuple[dict[str, Any], list[NoiseTerm], list[tuple[Any, ...]] | None]:
     """Selection and noise over the exact rows: (noisy columns for the finish stage, the noise
-    terms of the receipt, the released private-key groups or None)."""
+    terms of the receipt, the released private-key groups or None). Not timed: how long it
+    takes depends on the exact rows (:data:`dpsql.pipeline.result.PUBLIC_STAGES`)."""
     plan, sel = d.plan, d.selection
-    t0 = time.perf_counter()
     nk, n_prim = len(plan.keys), len(plan.primitives)
     # C-speed maps (itemgetter) over the rows: this stage's cost is per cell
     keys_of, values_of = itemgetter(slice(0, nk)), itemgetter(slice(nk, nk + n_prim))
@@ -64,9 +63,7 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource, t
         released = released[:d.max_released]
     del exact_rows
     cells = domain(plan, d.blocks, released)
-    timings["select"] = time.perf_counter() - t0
 
-    t0 = time.perf_counter()
     sens_of = {i: sensitivities(plan, cells, a.primitive) for i, a in enumerate(d.allocs)
                if a.mechanism not in (TSGD, EXPONENTIAL)}
     noises: dict[int, Any] | None = sample_noise_lists(d, len(cells), sens_of, rng)
@@ -124,7 +121,6 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource, t
             sigma=tuple(sigma_by_sens[s] * float(g) for s in distinct),
             moe95=tuple(moe_by_sens[s] * float(g) for s in distinct)))
     del exact_of_cell
-    timings["noise"] = time.perf_counter() - t0
     return columns, noise_terms, released
 
 

@@ -80,8 +80,8 @@ def moe95_discrete_gaussian(sigma: float) -> int:
     P[X >= m] <= P[X_c >= m - 1] for integer m >= 1, X_c the continuous Gaussian. With
     c = ceil(1.96 sigma): P[X > c] = P[X >= c + 1] <= P[X_c >= c] <= P[X_c >= 1.96 sigma] = 2.5%,
     so [-c, c] holds the noise with probability >= 95%. The paper prints floor(1.96 sigma),
-    which that bound does not support: at sigma = 1.02 the exact tail beyond the floor is 12.5%
-    (tests/test_mechanisms.py). dpsql reports the ceiling; see docs/noise.md.
+    which that bound does not support: the exact tail beyond the floor is 22.7% just below
+    sigma = 1/1.96 (floor 0; 21.2% at sigma = 0.499) and 12.5% at sigma = 1.02 (tests/test_mechanisms.py). dpsql reports the ceiling; see docs/noise.md.
     Float arithmetic: this is a reported number, not a sampling decision.
     """
     return math.ceil(1.96 * float(sigma))
@@ -92,7 +92,7 @@ def moe95_geometric(b: float) -> int:
 
     Paper 004 eq. 33-36: P[Y > y] <= e^(-floor(y)/b) / (1 + e^(1/b)) is an equality at integer
     y, so the 2.5% point is the ceiling of eq. 36's expression, not its floor (the floor leaves
-    an exact tail of up to 11.5%). Clamped at 0: for b < 1/ln(39) ~ 0.273 the expression goes
+    an exact tail of up to 29.2%, just below b = 0.566 where the floor is 0). Clamped at 0: for b < 1/ln(39) ~ 0.273 the expression goes
     negative, and there P(Y != 0) = 2e^(-1/b)/(1+e^(-1/b)) <= 5% already.
     """
     b = float(b)

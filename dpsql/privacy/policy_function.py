@@ -43,7 +43,8 @@ class Term:
     thresholds: str = "{}"  # JSON of the thresholds, as shown
     max_splits: int | None = None
     #: δ of partition selections: (δ, ε) pairs; ε set when the δ grows with |A(r)| by group
-    #: privacy (k·e^((k−1)ε)·δ for a record of k splits), None when it is the same for all
+    #: privacy (δ·(e^(kε) − 1)/(e^ε − 1) for a record of k splits: docs/privacy.md, "Partition
+    #: selection"), None when it is the same for all
     deltas: tuple[tuple[Fraction, Fraction | None], ...] = ()
 
     @property
@@ -94,7 +95,7 @@ def formula(terms: list[Term]) -> dict[str, str]:
         out.setdefault(t.table, []).append(piece)
         for d, eps in t.deltas:
             dout.setdefault(t.table, []).append(fmt_up(d) if eps is None or not t.split
-                                                else f"{fmt_up(d)}·|A(r)|·e^((|A(r)|−1)·{fmt_up(eps)})")
+                                                else f"{fmt_up(d)}·(e^(|A(r)|·{fmt_up(eps)})−1)/(e^{fmt_up(eps)}−1)")
     return {table: "P(r) = " + "  +  ".join(pieces)
             + (f";  δ(r) = {'  +  '.join(dout[table])}" if table in dout else "") for table, pieces in out.items()}
 
@@ -131,8 +132,9 @@ def evaluate(terms: list[Term], table: str, record: dict[str, str]) -> tuple[Fra
             splits = min(splits, t.max_splits)
         loss = t.rho * splits * splits
         for d, eps in t.deltas:
-            dk = float(d) * (splits * math.exp((splits - 1) * float(eps)) if eps is not None else 1)
-            lines.append({"delta": fmt_up(dk), "why": f"δ {fmt_up(d)}·{splits}·e^(({splits}−1)·{fmt_up(eps) if eps else 0}) = {fmt_up(dk)} "
+            dk = float(d) * (math.expm1(splits * float(eps)) / math.expm1(float(eps)) if eps else 1)
+            lines.append({"delta": fmt_up(dk), "why": f"δ {fmt_up(d)}·(e^({splits}·{fmt_up(eps) if eps else 0})−1)/"
+                                                      f"(e^{fmt_up(eps) if eps else 0}−1) = {fmt_up(dk)} "
                                                       "from partition selection on split rows (group privacy)"})
         total += loss
         lines.append({"rho": fmt(t.rho), "splits": splits, "loss": fmt(loss),

@@ -23,9 +23,11 @@ largest ε ≤ √(8ρ) with six decimals; under pure DP (``SET dpsql.mechanism 
 uses ε and charges ε²/2 like every pure-DP release.
 
 Accuracy (Dwork & Roth 2014, Theorem 3.11): with m candidates, Pr[s(out) ≥ s_min + (2Δ/ε)
-(ln m + t)] ≤ e^−t. In ranks (s / b): with probability 95 % the released candidate's rank
-is within ``rank_error95`` = 2 · max(q, 1 − q) / ε · ln(20 m) units of the best candidate's,
-plus the grid's spacing. ``tests/test_quantiles.py`` checks the sampler's distribution
+(ln m + t)] ≤ e^−t. In units (s / b): with probability 95 % the released candidate's score
+|(1 − q)·#{x < c} − q·#{x > c}| exceeds the best candidate's by at most ``rank_error95`` =
+2 · max(q, 1 − q) / ε · ln(20 m). That score gap is what the theorem proves — not the rank
+distance (the number of units between the released value and the best), which it bounds
+only where the score changes by at least one per unit passed (no ties on grid values). ``tests/test_quantiles.py`` checks the sampler's distribution
 against these exact probabilities and the error against this bound.
 
 Sampling is exact: a uniformly proposed candidate is accepted with probability
@@ -68,8 +70,10 @@ def sensitivity(q: Fraction) -> int:
 
 
 def rank_error95(q: Fraction, epsilon: Fraction, m: int) -> float:
-    """With probability 95 %, the released candidate's rank is within this many units of the
-    best candidate's: 2 · max(q, 1 − q) / ε · ln(20 m) (Dwork & Roth 2014, Theorem 3.11)."""
+    """With probability 95 %, the released candidate's score s/b = |(1 − q)·#{x < c} − q·#{x > c}|
+    exceeds the best candidate's by at most 2 · max(q, 1 − q) / ε · ln(20 m) units (Dwork & Roth
+    2014, Theorem 3.11). What is proven is this score gap; it is not a bound on how many units lie
+    between the released value and the best one."""
     return 2 * max(float(q), 1 - float(q)) / float(epsilon) * math.log(20 * m)
 
 

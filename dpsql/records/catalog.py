@@ -6,8 +6,9 @@ twin's identity, :attr:`dpsql.backends.base.Engine.check_identity`). That is ~10
 fresh ``dpsql query`` on the demo file (issue 15, docs/performance.md "A fresh process"); the
 catalog of an unchanged file is the same every time. So it is kept in dpsql's folder under the
 SHA-256 of this record's version, DuckDB's version and the file's identity (resolved path,
-device, inode, size, modification and change times: :func:`dpsql.records.unit.file_identity`;
-any write to the file changes it, and the change time cannot be set back), and adopted by the
+device, inode, size, modification and change times, and its write-ahead log's:
+:func:`dpsql.records.unit.data_identity`; any write to the file changes it, and the change time
+cannot be set back), and adopted by the
 next session on the same unchanged file.
 
 Only DuckDB files have one: Parquet views and Spark read their catalogs each time. A missing or
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from dpsql.backends import Engine
 from dpsql.records.store import Documents
-from dpsql.records.unit import file_identity
+from dpsql.records.unit import data_identity
 
 #: bump when what a record holds changes
 VERSION = 1
@@ -39,7 +40,7 @@ DOCUMENTS = Documents("catalogs", 256)
 
 def key(engine_version: str, path: Path) -> str | None:
     """The record's key for the file at ``path`` as it is now, or None when it has no identity."""
-    ident = file_identity(path)
+    ident = data_identity(path)  # with the WAL's: a DDL may wait there for its checkpoint
     if ident is None:
         return None
     return hashlib.sha256(repr((VERSION, engine_version, ident)).encode()).hexdigest()

@@ -27,7 +27,7 @@ from typing import Any
 
 from dpsql.home import home
 
-Key = Sequence[str | int]
+Key = Sequence[object]  # JSON values: str, int, None, lists of them
 
 
 class Records:

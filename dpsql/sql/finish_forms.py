@@ -25,8 +25,47 @@ Projection = tuple[tuple[str, ...], ...]
 
 def forms(finish: exp.Select, outputs: tuple[OutputColumn, ...]) -> tuple[str, tuple[str, ...], Projection | None]:
     """(finish SQL with the row column, output names, projection or None) of a finish SELECT."""
-    sql = finish.copy().select(exp.column(ROW_COLUMN, quoted=True)).sql("duckdb")
+    sql = total_finish(finish).select(exp.column(ROW_COLUMN, quoted=True)).sql("duckdb")
     return sql, tuple(item.alias for item in finish.expressions), projection(finish, outputs)
+
+
+#: arithmetic that may raise on some values (overflow, division by zero)
+_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod, exp.Pow, exp.Neg)
+#: nodes sqlglot files under Func that are not a call: operators, CASE and its branches
+_NOT_CALLS = (exp.Binary, exp.Unary, exp.If, exp.Case, exp.Try, exp.Paren)
+
+
+def _may_raise(node: exp.Expression) -> bool:
+    """Arithmetic, or a function call (a CAST, ROUND, ABS, ...: a failed conversion, an overflow)."""
+    return isinstance(node, _ARITHMETIC) or (isinstance(node, exp.Func) and not isinstance(node, _NOT_CALLS))
+
+#: what DuckDB does not allow inside TRY()
+_NOT_IN_TRY = (exp.AggFunc, exp.Window, exp.Select, exp.Subquery, exp.Rand)
+
+
+def total_finish(finish: exp.Select) -> exp.Select:
+    """A copy of the finish SELECT in which every operation that may raise on some values runs
+    inside ``TRY()`` (NULL instead of an error). The finish runs after the charge, so it must
+    return its rows whatever the noisy values are: ``COUNT(*) * 9223372036854775807``, ``// 0``
+    and ``% 0`` failed there (issue 29, finding 12). Each operation is wrapped on its own, so an
+    error is NULL where it happens and ``NULL OR TRUE`` keeps its SQL meaning — except inside a
+    chain of arithmetic, which fails whole anyway and gets one TRY (200 chained ``+`` would nest
+    200 TRYs past sqlglot's recursion limit). Aggregates and
+    window functions (of a query over a DP subquery) cannot stand inside TRY; the operations
+    around them are left as written."""
+    tree = finish.copy()
+    for node in reversed(list(tree.walk())):  # children before parents: a parent wraps wrapped children
+        if not _may_raise(node) or isinstance(node, exp.AggFunc):
+            continue
+        if node.find(*_NOT_IN_TRY) is not None or node.find(exp.Column) is None:
+            continue  # constants fail (or not) whatever the values: phase 1 answers for them
+        parent = node.parent
+        if isinstance(parent, _ARITHMETIC) and parent.find(*_NOT_IN_TRY) is None:
+            continue  # its arithmetic parent fails with it anyway, and is wrapped: one TRY a chain
+        wrapper = exp.Try()
+        node.replace(wrapper)
+        wrapper.set("this", node)
+    return tree
 
 
 def projection(f: exp.Select, outputs: tuple[OutputColumn, ...]) -> Projection | None:

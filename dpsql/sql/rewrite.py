@@ -205,7 +205,9 @@ def reference_sql(plan: Plan, schema: dict[str, str]) -> str:
     names = plan.key_names
     types = {**schema, **plan.public_types}
     carry: list[str | tuple[str, str]] = [(key_sql(k, types), k.name) for k in plan.keys]
-    carry += [(_q(c), c) for c in counted if c not in names and c not in plan.split_measures]
+    # Counted columns ride as themselves under names of their own: a split measure's name holds
+    # its split values, and COUNT(DISTINCT measure) counts the record's value, not its splits.
+    carry += [(_q(c), f"__c_{c}") for c in counted]
     # A quantile reads each unit's own value (not split): carried to every split, counted on the first.
     quantiled = sorted({p.column for p in plan.primitives if p.kind == "quantile"})
     carry += [(value_sql(t.measures[c], schema[c], None), f"__qv_{c}") for c in quantiled]
@@ -214,8 +216,9 @@ def reference_sql(plan: Plan, schema: dict[str, str]) -> str:
     out = [f"{_q(k)} AS {_q(k)}" for k in names]
     for i, p in enumerate(plan.primitives):
         if p.kind == "count":
-            agg = "COUNT(DISTINCT __unit)" if p.column is None else f"COUNT(DISTINCT {_q(p.column)})" if p.distinct \
-                else f"COUNT(DISTINCT CASE WHEN {_q(p.column)} IS NOT NULL THEN __unit END)"
+            counted_as = _q(f"__c_{p.column}")
+            agg = "COUNT(DISTINCT __unit)" if p.column is None else f"COUNT(DISTINCT {counted_as})" if p.distinct \
+                else f"COUNT(DISTINCT CASE WHEN {counted_as} IS NOT NULL THEN __unit END)"
         elif p.kind == "quantile":
             grid = t.measures[p.column].grid
             assert grid is not None

@@ -197,6 +197,34 @@ def _allowed_nodes(node: exp.Expression, root: exp.Select, sql: str) -> None:
                       "use comparisons, IN, BETWEEN, LIKE, IS NULL, CASE and simple functions (LOWER, SUBSTR, ROUND, ...).")
 
 
+#: the strftime / strptime specifiers DuckDB knows (``%-x``: without padding, for the second set);
+#: any other fails when DuckDB binds the call, so a key over it failed in the finisher's image of
+#: its public values as "DP900 post-processing failed" (issue 29, finding 13)
+TIME_FORMAT_CODES = frozenset("abcdfghjmnpuwxyzABGHIMSTUVWXYZ%")
+UNPADDED_TIME_FORMAT_CODES = frozenset("djmyHIMS")
+
+
+def bad_time_format(fmt: str) -> str | None:
+    """The first specifier of a strftime / strptime format that DuckDB does not know, or None."""
+    i = 0
+    while (i := fmt.find("%", i)) >= 0:
+        code = fmt[i + 1:i + 3] if fmt[i + 1:i + 2] == "-" else fmt[i + 1:i + 2]
+        if code[-1:] not in (UNPADDED_TIME_FORMAT_CODES if len(code) == 2 else TIME_FORMAT_CODES):
+            return "%" + code
+        i += 1 + len(code)
+    return None
+
+
+def _known_time_formats(node: exp.Expression, root: exp.Select, sql: str) -> None:
+    if not isinstance(node, (exp.TimeToStr, exp.StrToTime, exp.StrToDate)):
+        return
+    fmt = node.args.get("format")
+    if isinstance(fmt, exp.Literal) and fmt.is_string and (bad := bad_time_format(fmt.this)) is not None:
+        raise _refuse(node, sql, "DP122", f"{written_name(node, sql)}: the format {fmt.this!r} holds {bad!r}, "
+                      "which is not a DuckDB date format specifier",
+                      "use DuckDB's specifiers (%Y %m %d %H %M %S %j %a %b ...; docs/sql.md, \"Dates and times\").")
+
+
 def _no_select_distinct(node: exp.Expression, root: exp.Select, sql: str) -> None:
     if node is root and node.args.get("distinct"):
         raise _refuse(node, sql, "DP111", "SELECT DISTINCT is not supported", "use GROUP BY over the keys instead.")
@@ -204,7 +232,8 @@ def _no_select_distinct(node: exp.Expression, root: exp.Select, sql: str) -> Non
 
 #: The checks of a SELECT, most specific first (each one sees the whole tree before the next).
 RULES = (_plain_joins, _no_subqueries, _no_files, _no_windows, _no_star, _supported_aggregates,
-         _plain_grouping, _whole_number_limits, _no_table_column_aliases, _allowed_nodes, _no_select_distinct)
+         _plain_grouping, _whole_number_limits, _no_table_column_aliases, _allowed_nodes, _known_time_formats,
+         _no_select_distinct)
 
 
 def _refuse(node: exp.Expression, sql: str, code: str, message: str, hint: str | None = None) -> QueryRefused:

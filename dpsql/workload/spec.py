@@ -170,7 +170,7 @@ def parse(text: str, default_name: str = "workload") -> Workload:
     formats = tuple(out.get("formats", ["csv"]))
     if not formats or any(f not in OUTPUT_FORMATS for f in formats):
         raise _fail(f"[output].formats: each must be one of {', '.join(OUTPUT_FORMATS)}")
-    return Workload(name=str(head.get("name", default_name)), mechanism=mechanism, delta=float(delta),
+    return Workload(name=_file_name(head.get("name", default_name)), mechanism=mechanism, delta=float(delta),
                     queries=tuple(queries), safetab=safetab, random_partition=rp, formats=formats)
 
 
@@ -209,6 +209,10 @@ def _safetab(s: dict[str, Any]) -> SafeTab:
         raise _fail("[safetab].races must list the race-code columns")
     if not isinstance(codes, list) or not codes or not all(isinstance(c, str) and _CODE.fullmatch(c) for c in codes):
         raise _fail("[safetab].codes must list the race codes (letters, digits, '_', '-')")
+    for what, listed in (("codes", codes), ("races", races)):  # a repeat is computed and written again
+        repeated = sorted({str(c) for c in listed if listed.count(c) > 1})
+        if repeated:
+            raise _fail(f"[safetab].{what} lists {', '.join(map(repr, repeated))} more than once; list each once")
     if (not isinstance(keys, list) or len(keys) != len(detail) or not all(isinstance(k, list) for k in keys)):
         raise _fail("[safetab].detail_keys must give the GROUP BY columns of each level of detail")
     for lv in levels:
@@ -217,6 +221,16 @@ def _safetab(s: dict[str, Any]) -> SafeTab:
                         "can fill; it must bound the number of groups a person is in")
     return replace(out, table=table, races=tuple(_ident(r, "[safetab].races") for r in races), codes=tuple(codes),
                    detail_keys=tuple(tuple(_ident(c, "[safetab].detail_keys") for c in k) for k in keys))
+
+
+def _file_name(v: Any) -> str:
+    """The workload's name, which names its output files in ``--out``: one plain file name (no
+    folder, no ``..``), so nothing is written outside the folder asked for."""
+    name = str(v)
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise _fail(f"[workload].name {name!r} must be a plain file name (no '/', '\\', '.' or '..'); "
+                    "the output files are named after it in --out")
+    return name
 
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
