@@ -247,6 +247,21 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/records/plan.py", "    keys = tuple(GroupKey(name, None, label, tuple(sources), bool(public), column,",
                     "    keys = tuple(GroupKey(name, None, label, tuple(sources), True, column,"),),
              ("tests/test_plan_record.py::test_a_recorded_plan_answers_as_the_plan_made_afresh",)),
+    Mutation("memory_bound_skipped",
+             "phase 1 no longer refuses a shape whose answer cannot fit the memory budget: it runs, and "
+             "whether it then fits depends on the data",
+             (Patch("dpsql/pipeline/memory.py", "    if fits < 1:\n", "    if False:\n"),),
+             ("tests/test_memory_bound.py::test_a_shape_that_cannot_fit_is_refused_in_phase_1_on_neighbours_alike",)),
+    Mutation("memory_cap_skipped",
+             "the private groups shown are no longer capped to fit the memory budget",
+             (Patch("dpsql/pipeline/memory.py", "    return min(max_private, fits) if plan.private_keys else max_private\n",
+                    "    return max_private\n"),),
+             ("tests/test_memory_bound.py::test_the_private_groups_shown_are_capped_to_fit_the_budget",)),
+    Mutation("plan_record_code_identity_one_room",
+             "recorded plans stand for the code of dpsql/records/ only: a changed rewrite answers from old plans",
+             (Patch("dpsql/records/plan.py", "    _walk(Path(__file__).resolve().parents[1], files)\n",
+                    "    _walk(Path(__file__).resolve().parent, files)\n"),),
+             ("tests/test_plan_record.py::test_the_code_identity_covers_every_module_of_dpsql",)),
 )
 
 

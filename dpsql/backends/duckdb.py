@@ -17,7 +17,7 @@ from typing import Any
 
 import duckdb
 
-from dpsql.backends.base import CatalogQueryError
+from dpsql.backends.base import CatalogQueryError, memory_budget
 from dpsql.backends.duckdb_local import LOCKDOWN, DuckDBCatalog, DuckDBFinisher, Twin, catalog_of, schema_twin  # noqa: F401 - LOCKDOWN re-exported
 from dpsql.backends.interrupt import StickyInterrupt
 from dpsql.errors import DatabaseFileError, QueryRefused
@@ -97,6 +97,7 @@ def _parquet_views(parquet: dict[str, str], threads: int | None) -> duckdb.DuckD
     try:
         if threads:
             con.execute(f"SET threads = {int(threads)}")
+        con.execute(f"SET memory_limit = '{memory_budget() >> 20}MiB'")
         con.execute(f"SET allowed_paths = {files!r}")
         con.execute(f"SET allowed_directories = {folders!r}")
         for setting, value in LOCKDOWN.items():
@@ -138,7 +139,10 @@ class DuckDBEngine:
         if not self.path.is_file():
             raise DatabaseFileError(f"database file {self.path} does not exist",
                                     hint="run `dpsql demo` to build the demo database, or pass --db PATH.")
-        config: dict[str, Any] = dict(LOCKDOWN)
+        # The memory a query may take (public: the machine's, as phase 1's bound, pipeline/memory.py);
+        # beyond it DuckDB spills to its temporary folder beside the data file, and a query that
+        # still cannot run fails after the read, charged, with fixed text (DP901).
+        config: dict[str, Any] = {**LOCKDOWN, "memory_limit": f"{memory_budget() >> 20}MiB"}
         if threads:
             config["threads"] = threads
         try:
