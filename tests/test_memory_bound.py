@@ -92,6 +92,9 @@ def test_a_shape_that_cannot_fit_is_refused_in_phase_1_on_neighbours_alike(neigh
                 con.session.decide(sql)  # phase 1 alone refuses: no row has been read
             with pytest.raises(DpsqlError) as err:
                 con.cursor().execute(sql)
+            with pytest.raises(DpsqlError) as explained:
+                con.session.explain(sql)
+            assert explained.value.code == "DP209"
             assert con.session.ledger.spent == 0 and con.session.ledger.history() == []
             outcomes.append((phase1.value.code, str(phase1.value), err.value.code, str(err.value)))
     assert outcomes[0] == outcomes[1]
@@ -115,6 +118,7 @@ def test_the_private_groups_shown_are_capped_to_fit_the_budget(neighbours, tmp_p
         cur.execute(sql)
         assert len(cur.fetchall()) == cap
         assert "memory" in cur.receipt.selection["note"]
+        assert any(f"at most {cap} groups of k are shown" in n for n in con.session.explain(sql).notes)
 
 
 CLASSIC = [
