@@ -110,14 +110,14 @@ def histogram_sql(value: str, bounds: list[int]) -> str:
     ``HISTOGRAM`` counts the bins that occur. A group's state holds one entry per bin its rows
     fall in, so the query holds at most one entry per row. DuckDB's ``HISTOGRAM(v, bounds)``
     kept a counter for every bound in every group (~80 KB a group on the demo's 1,674 bounds:
-    20,000 groups of a private key took 1.6 GB), at about a fifth of the time
+    20,000 groups of a private key took 1.6 GB, now 0.25 GB), in about 1.3x its time per row
     (docs/performance.md, "Quantiles"). Total: comparisons and sums of small integers, and
-    ``list_extract`` past the end is NULL (then the bin is :data:`OTHER_BIN`)."""
-    listed = f"[{', '.join(map(str, bounds))}]::BIGINT[]"
+    ``array_extract`` past the end is NULL (then the bin is :data:`OTHER_BIN`)."""
+    listed = f"[{', '.join(map(str, bounds))}]::BIGINT[{len(bounds)}]"  # an ARRAY: 1.7x faster to index than a LIST
     steps = ", ".join(str(1 << j) for j in range(max(1, len(bounds).bit_length()) - 1, -1, -1))
     v = f"TRY_CAST({value} AS BIGINT)"
-    below = f"list_reduce([0, {steps}], LAMBDA acc, s: acc + CASE WHEN list_extract({listed}, acc + s) < {v} THEN s ELSE 0 END)"
-    histogram = f"HISTOGRAM(CASE WHEN {v} IS NOT NULL THEN COALESCE(list_extract({listed}, {below} + 1), {OTHER_BIN}) END)"
+    below = f"list_reduce([0, {steps}], LAMBDA acc, s: acc + CASE WHEN array_extract({listed}, acc + s) < {v} THEN s ELSE 0 END)"
+    histogram = f"HISTOGRAM(CASE WHEN {v} IS NOT NULL THEN COALESCE(array_extract({listed}, {below} + 1), {OTHER_BIN}) END)"
     return f"[MAP_KEYS({histogram}), MAP_VALUES({histogram})]"  # DuckDB computes the one aggregate once
 
 
