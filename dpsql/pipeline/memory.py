@@ -66,7 +66,7 @@ def bound(plan: Plan, policy: Policy, public_cells: int, max_private: int) -> in
     fits = (limit - fixed) // per_public
     if fits < 1:
         raise QueryRefused(
-            f"the answer could take more memory than this server allows a query ({limit >> 20} MiB): "
+            f"the answer could take more memory than a query may take here ({limit >> 20} MiB): "
             f"{max(public_cells, 1):,} groups of {len(plan.keys)} keys and {len(plan.primitives)} aggregates"
             + (" with quantiles" if fixed else ""), code="DP209",
             hint="group by a coarser key, filter with WHERE, or ask for fewer aggregates or quantiles in one query.")
