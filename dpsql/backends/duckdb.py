@@ -18,10 +18,17 @@ from typing import Any
 import duckdb
 
 from dpsql.backends.base import CatalogQueryError, memory_budget
-from dpsql.backends.duckdb_local import LOCKDOWN, DuckDBCatalog, DuckDBFinisher, Twin, catalog_of, schema_twin  # noqa: F401 - LOCKDOWN re-exported
+from dpsql.backends import duckdb_local
+from dpsql.backends.duckdb_local import DuckDBCatalog, DuckDBFinisher, Twin, catalog_of, schema_twin  # noqa: F401 - re-exported
 from dpsql.backends.interrupt import StickyInterrupt
 from dpsql.errors import DatabaseFileError, QueryRefused
 
+#: the configuration the data file is opened with (whoever opens it in the process must pass the
+#: same, as DuckDB shares one instance per file): the lockdown, and the memory a query may take
+#: (public: the machine's, as phase 1's bound, pipeline/memory.py). Beyond it DuckDB spills to
+#: its temporary folder beside the data file; a query that still cannot run fails after the
+#: read, charged, with fixed text (DP901).
+LOCKDOWN = {**duckdb_local.LOCKDOWN, "memory_limit": f"{memory_budget() >> 20}MiB"}
 #: memory a public catalog may use beyond what its tables hold (bytes)
 CATALOG_MEMORY = 1 << 30
 #: (file, size, mtime, table, unit) -> whether the unit column is unique, for this process.
@@ -97,10 +104,10 @@ def _parquet_views(parquet: dict[str, str], threads: int | None) -> duckdb.DuckD
     try:
         if threads:
             con.execute(f"SET threads = {int(threads)}")
-        con.execute(f"SET memory_limit = '{memory_budget() >> 20}MiB'")
+        con.execute(f"SET memory_limit = '{LOCKDOWN['memory_limit']}'")
         con.execute(f"SET allowed_paths = {files!r}")
         con.execute(f"SET allowed_directories = {folders!r}")
-        for setting, value in LOCKDOWN.items():
+        for setting, value in duckdb_local.LOCKDOWN.items():
             if setting != "lock_configuration":
                 con.execute(f"SET {setting} = {str(value).lower()}")
         for table, where in parquet.items():
@@ -139,10 +146,7 @@ class DuckDBEngine:
         if not self.path.is_file():
             raise DatabaseFileError(f"database file {self.path} does not exist",
                                     hint="run `dpsql demo` to build the demo database, or pass --db PATH.")
-        # The memory a query may take (public: the machine's, as phase 1's bound, pipeline/memory.py);
-        # beyond it DuckDB spills to its temporary folder beside the data file, and a query that
-        # still cannot run fails after the read, charged, with fixed text (DP901).
-        config: dict[str, Any] = {**LOCKDOWN, "memory_limit": f"{memory_budget() >> 20}MiB"}
+        config: dict[str, Any] = dict(LOCKDOWN)
         if threads:
             config["threads"] = threads
         try:
