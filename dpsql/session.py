@@ -366,8 +366,8 @@ class Session:
             return None
         info = {**selection_params(d.plan, self.policy), "released_groups": len(released)}
         if len(released) == d.max_released:
-            info["note"] = (f"at most {d.max_released} groups are shown (dpsql's limit of {domain.MAX_CELLS} cells); "
-                            "more may have been selected")
+            info["note"] = (f"at most {d.max_released} groups are shown (dpsql's limit of {domain.MAX_CELLS} cells, "
+                            "and of the memory a query may take); more may have been selected")
         return info
 
     def _charge(self, d: Decision) -> Charge:

@@ -418,11 +418,6 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/records/plan.py", "out.append(f\"{e.path}:{st.st_size}:{st.st_mtime_ns}\")",
                     "out.append(f\"{e.path}:{st.st_mtime_ns}\")"),),
              (f"{ORS}::test_a_module_edited_in_place_changes_the_code_identity",)),
-    Mutation("code_identity_of_records_only",
-             "the code identity walks dpsql/records/ only (as after the layout move): an edit elsewhere is not seen",
-             (Patch("dpsql/records/plan.py", "        _walk(Path(__file__).parent.parent, files)",
-                    "        _walk(Path(__file__).parent, files)"),),
-             (f"{ORS}::test_a_module_edited_in_place_changes_the_code_identity",)),
     # ------------------------------------------------------------------ totality
     Mutation("is_anything_total",
              "x IS <anything> runs bare: a text column IS TRUE casts every row and fails on some",
@@ -561,6 +556,22 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/pipeline/finish.py", "        tree = tree.select(exp.alias_(where.this.copy(), \"__filter\", quoted=True))",
                     "        tree.set(\"where\", where)"),),
              ("tests/test_finish_total.py::test_a_finish_that_fails_whatever_the_values_is_refused_before_the_charge",)),
+    Mutation("memory_bound_skipped",
+             "phase 1 no longer refuses a shape whose answer cannot fit the memory budget: it runs, and "
+             "whether it then fits depends on the data",
+             (Patch("dpsql/pipeline/memory.py", "    if fits < 1:\n", "    if False:\n"),),
+             ("tests/test_memory_bound.py::test_a_shape_that_cannot_fit_is_refused_in_phase_1_on_neighbours_alike",)),
+    Mutation("memory_cap_skipped",
+             "the private groups shown are no longer capped to fit the memory budget",
+             (Patch("dpsql/pipeline/memory.py", "    return min(max_private, fits) if plan.private_keys else max_private\n",
+                    "    return max_private\n"),),
+             ("tests/test_memory_bound.py::test_the_private_groups_shown_are_capped_to_fit_the_budget",)),
+    Mutation("plan_record_code_identity_one_room",
+             "recorded plans stand for the code of dpsql/records/ only: a changed rewrite answers from old plans",
+             (Patch("dpsql/records/plan.py", "    _walk(Path(__file__).resolve().parents[1], files)\n",
+                    "    _walk(Path(__file__).resolve().parent, files)\n"),),
+             ("tests/test_plan_record.py::test_the_code_identity_covers_every_module_of_dpsql",
+              f"{ORS}::test_a_module_edited_in_place_changes_the_code_identity")),
 )
 
 

@@ -174,6 +174,15 @@ def test_other_code_plans_again(demo, monkeypatch, fresh_memory):
         assert con.session.recorded(QUERY) is None
 
 
+def test_the_code_identity_covers_every_module_of_dpsql():
+    """Every module that plans or rewrites is in the identity, found here by a glob of its own."""
+    package = Path(dpsql.__file__).resolve().parent
+    modules = {str(p) for p in package.rglob("*.py")
+               if not any(part.startswith(("__", ".")) for part in p.relative_to(package).parts[:-1])}
+    listed = {f.rsplit(":", 2)[0] for f in plan_record.code_files()}
+    assert str(package / "sql" / "rewrite.py") in modules and modules <= listed
+
+
 @pytest.mark.parametrize("damage", ["", "{", '{"version": 1}', "[]", "null",
                                     '{"version": 1, "sql": "SELECT 1", "plan": {}, "exact": "SELECT 1"}'])
 def test_a_damaged_record_is_planned_again(demo, fresh_memory, damage):

@@ -15,6 +15,18 @@ if TYPE_CHECKING:  # annotations only: the seam itself does not need numpy
     import numpy as np
 
 
+def memory_budget() -> int:
+    """The memory one query may take in this process (bytes): half the machine's physical memory
+    (public: nothing private decides it), or 2 GiB where the machine does not say. The DuckDB
+    engine's ``memory_limit`` and phase 1's bound (dpsql/pipeline/memory.py) both use it."""
+    import os
+
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (AttributeError, ValueError, OSError):
+        return 2 << 30
+
+
 class InterruptedBeforeStart(KeyboardInterrupt):
     """An interrupt that stopped a query before the engine started it: no row was read, so the
     session charges nothing for it."""

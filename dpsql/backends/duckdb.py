@@ -17,11 +17,16 @@ from typing import Any
 
 import duckdb
 
-from dpsql.backends.base import CatalogQueryError
-from dpsql.backends.duckdb_local import LOCKDOWN, DuckDBCatalog, DuckDBFinisher, Twin, catalog_of, schema_twin  # noqa: F401 - LOCKDOWN re-exported
+from dpsql.backends.base import CatalogQueryError, memory_budget
+from dpsql.backends import duckdb_local
+from dpsql.backends.duckdb_local import DuckDBCatalog, DuckDBFinisher, Twin, catalog_of, schema_twin  # noqa: F401 - re-exported
 from dpsql.backends.interrupt import StickyInterrupt
 from dpsql.errors import DatabaseFileError, QueryRefused
 
+#: the data file's configuration (one per file and process in DuckDB): the lockdown and the public
+#: memory a query may take (pipeline/memory.py); beyond it DuckDB spills beside the file, and what
+#: still cannot run fails after the read, charged, with fixed text (DP901).
+LOCKDOWN = {**duckdb_local.LOCKDOWN, "memory_limit": f"{memory_budget() >> 20}MiB"}
 #: memory a public catalog may use beyond what its tables hold (bytes)
 CATALOG_MEMORY = 1 << 30
 #: (file, size, mtime, [its WAL's,] table, unit) -> whether the unit column is unique, for this process.
@@ -97,9 +102,10 @@ def _parquet_views(parquet: dict[str, str], threads: int | None) -> duckdb.DuckD
     try:
         if threads:
             con.execute(f"SET threads = {int(threads)}")
+        con.execute(f"SET memory_limit = '{LOCKDOWN['memory_limit']}'")
         con.execute(f"SET allowed_paths = {files!r}")
         con.execute(f"SET allowed_directories = {folders!r}")
-        for setting, value in LOCKDOWN.items():
+        for setting, value in duckdb_local.LOCKDOWN.items():
             if setting != "lock_configuration":
                 con.execute(f"SET {setting} = {str(value).lower()}")
         for table, where in parquet.items():

@@ -4,7 +4,8 @@ The session (:meth:`dpsql.session.Session.decide`) plans the query, asks the pub
 the keys' values and the engine to check the exact SQL on an empty schema; this module holds
 the pure parts: each primitive's share of the budget (:func:`allocations`), the query's whole
 charge and its policy terms (:func:`decision`), and refuses (DP207) an answer too large to
-release. Its output, :class:`Decision`, is everything phases 2-3 need: they read no setting,
+release, or (DP209, :mod:`dpsql.pipeline.memory`) one whose worst case does not fit the memory a
+query may take. Its output, :class:`Decision`, is everything phases 2-3 need: they read no setting,
 policy field or table that phase 1 did not already fix.
 """
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
-from dpsql.pipeline import domain
+from dpsql.pipeline import domain, memory
 from dpsql.pipeline.domain import Blocks
 from dpsql.errors import QueryRefused
 from dpsql.policy.model import Policy, Selection
@@ -23,9 +24,6 @@ from dpsql.privacy.allocate import EXPONENTIAL, Allocation, Settings, allocate
 from dpsql.privacy.budget import fmt, fmt_up, parse_rho
 from dpsql.sql.plan import Plan, Primitive
 
-#: most histogram bins the exact query of quantiles may hold over the public keys' groups (each
-#: group's HISTOGRAM keeps a count per bound: 8 bytes each, so about 400 MB); refused above (DP207)
-MAX_QUANTILE_BINS = 50_000_000
 #: the count of units taken from truncated-geometric partition selection (paper 002 Theorem 6)
 TSGD = "truncated_geometric"
 
@@ -45,14 +43,15 @@ class Decision:
     terms: tuple[dict[str, Any], ...]
     query: str  # the exact SQL, checked on the schema's empty twin
     blocks: Blocks  # the public keys' values
-    max_released: int  # private-key groups shown at most (MAX_CELLS over the public cells)
+    max_released: int  # private-key groups shown at most (MAX_CELLS over the public cells, and memory)
 
 
 def decision(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, blocks: Blocks, query: str) -> Decision:
     """The charge of a planned query and the size of its answer.
 
     Raises:
-        QueryRefused: DP207 when the public keys alone make more than :data:`dpsql.pipeline.domain.MAX_CELLS` groups.
+        QueryRefused: DP207 when the public keys alone make more than :data:`dpsql.pipeline.domain.MAX_CELLS` groups;
+            DP209 when they do not fit the memory budget (:func:`dpsql.pipeline.memory.bound`).
     """
     sel = policy.selection if plan.private_keys else None
     rho_sel = sel.epsilon**2 / 2 if sel else Fraction(0)  # (ε, δ)-DP is δ-approx. ε²/2-zCDP
@@ -64,16 +63,12 @@ def decision(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, blo
     if public_cells > domain.MAX_CELLS:
         raise QueryRefused(f"the public keys {', '.join(k.label for k in plan.keys if k.public)} make {public_cells} "
                            f"groups, more than {domain.MAX_CELLS}", code="DP207", hint="group by fewer keys or filter with WHERE.")
-    bins = sum(len(plan.table.measures[p.column].grid.bounds()) + 1 for p in plan.primitives if p.kind == "quantile")
-    if bins and public_cells * bins > MAX_QUANTILE_BINS:
-        raise QueryRefused(f"the quantiles' grids ({bins} bins a group) over the {public_cells} groups of the public keys "
-                           f"make more than {MAX_QUANTILE_BINS:,} bins for the exact query to count", code="DP207",
-                           hint="group by fewer keys, filter with WHERE, or ask for fewer quantiles in one query.")
+    max_released = memory.bound(plan, policy, public_cells, domain.MAX_CELLS // max(public_cells, 1))
     return Decision(sql=sql, plan=plan, allocs=tuple(allocs), selection=sel, rho=rho_q, delta=delta_q, epsilon=eps_q,
                     mechanism=next((a.mechanism for a in allocs if a.mechanism not in (TSGD, EXPONENTIAL)),
                                    next((a.mechanism for a in allocs if a.mechanism != TSGD), TSGD)),
                     terms=policy_terms(plan, allocs, policy), query=query, blocks=blocks,
-                    max_released=domain.MAX_CELLS // max(public_cells, 1))
+                    max_released=max_released)
 
 
 def settings_for(settings: Settings, rho: Any) -> Settings:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from dpsql.pipeline import memory
 from dpsql.pipeline.decide import TSGD, policy_terms, selection_params
-from dpsql.pipeline.domain import PublicDomain
+from dpsql.pipeline.domain import MAX_CELLS, PublicDomain
 from dpsql.policy.model import Policy
 from dpsql.privacy.allocate import EXPONENTIAL, Allocation
 from dpsql.privacy.budget import fmt, fmt_up
@@ -57,6 +58,12 @@ def explain(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, doma
         notes.append(f"groups of {', '.join(k.label for k in plan.private_keys)} are released by DP partition selection "
                      f"(paper 002 Theorem 1): a group with n {'units' if sel.count == 'units' else 'split rows'} "
                      f"is released with probability pi(n); pi reaches 1/2 at n = {selection['midpoint']}")
+    cells = max(math.prod(len(rows) for _, rows in domain.blocks(plan)), 1)
+    shown = memory.bound(plan, policy, cells, MAX_CELLS // cells)  # DP209 as the query itself would be
+    if plan.private_keys and shown < MAX_CELLS // cells:
+        notes.append(f"at most {shown} groups of {', '.join(k.label for k in plan.private_keys)} are shown"
+                     + (" per group of the public keys" if public else "")
+                     + ": what the memory a query may take holds (limits.query_memory_mib)")
     if plan.joins:
         notes.append("joined public tables: " + ", ".join(f"{j.table} ({j.side} JOIN on its key {j.key})" for j in plan.joins)
                      + "; each private row meets at most one of their rows, so nothing costs more")

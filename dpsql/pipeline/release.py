@@ -134,7 +134,7 @@ def release_quantile(i: int, a: Allocation, plan: Plan, hists: list[Any], rng: R
     m = plan.table.measures[p.column]
     assert m.grid is not None and p.q is not None and a.em_epsilon is not None
     grid = m.grid.candidates()
-    picked = quantile.sample(quantile.scores(hists, m.grid, p.q), p.q, a.em_epsilon, rng)
+    picked = quantile.draw(hists, m.grid, p.q, a.em_epsilon, rng)
     n = len(hists)
     values = np.array([grid[j] for j in picked] + [0], dtype=object)[:-1]  # Python ints, any size
     return {primitive_column(i): as_array(values, m.granularity),

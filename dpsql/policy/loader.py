@@ -93,7 +93,7 @@ def load_policy(path: str | Path) -> Policy:
 def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
     """Validate a parsed TOML document into a :class:`Policy`."""
     where = str(path) if path else "<policy>"
-    _only(doc, {"budget", "noise", "tables", "selection", "public_tables"}, where, "")
+    _only(doc, {"budget", "noise", "tables", "selection", "public_tables", "limits"}, where, "")
 
     budget_doc = _table(doc.get("budget", {}), where, "budget")
     _only(budget_doc, {"default_rho", "total_rho", "dataset_rho", "ledger", "default_epsilon", "total_delta",
@@ -103,13 +103,10 @@ def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
     total_rho = _rho(budget_doc.get("total_rho", 1.0), where, "budget.total_rho")
     if default_rho > total_rho:
         raise _err(where, "budget.default_rho", "is larger than budget.total_rho")
-    dataset_rho = None
-    if "dataset_rho" in budget_doc:
-        dataset_rho = _rho(budget_doc["dataset_rho"], where, "budget.dataset_rho")
+    dataset_rho = _rho(budget_doc["dataset_rho"], where, "budget.dataset_rho") if "dataset_rho" in budget_doc else None
     total_delta = _delta(budget_doc.get("total_delta", 1e-5), where, "budget.total_delta")
-    dataset_delta = None
-    if "dataset_delta" in budget_doc:
-        dataset_delta = _delta(budget_doc["dataset_delta"], where, "budget.dataset_delta")
+    dataset_delta = (_delta(budget_doc["dataset_delta"], where, "budget.dataset_delta")
+                     if "dataset_delta" in budget_doc else None)
     analysts = {}
     for name, walls in _table(budget_doc.get("analysts", {}), where, "budget.analysts").items():
         field = f"budget.analysts.{name}"
@@ -166,9 +163,14 @@ def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
             raise _err(where, pfield, f"table {name!r} is also declared private in [tables.{name}]")
         public_tables[name.lower()] = PublicTable(name.lower(), key.lower())
     budget = Budget(default_rho, total_rho, dataset_rho, default_epsilon, ledger, total_delta, dataset_delta, analysts)
-    parquet = _parquet_paths(doc, where, path)
+    limits = _table(doc.get("limits", {}), where, "limits")
+    _only(limits, {"query_memory_mib"}, where, "limits")
+    memory = limits.get("query_memory_mib")
+    if memory is not None and (type(memory) is not int or memory < 1):
+        raise _err(where, "limits.query_memory_mib", "must be a whole number of MiB (at least 1)")
     return Policy(path=path, tables=tables, budget=budget, mechanism=mechanism, selection=selection,
-                  public_tables=public_tables, parquet=parquet)
+                  public_tables=public_tables, parquet=_parquet_paths(doc, where, path),
+                  query_memory=None if memory is None else memory << 20)
 
 
 def _parquet_paths(doc: dict[str, Any], where: str, path: Path | None) -> dict[str, str]:

@@ -250,6 +250,9 @@ class Policy:
     #: table -> where its rows are as Parquet (a local path, resolved; or an ``hdfs://``/``s3a://``
     #: URI), for every table or none (docs/policy.md, "Parquet data")
     parquet: dict[str, str] = field(default_factory=dict)
+    #: ``limits.query_memory_mib`` in bytes: the memory one query's answer may take (phase 1's
+    #: bound, dpsql/pipeline/memory.py), or None for the machine's default
+    query_memory: int | None = None
     #: SHA-256 of the file's bytes when read from a file (:func:`dpsql.policy.loader.load_policy`),
     #: else None: with the path and the resolved Parquet locations it identifies the policy, so
     #: sessions of one process can share plans (:mod:`dpsql.session`)

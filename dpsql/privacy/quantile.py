@@ -52,6 +52,11 @@ if TYPE_CHECKING:  # a small answer is released without numpy (dpsql/pipeline/re
 
 #: most proposals drawn in one round (memory: a few arrays of this many integers)
 _ROUND = 1 << 18
+#: most (group, bin) entries scored at once (:func:`draw`): the score and sampling arrays of
+#: one chunk of groups, about a dozen of this many 8-byte integers, whatever the groups
+SCORE_ENTRIES = 1 << 20
+#: the most bytes :func:`draw` holds at once, for the phase-1 memory bound (pipeline/memory.py)
+DRAW_BYTES = 12 * 8 * SCORE_ENTRIES
 #: ε ≤ √(8ρ) is rounded down to this many decimals (a rational ε makes exact sampling possible)
 _EPS_DIGITS = 10**6
 
@@ -78,13 +83,14 @@ def rank_error95(q: Fraction, epsilon: Fraction, m: int) -> float:
 
 
 def _bins(h: Any) -> list[tuple[int, int]]:
-    """(bound, count) pairs of one group's histogram: the exact query's list of {key, value}
+    """(bound, count) pairs of one group's histogram: the exact query's [bins, counts]
     (``sql/quantiles.py``), a map, or None for a group with no value."""
     if not h:
         return []
     if isinstance(h, dict):
         return [(int(b), int(n)) for b, n in h.items()]
-    return [(int(e["key"]), int(e["value"])) for e in h]
+    bins, counts = h
+    return [] if bins is None else list(zip(map(int, bins), map(int, counts)))
 
 
 def scores(hists: list[Any], grid: QuantileGrid, q: Fraction) -> np.ndarray:
@@ -114,6 +120,18 @@ def scores(hists: list[Any], grid: QuantileGrid, q: Fraction) -> np.ndarray:
     above = total - cum[:, [where[c] for c in candidates]]  # #{x > c}
     a, b = q.numerator, q.denominator
     return np.abs((b - a) * below - a * above)
+
+
+def draw(hists: list[Any], grid: QuantileGrid, q: Fraction, epsilon: Fraction, rng: RandomSource) -> list[int]:
+    """One candidate index per group (:func:`scores`, then :func:`sample`), in chunks of groups
+    so that the arrays held at once are bounded by :data:`SCORE_ENTRIES` entries whatever the
+    number of groups (issue 29: all groups at once held ~50 KB a group on the demo's grid, 165 GB
+    at dpsql's 2,000,000 cells). Rows are independent, so chunking changes no distribution."""
+    per = max(1, SCORE_ENTRIES // (len(grid.bounds()) + 1))
+    out: list[int] = []
+    for start in range(0, len(hists), per):
+        out += sample(scores(hists[start:start + per], grid, q), q, epsilon, rng)
+    return out
 
 
 def sample(score_rows: np.ndarray, q: Fraction, epsilon: Fraction, rng: RandomSource) -> list[int]:

@@ -64,8 +64,7 @@ def code_identity() -> str:
     """What stands for the code that plans: every module of dpsql (path, size, modification
     time) and sqlglot's version file (found, not imported). Computed once per process (~1 ms)."""
     if not _code:
-        files: list[str] = []
-        _walk(Path(__file__).parent.parent, files)  # dpsql/, not this module's folder (records/)
+        files = code_files()
         spec = PathFinder.find_spec("sqlglot")
         try:
             version = (Path(spec.origin).parent / "_version.py").read_text() if spec and spec.origin else ""
@@ -73,6 +72,15 @@ def code_identity() -> str:
             version = ""
         _code.append(hashlib.sha256("\n".join([*sorted(files), version]).encode()).hexdigest())
     return _code[0]
+
+
+def code_files() -> list[str]:
+    """``path:size:mtime`` of every module of dpsql: the package's folder, not this room's (when
+    plan.py moved into dpsql/records/, its own folder stood for the code, so a changed rewrite
+    went on answering from plans recorded by the old one)."""
+    files: list[str] = []
+    _walk(Path(__file__).resolve().parents[1], files)
+    return files
 
 
 def _walk(folder: Path, out: list[str]) -> None:
