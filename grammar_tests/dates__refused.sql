@@ -35,13 +35,13 @@ SELECT time_bucket(INTERVAL '1 month', opened), COUNT(*) FROM establishments GRO
 SELECT date_part(state, opened), COUNT(*) FROM establishments GROUP BY 1;
 
 # title: strftime with a specifier DuckDB does not know (%s): refused at planning, not in the finisher
-# error: DP122
+# error: DP123
 SELECT strftime(opened, '%s') AS s, COUNT(*) FROM establishments GROUP BY 1;
 
 # title: strftime with a trailing percent sign
-# error: DP122
+# error: DP123
 SELECT strftime(opened, '%Y-%') AS s, COUNT(*) FROM establishments GROUP BY 1;
 
 # title: strptime in WHERE with an unknown unpadded specifier
-# error: DP122
+# error: DP123
 SELECT COUNT(*) FROM establishments WHERE opened > strptime('2020', '%-Y');

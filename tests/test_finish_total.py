@@ -4,7 +4,7 @@ Issue 29, finding 12: ``COUNT(*) * 9223372036854775807``, ``// 0`` and ``% 0`` f
 finish stage after the charge, as DP900 quoting the noisy value. The finish SQL now runs every
 operation that may raise inside TRY() (dpsql/sql/finish_forms.py) and the finisher's message is
 fixed text. Finding 13: ``GROUP BY strftime(opened, '%s')`` failed in the finisher's image of the
-public keyset as DP900; an unknown specifier is refused at planning (DP122) and an expression
+public keyset as DP900; an unknown specifier is refused at planning (DP123) and an expression
 that fails over public values is a free DP120."""
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def test_the_finishers_message_quotes_no_value():
 def test_an_unknown_strftime_specifier_is_refused_for_free(con, fmt):
     with pytest.raises(DpsqlError) as err:
         con.cursor().execute(f"SELECT strftime(opened, '{fmt}') AS s, COUNT(*) FROM establishments GROUP BY 1")
-    assert err.value.code == "DP122"
+    assert err.value.code == "DP123"
     assert charges(con) == 0
 
 

@@ -4,7 +4,7 @@ A quantile grouped by a private key used to keep a counter per grid bound per gr
 (~80 KB a group) and score all groups at once in numpy: memory grew with the number of groups
 the data happens to have. Now the exact query's histograms are sparse, the scores are drawn in
 chunks, and what is left — the released cells — is bounded in phase 1 against a public budget
-(``limits.query_memory_mib``): refused (DP209) when the public cells cannot fit, the private
+(``limits.query_memory_mib``): refused (DP210) when the public cells cannot fit, the private
 groups shown capped when they could not all fit. Both are decided before any row is read, so
 neighbouring databases get the same refusal and nothing is charged.
 """
@@ -93,11 +93,11 @@ def test_a_shape_that_cannot_fit_is_refused_in_phase_1_on_neighbours_alike(neigh
                 con.cursor().execute(sql)
             with pytest.raises(DpsqlError) as explained:
                 con.session.explain(sql)
-            assert explained.value.code == "DP209"
+            assert explained.value.code == "DP210"
             assert con.session.ledger.spent == 0 and con.session.ledger.history() == []
             outcomes.append((phase1.value.code, str(phase1.value), err.value.code, str(err.value)))
     assert outcomes[0] == outcomes[1]
-    assert outcomes[0][0] == outcomes[0][2] == "DP209"
+    assert outcomes[0][0] == outcomes[0][2] == "DP210"
     assert "memory" in outcomes[0][1] and "coarser key" in (outcomes[0][1] + str(getattr(err.value, "hint", "")))
 
 
@@ -136,7 +136,7 @@ CLASSIC = [
 def test_classic_demo_queries_are_accepted_and_not_cut(con, sql):
     """Accepted at the default budget (half this machine's memory), and no group is cut: the
     private groups the demo has (about 3,000 counties) are far below what the budget holds."""
-    con.session.decide(sql)  # phase 1 alone: no DP209
+    con.session.decide(sql)  # phase 1 alone: no DP210
     cur = con.cursor()
     cur.execute(sql)
     assert cur.fetchall()

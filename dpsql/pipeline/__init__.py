@@ -2,7 +2,7 @@
 
 1 decide: :mod:`~dpsql.pipeline.decide` (the charge, the policy terms, each primitive's budget
   share, DP207), :mod:`~dpsql.pipeline.domain` (public keysets and their images) and
-  :mod:`~dpsql.pipeline.memory` (the answer's worst-case memory against a public budget, DP209);
+  :mod:`~dpsql.pipeline.memory` (the answer's worst-case memory against a public budget, DP210);
 3 release: :mod:`~dpsql.pipeline.release` (partition selection and noise per cell);
 5 finish: :mod:`~dpsql.pipeline.finish` (HAVING / ORDER BY / LIMIT / AVG on noisy cells) and
   :mod:`~dpsql.pipeline.output` (error columns, clamping, notes);

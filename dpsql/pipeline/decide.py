@@ -4,7 +4,7 @@ The session (:meth:`dpsql.session.Session.decide`) plans the query, asks the pub
 the keys' values and the engine to check the exact SQL on an empty schema; this module holds
 the pure parts: each primitive's share of the budget (:func:`allocations`), the query's whole
 charge and its policy terms (:func:`decision`), and refuses (DP207) an answer too large to
-release, or (DP209, :mod:`dpsql.pipeline.memory`) one whose worst case does not fit the memory a
+release, or (DP210, :mod:`dpsql.pipeline.memory`) one whose worst case does not fit the memory a
 query may take. Its output, :class:`Decision`, is everything phases 2-3 need: they read no setting,
 policy field or table that phase 1 did not already fix.
 """
@@ -51,7 +51,7 @@ def decision(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, blo
 
     Raises:
         QueryRefused: DP207 when the public keys alone make more than :data:`dpsql.pipeline.domain.MAX_CELLS` groups;
-            DP209 when they do not fit the memory budget (:func:`dpsql.pipeline.memory.bound`).
+            DP210 when they do not fit the memory budget (:func:`dpsql.pipeline.memory.bound`).
     """
     sel = policy.selection if plan.private_keys else None
     rho_sel = sel.epsilon**2 / 2 if sel else Fraction(0)  # (ε, δ)-DP is δ-approx. ε²/2-zCDP

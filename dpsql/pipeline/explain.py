@@ -59,7 +59,7 @@ def explain(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, doma
                      f"(paper 002 Theorem 1): a group with n {'units' if sel.count == 'units' else 'split rows'} "
                      f"is released with probability pi(n); pi reaches 1/2 at n = {selection['midpoint']}")
     cells = max(math.prod(len(rows) for _, rows in domain.blocks(plan)), 1)
-    shown = memory.bound(plan, policy, cells, MAX_CELLS // cells)  # DP209 as the query itself would be
+    shown = memory.bound(plan, policy, cells, MAX_CELLS // cells)  # DP210 as the query itself would be
     if plan.private_keys and shown < MAX_CELLS // cells:
         notes.append(f"at most {shown} groups of {', '.join(k.label for k in plan.private_keys)} are shown"
                      + (" per group of the public keys" if public else "")

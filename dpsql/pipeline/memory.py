@@ -17,7 +17,7 @@ What phases 2-3 hold, for every aggregate:
   stage's copy — a few hundred bytes a cell, times at most the public cells times the private
   groups shown per public cell: :func:`bound` counts them and caps the private groups shown
   (post-processing of the selection's output, like :data:`dpsql.pipeline.domain.MAX_CELLS`) or,
-  when not even the public cells fit, refuses (DP209).
+  when not even the public cells fit, refuses (DP210).
 
 The budget is public configuration: the policy's ``limits.query_memory_mib``, at most
 :func:`dpsql.backends.base.memory_budget` (half the machine's memory, the engine's own limit).
@@ -57,7 +57,7 @@ def bound(plan: Plan, policy: Policy, public_cells: int, max_private: int) -> in
     (``max_private`` when it fits already; unused without private keys).
 
     Raises:
-        QueryRefused: DP209 when the public cells alone (with one private group each, when the
+        QueryRefused: DP210 when the public cells alone (with one private group each, when the
             query has private keys) do not fit.
     """
     limit = budget(policy)
@@ -68,6 +68,6 @@ def bound(plan: Plan, policy: Policy, public_cells: int, max_private: int) -> in
         raise QueryRefused(
             f"the answer could take more memory than a query may take here ({limit >> 20} MiB): "
             f"{max(public_cells, 1):,} groups of {len(plan.keys)} keys and {len(plan.primitives)} aggregates"
-            + (" with quantiles" if fixed else ""), code="DP209",
+            + (" with quantiles" if fixed else ""), code="DP210",
             hint="group by a coarser key, filter with WHERE, or ask for fewer aggregates or quantiles in one query.")
     return min(max_private, fits) if plan.private_keys else max_private

@@ -220,7 +220,7 @@ def _known_time_formats(node: exp.Expression, root: exp.Select, sql: str) -> Non
         return
     fmt = node.args.get("format")
     if isinstance(fmt, exp.Literal) and fmt.is_string and (bad := bad_time_format(fmt.this)) is not None:
-        raise _refuse(node, sql, "DP122", f"{written_name(node, sql)}: the format {fmt.this!r} holds {bad!r}, "
+        raise _refuse(node, sql, "DP123", f"{written_name(node, sql)}: the format {fmt.this!r} holds {bad!r}, "
                       "which is not a DuckDB date format specifier",
                       "use DuckDB's specifiers (%Y %m %d %H %M %S %j %a %b ...; docs/sql.md, \"Dates and times\").")
 
