@@ -63,6 +63,7 @@ class Session:
         clamp_negative: Any = None,
         engine: str | None = None,
         spark_master: str | None = None,
+        memory_limit: int | None = None,
     ) -> None:
         # The CLI's --engine / --spark-master set these for every session of the process.
         engine = engine or os.environ.get("DPSQL_ENGINE") or "duckdb"
@@ -86,7 +87,8 @@ class Session:
                                          "(docs/own_data.md).")
         # The database first: a missing or unreadable file is the error to report (DP402), not
         # the policy that would sit beside it.
-        self.engine = open_engine(database, threads=threads, parquet=parquet, engine=engine, spark_master=spark_master)
+        self.engine = open_engine(database, threads=threads, parquet=parquet, engine=engine, spark_master=spark_master,
+                                  memory_limit=memory_limit)
         try:
             catalog_record.use(self.engine)  # the file's catalog as an earlier process read it, if unchanged
             if policy is None:

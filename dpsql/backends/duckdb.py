@@ -24,6 +24,8 @@ from dpsql.errors import DatabaseFileError, QueryRefused
 
 #: memory a public catalog may use beyond what its tables hold (bytes)
 CATALOG_MEMORY = 1 << 30
+#: ... and at least this much under a smaller memory_limit: PostgreSQL's catalog emulation is built in it
+CATALOG_FLOOR = 64 << 20
 #: (file, size, mtime, table, unit) -> whether the unit column is unique, for this process.
 _UNIQUE_UNITS: dict[tuple[Any, ...], bool] = {}
 
@@ -76,7 +78,7 @@ def _file_stamps(paths: list[Path]) -> tuple[Any, ...]:
 UNITS_PER_PASS = 2_000_000
 
 
-def _parquet_views(parquet: dict[str, str], threads: int | None) -> duckdb.DuckDBPyConnection:
+def _parquet_views(parquet: dict[str, str], threads: int | None, memory_limit: int | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with one view per table over its Parquet file(s), then locked down:
     ``allowed_paths`` / ``allowed_directories`` name exactly the policy's files, external access
     is off and the configuration locked, so SQL run here reads those files and no other path
@@ -97,6 +99,8 @@ def _parquet_views(parquet: dict[str, str], threads: int | None) -> duckdb.DuckD
     try:
         if threads:
             con.execute(f"SET threads = {int(threads)}")
+        if memory_limit:
+            con.execute(f"SET memory_limit = '{int(memory_limit)}B'")
         con.execute(f"SET allowed_paths = {files!r}")
         con.execute(f"SET allowed_directories = {folders!r}")
         for setting, value in LOCKDOWN.items():
@@ -122,8 +126,10 @@ class DuckDBEngine:
     ``parquet`` (table -> local Parquet path, from the policy), an in-memory DuckDB whose views
     read those files and nothing else (``path`` is then the policy file)."""
 
-    def __init__(self, path: str | Path, threads: int | None = None, parquet: dict[str, str] | None = None) -> None:
+    def __init__(self, path: str | Path, threads: int | None = None, parquet: dict[str, str] | None = None,
+                 memory_limit: int | None = None) -> None:
         self.path = Path(path)
+        self.memory_limit = memory_limit
         self._parquet = dict(parquet or {})
         self._interrupt = StickyInterrupt()
         self._twin: Twin | None = None  # the empty schema twin (check), shared in the process
@@ -133,7 +139,7 @@ class DuckDBEngine:
         self._ddl_rows: list[tuple[str, str]] | None = None
         self._identity: str | None = None
         if self._parquet:
-            self._con = _parquet_views(self._parquet, threads)
+            self._con = _parquet_views(self._parquet, threads, memory_limit)
             return
         if not self.path.is_file():
             raise DatabaseFileError(f"database file {self.path} does not exist",
@@ -141,13 +147,15 @@ class DuckDBEngine:
         config: dict[str, Any] = dict(LOCKDOWN)
         if threads:
             config["threads"] = threads
+        if memory_limit:
+            config["memory_limit"] = f"{int(memory_limit)}B"
         try:
             self._con = duckdb.connect(str(self.path), read_only=True, config=config)
         except duckdb.ConnectionException:
             # DuckDB shares one instance per file and process, with one configuration.
             raise DatabaseFileError(f"database file {self.path} is already open in this process with another "
-                                    "threads setting", hint="open every connection to one file in a process with "
-                                    "the same threads= (or none).") from None
+                                    "threads or memory_limit setting", hint="open every connection to one file in a "
+                                    "process with the same threads= and memory_limit= (or none).") from None
         except duckdb.Error as exc:
             raise DatabaseFileError(f"cannot open database file {self.path} read-only ({type(exc).__name__})",
                                     hint="is it a DuckDB file, and is no other process writing to it?") from None
@@ -249,7 +257,7 @@ class DuckDBEngine:
         ddl = [d for table, d in self._ddl() if table in wanted]
         rows = {table: self._con.execute(f'SELECT * FROM "{table}"').fetchall() for table in public}
         try:
-            return catalog_of(name, ddl, rows, CATALOG_MEMORY)
+            return catalog_of(name, ddl, rows, min(CATALOG_MEMORY, max(CATALOG_FLOOR, self.memory_limit or CATALOG_MEMORY)))
         except CatalogQueryError as exc:
             raise DatabaseFileError(f"{exc} ({self.path})") from None
 
