@@ -149,6 +149,10 @@ def test_a_deleted_ledger_is_never_recreated_and_stops_the_server_until_adopted(
 
 def test_a_replaced_or_foreign_ledger_is_refused_until_adopted(start_server, tmp_path):
     srv = start_server()
+    other = start_server()  # another server's ledger, with a charge of its own
+    with other.connect("bob") as conn:
+        conn.execute(BY_STATE).fetchall()
+    other.stop()
     with srv.connect("bob") as conn:
         conn.execute(BY_STATE).fetchall()
     srv.stop()
@@ -157,26 +161,39 @@ def test_a_replaced_or_foreign_ledger_is_refused_until_adopted(start_server, tmp
     srv.launch()
     with srv.connect("bob") as conn:
         conn.execute(BY_STATE).fetchall()
-    assert len(srv.charges("bob")) == 2
-    os.replace(backup, srv.ledger_path)  # rolled back to one charge: another file, same token
+        assert len(srv.charges("bob")) == 2
+        os.replace(backup, srv.ledger_path)  # rolled back to one charge: another file, the same token
+        with pytest.raises(psycopg.Error, match="DP404") as caught:
+            conn.execute(BY_STATE).fetchall()
+        _says_dp404_without_path(srv, caught.value)
     _refused_without_path(srv, "bob")
     srv.stop()
     assert "replaced" in _start_fails(srv)
-    # a foreign ledger: another server's, renamed into place
-    other = start_server()
-    with other.connect("bob") as conn:
-        conn.execute(BY_STATE).fetchall()
-    other.stop()
-    for f in srv.state.glob("ledger.sqlite*"):
-        f.unlink()
-    shutil.copyfile(other.ledger_path, srv.ledger_path)
-    assert "another ledger" in _start_fails(srv) or "replaced" in _start_fails(srv)
+    # the operator takes the restored copy as the ledger
     srv.args.append("--adopt-ledger")
     srv.launch()
     assert "LEDGER: adopted the existing ledger" in srv.stderr
+    srv.args.remove("--adopt-ledger")
+    adopted = len(srv.charges("bob"))  # (SQLite replays the log the live server left beside the file)
     with srv.connect("bob") as conn:
         conn.execute(BY_STATE).fetchall()
-    assert len(srv.charges("bob")) == 2  # the adopted ledger's one charge, and this one
+        assert len(srv.charges("bob")) == adopted + 1
+        # another server's ledger written over this one in place (the same inode): only its token tells
+        with open(other.ledger_path, "rb") as src, open(srv.ledger_path, "r+b") as dst:
+            dst.write(src.read())
+        with pytest.raises(psycopg.Error, match="DP404"):
+            conn.execute(BY_STATE).fetchall()
+    _refused_without_path(srv, "bob")
+    srv.stop()
+    for f in srv.state.glob("ledger.sqlite-*"):
+        f.unlink()
+    shutil.copyfile(other.ledger_path, srv.ledger_path)  # in place again, now with no log beside it
+    assert "another ledger" in _start_fails(srv)
+    srv.args.append("--adopt-ledger")
+    srv.launch()
+    with srv.connect("bob") as conn:
+        conn.execute(BY_STATE).fetchall()
+    assert len(srv.charges("bob")) == 2  # the adopted foreign ledger's one charge, and this one
 
 
 # ---------------------------------------------------------------------------- finding 9
@@ -204,15 +221,16 @@ def _raw_from(server: DpsqlServer, source: str) -> RawClient:
 
 
 def test_strangers_logging_in_never_lock_analysts_out(start_server):
-    srv = start_server("--max-connections", "2", "--auth-timeout", "1.5", "--max-logins-per-address", "3")
+    srv = start_server("--max-connections", "2", "--auth-timeout", "3", "--max-logins-per-address", "3")
     strangers = [_raw_from(srv, "127.0.0.1") for _ in range(3)]
     try:
         for raw in strangers:  # each sends its startup packet, then nothing: it waits in a login slot
             kind, _ = raw.startup("alice")
             assert kind == b"R"
-        with srv.raw() as fourth:  # this address has no login slot left
+        with srv.raw() as fourth:  # this address has no login slot left: it waits for one, and none comes
             kind, body = fourth.startup("alice")
             assert kind == b"E" and error_fields(body)["C"] == "53300"
+            assert "from this address" in error_fields(body)["M"]
         analysts = []
         for _ in range(2):  # both analysts' slots are free: strangers never hold one
             raw = _raw_from(srv, "127.0.0.2")

@@ -132,7 +132,7 @@ def _answer(sql: str, parameters: list[Any], session: Session, catalog: PublicCa
     qmark, order = to_qmark(sql)
     values = [_value(parameters, n) for n in order] if order else None
     if guard is not None:
-        guard()
+        guard()  # the server's ledger is still the one it adopted
     result = execute(session, qmark, values)
     charged = result.receipt.charge_id is not None
     tag = _tag(qmark, result)

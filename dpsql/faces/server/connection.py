@@ -134,7 +134,7 @@ class Connection(ExtendedProtocol):
         still logging in (so strangers never hold an analyst's slot); then the session."""
         addr = self.writer.get_extra_info("peername")
         peer = str(addr[0]) if isinstance(addr, tuple) and addr else ""
-        refusal = self.server.admit(self, peer)
+        refusal = await self.server.admit(self, peer)
         if refusal:
             raise Fatal("53300", refusal)
         got = await asyncio.wait_for(self._handshake(), self.server.auth_timeout)

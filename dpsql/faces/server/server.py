@@ -110,7 +110,7 @@ class Served:
         """A session for an authenticated analyst, charging the server's ledger, which must be the
         one the state folder adopted before the session opens it (else opening would create a
         missing one) and after (else one put there meanwhile would be used)."""
-        self.check_ledger()
+        self.check_ledger()  # first: opening would create a missing ledger
         session = Session(self.database, self.policy_path, analyst=analyst, ledger=self.ledger, threads=self.threads,
                           memory_limit=self.memory_limit)
         try:
@@ -145,6 +145,7 @@ class Server:
         self.connections: dict[int, Connection] = {}  # authenticated: the analysts' slots
         self.logging_in: dict[int, str] = {}  # pid -> client address, until authenticated
         self._per_address: Counter[str] = Counter()
+        self._queued: Counter[str] = Counter()  # connections waiting for their address's login slot
         self.throttle = LoginThrottle()
         self._pid = 10000
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -160,12 +161,25 @@ class Server:
         self._pid += 1
         return self._pid
 
-    def admit(self, conn: Connection, address: str) -> str:
-        """Take a login slot for a new connection; the refusal's text when none is left."""
-        if len(self.logging_in) >= self.max_logins:
+    async def admit(self, conn: Connection, address: str) -> str:
+        """Take a login slot for a new connection, waiting (at most half the authentication timeout)
+        while its address has none free, so a burst of one machine's connections (a pool) gets in
+        a few at a time; the refusal's text when no slot comes."""
+        if len(self.logging_in) + sum(self._queued.values()) >= self.max_logins:
             return "sorry, too many clients are logging in at once"
-        if self._per_address[address] >= self.max_logins_per_address:
+        if self._queued[address] >= self.max_logins_per_address:  # one address holds at most twice its share
             return "sorry, too many connections from this address are logging in at once"
+        deadline = asyncio.get_running_loop().time() + self.auth_timeout / 2  # then half of it left to log in
+        self._queued[address] += 1
+        try:
+            while self._per_address[address] >= self.max_logins_per_address:
+                if asyncio.get_running_loop().time() >= deadline:
+                    return "sorry, too many connections from this address are logging in at once"
+                await asyncio.sleep(0.02)
+        finally:
+            self._queued[address] -= 1
+            if self._queued[address] <= 0:
+                del self._queued[address]
         self.logging_in[conn.pid] = address
         self._per_address[address] += 1
         return ""
