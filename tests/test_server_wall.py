@@ -76,16 +76,21 @@ def test_non_ascii_words_and_deep_nesting_never_end_the_session(srv):
 
 
 def test_the_same_inputs_embedded_give_dpsql_errors_or_answers(demo):
+    """A guard: the DB-API and the REPL already answered these with a result or a DpsqlError."""
     import dpsql
+    from repl_harness import ENTER, drive
 
+    inputs = ("SELECT COUNT(*) AS compté FROM establishments", "SELECT é", DEEP, DEEPER)
     with dpsql.connect(str(demo[0]), policy=str(demo[1])) as conn:
         cur = conn.cursor()
-        for sql in ("SELECT COUNT(*) AS compté FROM establishments", "SELECT é", DEEP, DEEPER):
+        for sql in inputs:
             try:
                 cur.execute(sql)
                 cur.fetchall()
             except dpsql.DpsqlError:
                 pass
+        out, err, rc = drive(conn, "".join(f"{sql};{ENTER}" for sql in inputs) + f"SELECT COUNT(*) AS n FROM states;{ENTER}")
+        assert rc == 0 and "compté" in out and "Traceback" not in out + err and "DP121" in err, err
 
 
 # ---------------------------------------------------------------------------- finding 8
@@ -273,3 +278,23 @@ def test_a_query_over_the_servers_memory_limit_is_charged_and_fails_with_fixed_t
         assert caught.value.diag.message_primary.startswith("DP901: the query failed after private rows were read")
         assert _alive(conn)
     assert len(srv.charges("bob")) == 1  # the exact query had started: charged, nothing released
+
+
+def test_the_login_backoff_in_numbers():
+    """The schedule (closed form: 0 for three failures, then 0.25 s doubling up to 8 s), the
+    worse of name and address, forgetting, a success clearing the name only, bounded memory."""
+    from dpsql.faces.server.throttle import LoginThrottle
+
+    t = LoginThrottle()
+    delays = [t.failed("alice", "10.0.0.1", now=float(i))[1] for i in range(12)]
+    assert delays == [0, 0, 0, 0.25, 0.5, 1, 2, 4, 8, 8, 8, 8]
+    assert t.failed("bob", "10.0.0.1", now=12.0) == (13, 8)  # a new name from a busy address
+    assert t.failed("alice", "10.9.9.9", now=13.0) == (13, 8)  # a busy name from a new address
+    t.succeeded("alice")
+    assert t.failed("alice", "10.0.0.1", now=14.0) == (14, 8)  # the address keeps its count
+    assert t.failed("carol", "10.0.0.2", now=14.0 + 600) == (1, 0)
+    assert t.failed("dave", "10.0.0.1", now=14.0 + 600) == (1, 0)  # forgotten after 10 idle minutes
+    small = LoginThrottle(capacity=100)
+    for i in range(1000):
+        small.failed(f"user{i}", f"10.1.{i // 256}.{i % 256}", now=0.0)
+    assert len(small) == 100
