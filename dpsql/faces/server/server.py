@@ -45,6 +45,8 @@ AUTH_TIMEOUT = 5.0
 STATEMENT_TIMEOUT = 300.0
 #: connections that may be logging in at once, in all and from one address
 MAX_LOGINS, MAX_LOGINS_PER_ADDRESS = 64, 8
+#: connections that may wait for a login slot, per slot
+QUEUED_PER_LOGIN = 4
 
 def state_folder(database: str | Path | None) -> Path:
     """The server's own folder (users, ledger): DPSQL_HOME/server for the demo, else
@@ -145,7 +147,7 @@ class Server:
         self.connections: dict[int, Connection] = {}  # authenticated: the analysts' slots
         self.logging_in: dict[int, str] = {}  # pid -> client address, until authenticated
         self._per_address: Counter[str] = Counter()
-        self._queued: Counter[str] = Counter()  # connections waiting for their address's login slot
+        self._queued = 0  # connections waiting for a login slot
         self.throttle = LoginThrottle()
         self._pid = 10000
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -162,24 +164,24 @@ class Server:
         return self._pid
 
     async def admit(self, conn: Connection, address: str) -> str:
-        """Take a login slot for a new connection, waiting (at most half the authentication timeout)
-        while its address has none free, so a burst of one machine's connections (a pool) gets in
-        a few at a time; the refusal's text when no slot comes."""
-        if len(self.logging_in) + sum(self._queued.values()) >= self.max_logins:
-            return "sorry, too many clients are logging in at once"
-        if self._queued[address] >= self.max_logins_per_address:  # one address holds at most twice its share
-            return "sorry, too many connections from this address are logging in at once"
-        deadline = asyncio.get_running_loop().time() + self.auth_timeout / 2  # then half of it left to log in
-        self._queued[address] += 1
+        """Take a login slot for a new connection, waiting (at most half the authentication
+        timeout) while none is free for it, so a burst of one machine's connections (a pool) gets
+        in a few at a time; the refusal's text when no slot comes. Waiting holds no slot, and at
+        most :data:`QUEUED_PER_LOGIN` times ``max_logins`` connections wait at once."""
+        loop = asyncio.get_running_loop()
+        deadline, waiting = loop.time() + self.auth_timeout / 2, False
         try:
-            while self._per_address[address] >= self.max_logins_per_address:
-                if asyncio.get_running_loop().time() >= deadline:
-                    return "sorry, too many connections from this address are logging in at once"
+            while (crowded := self._per_address[address] >= self.max_logins_per_address) \
+                    or len(self.logging_in) >= self.max_logins:
+                if not waiting and self._queued >= QUEUED_PER_LOGIN * self.max_logins or loop.time() >= deadline:
+                    return ("sorry, too many connections from this address are logging in at once" if crowded
+                            else "sorry, too many clients are logging in at once")
+                if not waiting:
+                    self._queued, waiting = self._queued + 1, True
                 await asyncio.sleep(0.02)
         finally:
-            self._queued[address] -= 1
-            if self._queued[address] <= 0:
-                del self._queued[address]
+            if waiting:
+                self._queued -= 1
         self.logging_in[conn.pid] = address
         self._per_address[address] += 1
         return ""

@@ -73,7 +73,7 @@ class LedgerGuard:
     """The ledger a state folder adopted (see the module docstring)."""
 
     def __init__(self, state: Path, ledger: Path) -> None:
-        self.state, self.ledger = Path(state), Path(ledger).absolute()
+        self.state, self.ledger = Path(state), Path(ledger).resolve()
         self.path = self.state / LEDGER_ID_FILE
 
     def known(self) -> dict[str, object] | None:
