@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dpsql.errors import LedgerError
+from dpsql.faces.server.users import UserStoreError
 
 SECRET_FILE = "secret"
 LEDGER_ID_FILE = "ledger.id"
@@ -54,18 +55,29 @@ def server_secret(state: Path) -> bytes:
     """The state folder's secret, made on first use (and never changed after)."""
     path = Path(state) / SECRET_FILE
     try:
-        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+        return _read_secret(path)
     except FileNotFoundError:
         pass
     try:  # O_EXCL: two processes making it at once keep the first one's
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
-        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+        return _read_secret(path)
     value = secrets.token_bytes(32)
     with os.fdopen(fd, "w", encoding="ascii") as f:
         f.write(value.hex() + "\n")
         f.flush()
         os.fsync(f.fileno())
+    return value
+
+
+def _read_secret(path: Path) -> bytes:
+    try:
+        value = bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except (UnicodeDecodeError, ValueError):
+        value = b""
+    if len(value) != 32:
+        raise UserStoreError(f"the server's secret {path} is damaged",
+                             hint="remove it: the server makes a new one (unknown user names then get other made-up salts, once).")
     return value
 
 
