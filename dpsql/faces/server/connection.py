@@ -144,7 +144,6 @@ class Connection(ExtendedProtocol):
         if failed:  # answered after the backoff, holding this connection's slot: no faster retries
             await self.server.login_failed(user, peer)
             raise Fatal("28P01", f'password authentication failed for user "{user}"')
-        self.server.login_succeeded(user)
         if not self.server.register(self):
             raise Fatal("53300", "sorry, too many clients already")
         self.pg = PgSettings(user, {"application_name": params.get("application_name", ""),

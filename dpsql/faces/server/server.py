@@ -213,9 +213,6 @@ class Server:
         if delay:
             await asyncio.sleep(delay)
 
-    def login_succeeded(self, user: str) -> None:
-        self.throttle.succeeded(user)
-
     def cancel(self, pid: int, secret: int) -> None:
         conn = self.connections.get(pid)
         if conn is not None and secrets.compare_digest(conn.secret.to_bytes(4, "big"), (secret & 0xFFFFFFFF).to_bytes(4, "big")):

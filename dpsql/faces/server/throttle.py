@@ -6,10 +6,11 @@ more: none for the first :data:`FREE` failures, then :data:`BASE` seconds doubli
 :data:`MOST`. The connection keeps its login slot while it waits (a client that hangs up does not
 free it sooner), and each address has only a few login slots (:mod:`dpsql.faces.server.server`),
 so one address guesses at most ``slots / MOST`` passwords a second however many connections it
-opens, and a name under attack from many addresses is slowed the same way. A user's own
-successful login clears the count of their name, never that of an address (an analyst with an
-account of their own could otherwise reset it between guesses at another's password). Counts
-are forgotten after :data:`FORGET` seconds without a failure, and at most :data:`CAPACITY` names
+opens, and a name under attack from many addresses is slowed the same way. A successful login
+clears nothing: an analyst with an account of their own could otherwise reset their address's
+count between guesses at another's password, and a name whose count a login had cleared would
+tell a second address that it exists (unknown names never log in). Only failures wait, so the
+right password is answered at once even under attack. Counts are forgotten after :data:`FORGET` seconds without a failure, and at most :data:`CAPACITY` names
 and addresses are remembered (the least recently failed are dropped first).
 """
 
@@ -54,9 +55,6 @@ class LoginThrottle:
         if failures <= self.free:
             return 0.0
         return min(self.most, self.base * 2 ** (failures - self.free - 1))
-
-    def succeeded(self, user: str) -> None:
-        self._failures.pop(("user", user), None)
 
     def __len__(self) -> int:
         return len(self._failures)
