@@ -256,7 +256,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              (f"{WALL}::test_a_replaced_or_foreign_ledger_is_refused_until_adopted",)),
     Mutation("server_ledger_token_unchecked",
              "another server's ledger written over this one in place is charged as if it were this one",
-             (Patch("dpsql/faces/server/state.py", "        if f\"{_header_token(self.ledger):016x}\" != record[\"token\"]:",
+             (Patch("dpsql/faces/server/state.py", "        if f\"{_token_of(head):016x}\" != record[\"token\"]:",
                     "        if False:"),),
              (f"{WALL}::test_a_replaced_or_foreign_ledger_is_refused_until_adopted",)),
     Mutation("server_session_opens_unknown_ledger",

@@ -23,6 +23,7 @@ import os
 import secrets
 import sqlite3
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -87,6 +88,8 @@ class LedgerGuard:
     def __init__(self, state: Path, ledger: Path) -> None:
         self.state, self.ledger = Path(state), Path(ledger).resolve()
         self.path = self.state / LEDGER_ID_FILE
+        self._fd: int | None = None  # the adopted ledger, read through this one descriptor
+        self._fd_lock = threading.Lock()
 
     def known(self) -> dict[str, object] | None:
         """The adopted ledger's record, or None when none was adopted."""
@@ -138,8 +141,29 @@ class LedgerGuard:
             raise self._refused(f"it cannot be read ({exc.strerror or exc})") from None
         if (st.st_dev, st.st_ino) != (record["device"], record["inode"]):
             raise self._refused("it was replaced by another file (a copy, or a file renamed over it)")
-        if f"{_header_token(self.ledger):016x}" != record["token"]:
+        try:
+            fd = self._held(st)
+            if os.fstat(fd).st_nlink == 0:  # deleted, and another file took its inode number
+                raise self._refused("it is missing (deleted)")
+            head = os.pread(fd, 100, 0)
+        except OSError as exc:
+            raise self._refused(f"it cannot be read ({exc.strerror or exc})") from None
+        if f"{_token_of(head):016x}" != record["token"]:
             raise self._refused("it is another ledger (its identity token differs)")
+
+    def _held(self, st: os.stat_result) -> int:
+        """One descriptor of the ledger, opened at the first check and never closed while the
+        process runs: closing any descriptor of a file drops every POSIX lock the process holds
+        on it, SQLite's included, and another process sharing the ledger could then take it for
+        unused and reset its write-ahead log (dpsql/ledger_fds.py says the same)."""
+        with self._fd_lock:
+            if self._fd is None:
+                fd = os.open(self.ledger, os.O_RDONLY)
+                opened = os.fstat(fd)
+                if (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino):
+                    raise self._refused("it was replaced while it was being checked")  # fd stays open: see above
+                self._fd = fd
+            return self._fd
 
     def _refused(self, why: str) -> LedgerError:
         return LedgerError(
@@ -150,7 +174,9 @@ class LedgerGuard:
 
 
 def _header_token(path: Path) -> int:
-    """The 64-bit token in a SQLite file's header (0 when none was written, or not a SQLite file)."""
+    """The 64-bit token in a SQLite file's header (0 when none was written, or not a SQLite file).
+    Opens and closes the file: only while this process holds no SQLite connection to it (at
+    adoption, before the server serves)."""
     try:
         with open(path, "rb") as f:
             head = f.read(100)
@@ -158,6 +184,10 @@ def _header_token(path: Path) -> int:
         return 0
     except OSError as exc:
         raise LedgerError(f"the budget ledger {path} cannot be read ({exc.strerror or exc})") from None
+    return _token_of(head)
+
+
+def _token_of(head: bytes) -> int:
     if len(head) < 100 or not head.startswith(_SQLITE_MAGIC):
         return 0
     return (int.from_bytes(head[_APPLICATION_ID:_APPLICATION_ID + 4], "big") << 32
