@@ -258,6 +258,8 @@ def test_strangers_logging_in_never_lock_analysts_out(start_server):
 def test_a_statement_timeout_is_on_by_default_and_stops_an_endless_catalog_query(srv, start_server):
     with srv.connect("alice") as conn:
         assert conn.execute("SHOW statement_timeout").fetchone() == ("5min",)
+        conn.execute("RESET ALL")
+        assert conn.execute("SHOW statement_timeout").fetchone() == ("5min",)  # the server's, not PostgreSQL's 0
     short = start_server("--statement-timeout", "1")
     with short.connect("alice") as conn:
         with pytest.raises(psycopg.errors.QueryCanceled):
