@@ -11,7 +11,7 @@
 
 After phase 2 begins the only outcomes are a charged noisy answer or a charged fixed-text
 failure (:meth:`Session._charged_failure`). Exact values live only in the frame of
-:meth:`Session._compute_and_release` and in :func:`dpsql.release.release`. Statements dpsql
+:meth:`Session._compute_and_release` and in :func:`dpsql.pipeline.release.release`. Statements dpsql
 answers itself (SET, probes) never get here: :func:`dpsql.intercept.execute` answers them first.
 """
 
@@ -69,6 +69,7 @@ class Session:
         clamp_negative: Any = None,
         engine: str | None = None,
         spark_master: str | None = None,
+        memory_limit: int | None = None,
     ) -> None:
         # The CLI's --engine / --spark-master set these for every session of the process.
         engine = engine or os.environ.get("DPSQL_ENGINE") or "duckdb"
@@ -92,7 +93,8 @@ class Session:
                                          "(docs/own_data.md).")
         # The database first: a missing or unreadable file is the error to report (DP402), not
         # the policy that would sit beside it.
-        self.engine = open_engine(database, threads=threads, parquet=parquet, engine=engine, spark_master=spark_master)
+        self.engine = open_engine(database, threads=threads, parquet=parquet, engine=engine, spark_master=spark_master,
+                                  memory_limit=memory_limit)
         try:
             catalog_record.use(self.engine)  # the file's catalog as an earlier process read it, if unchanged
             if policy is None:

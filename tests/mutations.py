@@ -53,6 +53,7 @@ ORTOT = "tests/test_oracles_totality.py"
 ORROUTE = "tests/test_oracles_routing.py"
 CRASH = "tests/test_ledger_crash_points.py"
 ORCON = "tests/test_oracles_consumed.py"
+WALL = "tests/test_server_wall.py"
 
 
 @dataclass(frozen=True)
@@ -572,6 +573,58 @@ MUTATIONS: tuple[Mutation, ...] = (
                     "    _walk(Path(__file__).resolve().parent, files)\n"),),
              ("tests/test_plan_record.py::test_the_code_identity_covers_every_module_of_dpsql",
               f"{ORS}::test_a_module_edited_in_place_changes_the_code_identity")),
+    # ------------------------------------------------------------------ the server as a wall (issue 29 B)
+    Mutation("server_ledger_inode_unchecked",
+             "a restored copy of the server's ledger (fewer charges, the same token) is taken as the ledger",
+             (Patch("dpsql/faces/server/state.py", "        if (st.st_dev, st.st_ino) != (record[\"device\"], record[\"inode\"]):",
+                    "        if False:"),),
+             (f"{WALL}::test_a_replaced_or_foreign_ledger_is_refused_until_adopted",)),
+    Mutation("server_ledger_token_unchecked",
+             "another server's ledger written over this one in place is charged as if it were this one",
+             (Patch("dpsql/faces/server/state.py", "        if f\"{_token_of(head):016x}\" != record[\"token\"]:",
+                    "        if False:"),),
+             (f"{WALL}::test_a_replaced_or_foreign_ledger_is_refused_until_adopted",)),
+    Mutation("server_session_opens_unknown_ledger",
+             "a new connection opens the ledger unchecked: a deleted ledger is recreated empty",
+             (Patch("dpsql/faces/server/server.py", "        self.check_ledger()  # first: opening would create a missing ledger",
+                    "        pass"),),
+             (f"{WALL}::test_a_deleted_ledger_is_never_recreated_and_stops_the_server_until_adopted",)),
+    Mutation("server_statements_skip_ledger_check",
+             "an open connection goes on charging a ledger overwritten in place",
+             (Patch("dpsql/faces/server/answers.py", "        guard()  # the server's ledger is still the one it adopted",
+                    "        pass"),),
+             (f"{WALL}::test_a_replaced_or_foreign_ledger_is_refused_until_adopted",)),
+    Mutation("server_starts_on_unknown_ledger",
+             "dpsql serve starts on a ledger its state folder did not adopt",
+             (Patch("dpsql/faces/server/server.py", "                self.guard.verify()  # before anyone connects", "                pass  # before anyone connects"),),
+             (f"{WALL}::test_a_deleted_ledger_is_never_recreated_and_stops_the_server_until_adopted",)),
+    Mutation("server_mock_salt_short",
+             "an unknown user's made-up salt is shorter than a real one: user names can be enumerated",
+             (Patch("dpsql/faces/server/users.py", "digest()[:SALT_BYTES]", "digest()[:16]"),),
+             (f"{WALL}::test_unknown_users_salts_are_as_long_as_real_ones_and_survive_a_restart",)),
+    Mutation("server_mock_salt_per_process",
+             "unknown users' salts change at each restart while real ones stay: user names can be enumerated",
+             (Patch("dpsql/faces/server/server.py", "        self.secret = server_secret(self.state)",
+                    "        self.secret = __import__(\"secrets\").token_bytes(32)"),),
+             (f"{WALL}::test_unknown_users_salts_are_as_long_as_real_ones_and_survive_a_restart",)),
+    Mutation("server_no_login_backoff",
+             "wrong passwords are answered at once: guessing runs at the speed of the network",
+             (Patch("dpsql/faces/server/server.py", "            await asyncio.sleep(delay)", "            pass"),),
+             (f"{WALL}::test_failed_logins_are_answered_after_a_growing_backoff",)),
+    Mutation("server_logins_take_analyst_slots",
+             "connections still logging in take analysts' slots: strangers lock analysts out",
+             (Patch("dpsql/faces/server/server.py", "        self.logging_in[conn.pid] = address",
+                    "        self.logging_in[conn.pid] = address; self.connections[conn.pid] = conn"),),
+             (f"{WALL}::test_strangers_logging_in_never_lock_analysts_out",)),
+    Mutation("server_shows_its_paths",
+             "an analyst reads the server's paths in a DP4xx message",
+             (Patch("dpsql/faces/server/answers.py", "    if exc.code.startswith(\"DP4\") and exc.code != \"DP403\":",
+                    "    if False:"),),
+             (f"{WALL}::test_a_deleted_ledger_is_never_recreated_and_stops_the_server_until_adopted",)),
+    Mutation("server_memory_unbounded",
+             "the server's --memory-limit does not reach DuckDB: one query can take the machine's memory",
+             (Patch("dpsql/backends/duckdb.py", "            config[\"memory_limit\"] = f\"{int(memory_limit)}B\"", "            pass"),),
+             (f"{WALL}::test_a_query_over_the_servers_memory_limit_is_charged_and_fails_with_fixed_text",)),
 )
 
 

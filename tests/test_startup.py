@@ -118,7 +118,8 @@ def test_one_catalog_read_gives_the_information_schema_facts(tmp_path):
     same facts as information_schema.columns (a view of duckdb_columns) read three times."""
     import duckdb
 
-    from dpsql.backends.duckdb import DuckDBEngine, _bounded_below_by_zero
+    from dpsql.backends.check_bounds import bounded_below_by_zero
+    from dpsql.backends.duckdb import DuckDBEngine
 
     path = tmp_path / "cat.duckdb"
     con = duckdb.connect(str(path))
@@ -143,7 +144,7 @@ def test_one_catalog_read_gives_the_information_schema_facts(tmp_path):
         assert engine.not_null_columns(tables) == \
             {t: {c for c, (_, n) in cols.items() if n == "NO"} for t, cols in schema.items()}
         assert engine.nonnegative_columns(tables) == {"t": {"u", "x", "y"}, "other": set(), "v": set(), "missing": set()}
-        assert _bounded_below_by_zero("(x >= 0)") == {"x"}
+        assert bounded_below_by_zero("(x >= 0)") == {"x"}
         # proven by the catalog (PRIMARY KEY; UNIQUE and NOT NULL), or by a scan of the rows
         assert [engine.units_unique(t, u) for t, u in [("t", "id"), ("other", "k"), ("t", "mixed"), ("t", "x")]] == \
             [True, True, True, False]

@@ -30,10 +30,12 @@ ENGINES = ("duckdb", "spark")
 
 
 def open_engine(database: str | Path, *, threads: int | None = None, parquet: dict[str, str] | None = None,
-                engine: str = "duckdb", spark_master: str | None = None) -> Engine:
+                engine: str = "duckdb", spark_master: str | None = None, memory_limit: int | None = None) -> Engine:
     """The engine over the data: a DuckDB file opened read-only and locked down; with ``parquet``
     (table -> path, from the policy) DuckDB over those files, or Spark (``engine="spark"``,
-    :mod:`dpsql.backends.spark`, on ``spark_master`` or the standard SPARK_REMOTE / spark.master)."""
+    :mod:`dpsql.backends.spark`, on ``spark_master`` or the standard SPARK_REMOTE / spark.master).
+    ``memory_limit`` (bytes): DuckDB's cap for the whole database instance (every session of the
+    process on that file shares it) and for its public catalog twin."""
     if engine not in ENGINES:
         raise EngineUnavailable(f"unknown engine {engine!r}", hint=f"use one of {', '.join(ENGINES)}.")
     if engine == "spark":
@@ -46,7 +48,7 @@ def open_engine(database: str | Path, *, threads: int | None = None, parquet: di
         return spark.SparkEngine(database, parquet, master=spark_master)
     from dpsql.backends import duckdb  # imported on use: the seam itself does not need duckdb
 
-    return duckdb.DuckDBEngine(database, threads=threads, parquet=parquet)
+    return duckdb.DuckDBEngine(database, threads=threads, parquet=parquet, memory_limit=memory_limit)
 
 
 def open_finisher(engine: Engine | None = None) -> Finisher:

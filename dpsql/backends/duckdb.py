@@ -11,13 +11,13 @@ failed on ("Could not convert string 'CA' ..."). Errors are translated here, and
 from __future__ import annotations
 
 import hashlib
-import re
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from dpsql.backends.base import CatalogQueryError, memory_budget
+from dpsql.backends.check_bounds import bounded_below_by_zero
 from dpsql.backends import duckdb_local
 from dpsql.backends.duckdb_local import DuckDBCatalog, DuckDBFinisher, Twin, catalog_of, schema_twin  # noqa: F401 - re-exported
 from dpsql.backends.interrupt import StickyInterrupt
@@ -29,43 +29,12 @@ from dpsql.errors import DatabaseFileError, QueryRefused
 LOCKDOWN = {**duckdb_local.LOCKDOWN, "memory_limit": f"{memory_budget() >> 20}MiB"}
 #: memory a public catalog may use beyond what its tables hold (bytes)
 CATALOG_MEMORY = 1 << 30
+#: ... and at least this much under a smaller memory_limit: PostgreSQL's catalog emulation is built in it
+CATALOG_FLOOR = 64 << 20
 #: (file, size, mtime, [its WAL's,] table, unit) -> whether the unit column is unique, for this process.
 _UNIQUE_UNITS: dict[tuple[Any, ...], bool] = {}
 
 _UNSIGNED = {"UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"}
-_ZERO_BOUND = re.compile(r'^(?:("[^"]+"|\w+)\s*>=?\s*0(?:\.0*)?|0(?:\.0*)?\s*<=?\s*("[^"]+"|\w+))$')
-
-
-def _bounded_below_by_zero(expression: str) -> set[str]:
-    """The columns a CHECK expression bounds below by zero: it must be a flat AND of simple
-    comparisons (no OR, NOT, CASE or nested parentheses), one of them ``x >= 0`` / ``x > 0`` /
-    ``0 <= x`` / ``0 < x``. Anything else proves nothing (an empty set)."""
-    text = _unwrap(expression)
-    if re.search(r"\b(OR|NOT|CASE)\b", text, re.I):
-        return set()
-    out = set()
-    for part in re.split(r"\s+AND\s+", text, flags=re.I):
-        part = _unwrap(part)
-        if "(" in part or ")" in part:
-            return set()
-        if m := _ZERO_BOUND.match(part):
-            out.add((m.group(1) or m.group(2)).strip('"').lower())
-    return out
-
-
-def _unwrap(text: str) -> str:
-    """``text`` without the parentheses around all of it (``((a) AND (b))`` -> ``(a) AND (b)``)."""
-    text = text.strip()
-    while text.startswith("(") and text.endswith(")"):
-        depth = 0
-        for i, c in enumerate(text):
-            depth += {"(": 1, ")": -1}.get(c, 0)
-            if depth == 0 and i < len(text) - 1:
-                return text  # the first parenthesis closes before the end: not one group
-        text = text[1:-1].strip()
-    return text
-
-
 def _file_stamps(paths: list[Path]) -> tuple[Any, ...]:
     """(path, size, mtime) of each file (each file a folder or glob names): changes when data does."""
     out: list[Any] = []
@@ -81,7 +50,7 @@ def _file_stamps(paths: list[Path]) -> tuple[Any, ...]:
 UNITS_PER_PASS = 2_000_000
 
 
-def _parquet_views(parquet: dict[str, str], threads: int | None) -> duckdb.DuckDBPyConnection:
+def _parquet_views(parquet: dict[str, str], threads: int | None, memory_limit: int | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with one view per table over its Parquet file(s), then locked down:
     ``allowed_paths`` / ``allowed_directories`` name exactly the policy's files, external access
     is off and the configuration locked, so SQL run here reads those files and no other path
@@ -102,7 +71,7 @@ def _parquet_views(parquet: dict[str, str], threads: int | None) -> duckdb.DuckD
     try:
         if threads:
             con.execute(f"SET threads = {int(threads)}")
-        con.execute(f"SET memory_limit = '{LOCKDOWN['memory_limit']}'")
+        con.execute("SET memory_limit = '%s'" % (f"{int(memory_limit)}B" if memory_limit else LOCKDOWN["memory_limit"]))
         con.execute(f"SET allowed_paths = {files!r}")
         con.execute(f"SET allowed_directories = {folders!r}")
         for setting, value in duckdb_local.LOCKDOWN.items():
@@ -128,8 +97,10 @@ class DuckDBEngine:
     ``parquet`` (table -> local Parquet path, from the policy), an in-memory DuckDB whose views
     read those files and nothing else (``path`` is then the policy file)."""
 
-    def __init__(self, path: str | Path, threads: int | None = None, parquet: dict[str, str] | None = None) -> None:
+    def __init__(self, path: str | Path, threads: int | None = None, parquet: dict[str, str] | None = None,
+                 memory_limit: int | None = None) -> None:
         self.path = Path(path)
+        self.memory_limit = memory_limit
         self._parquet = dict(parquet or {})
         self._interrupt = StickyInterrupt()
         self._twin: Twin | None = None  # the empty schema twin (check), shared in the process
@@ -139,7 +110,7 @@ class DuckDBEngine:
         self._ddl_rows: list[tuple[str, str]] | None = None
         self._identity: str | None = None
         if self._parquet:
-            self._con = _parquet_views(self._parquet, threads)
+            self._con = _parquet_views(self._parquet, threads, memory_limit)
             return
         if not self.path.is_file():
             raise DatabaseFileError(f"database file {self.path} does not exist",
@@ -147,13 +118,15 @@ class DuckDBEngine:
         config: dict[str, Any] = dict(LOCKDOWN)
         if threads:
             config["threads"] = threads
+        if memory_limit:
+            config["memory_limit"] = f"{int(memory_limit)}B"
         try:
             self._con = duckdb.connect(str(self.path), read_only=True, config=config)
         except duckdb.ConnectionException:
             # DuckDB shares one instance per file and process, with one configuration.
             raise DatabaseFileError(f"database file {self.path} is already open in this process with another "
-                                    "threads setting", hint="open every connection to one file in a process with "
-                                    "the same threads= (or none).") from None
+                                    "threads or memory_limit setting", hint="open every connection to one file in a "
+                                    "process with the same threads= and memory_limit= (or none).") from None
         except duckdb.Error as exc:
             raise DatabaseFileError(f"cannot open database file {self.path} read-only ({type(exc).__name__})",
                                     hint="is it a DuckDB file, and is no other process writing to it?") from None
@@ -210,7 +183,7 @@ class DuckDBEngine:
                 out[table].add(column)
         for table, kind, expression, _ in self._constraints():
             if table in out and kind == "CHECK":
-                out[table] |= _bounded_below_by_zero(expression or "")
+                out[table] |= bounded_below_by_zero(expression or "")
         return out
 
     def units_unique(self, table: str, unit: str) -> bool:
@@ -257,7 +230,7 @@ class DuckDBEngine:
         ddl = [d for table, d in self._ddl() if table in wanted]
         rows = {table: self._con.execute(f'SELECT * FROM "{table}"').fetchall() for table in public}
         try:
-            return catalog_of(name, ddl, rows, CATALOG_MEMORY)
+            return catalog_of(name, ddl, rows, min(CATALOG_MEMORY, max(CATALOG_FLOOR, self.memory_limit or CATALOG_MEMORY)))
         except CatalogQueryError as exc:
             raise DatabaseFileError(f"{exc} ({self.path})") from None
 

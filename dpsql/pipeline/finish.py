@@ -115,7 +115,7 @@ _INTEGERS = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT"
 def describe(plan: Plan, key_types: list[str], finisher: Finisher, one_row: bool = False,
              finish_tree: Any = None) -> tuple[list[str], list[str]]:
     """(names, types) of the analyst's answer, without a value: the finish query over an empty
-    relation of noisy cells typed as :func:`dpsql.release.release` makes them (keys as the
+    relation of noisy cells typed as :func:`dpsql.pipeline.release.release` makes them (keys as the
     exact query types them, counts and sums of granularity 1 as BIGINT, others DOUBLE). ``one_row``:
     over one row instead, keys NULL and every noisy value 0, so that what DuckDB evaluates only
     when a row reaches it (a literal compared with a number) runs too. ``finish_tree``: this

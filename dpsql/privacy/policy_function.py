@@ -24,7 +24,9 @@ from typing import Any, Protocol
 
 from dpsql.errors import QueryRefused
 from dpsql.privacy.budget import fmt, fmt_up
-from dpsql.privacy.selection_numbers import Real
+
+#: a number P(u) takes (as selection_numbers.Real, without importing numpy: `dpsql policy` loads none)
+Real = int | float | Fraction
 
 
 class Charged(Protocol):

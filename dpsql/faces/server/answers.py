@@ -11,6 +11,8 @@ because nothing private is in it.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,16 +56,36 @@ class StatementError(Exception):
 _SQLSTATE = {"DP1": "42601", "DP2": "42501", "DP3": "53400", "DP4": "58000", "DP9": "XX000"}
 
 
+#: what an analyst is told when the server's own files fail (DP4xx: its policy, database, ledger,
+#: engine, user file): fixed text with the code, never the server's paths or why (the operator's
+#: log has the whole message)
+_SERVER_SIDE = {"DP401": "the server's policy cannot be used", "DP402": "the server's database cannot be used",
+                "DP404": "the server's budget ledger refuses to charge; nothing was charged and nothing released",
+                "DP405": "the server's query engine is unavailable"}
+
+
+def for_analyst(exc: DpsqlError) -> tuple[str, str]:
+    """(message, hint) of a dpsql error as an analyst may read them: as the CLI shows them, but
+    a failure of the server's own files in fixed text (the whole message goes to the server's log)."""
+    if exc.code.startswith("DP4") and exc.code != "DP403":
+        print(f"dpsql serve: SERVER-SIDE ERROR shown to a client as {exc.code} without details: {exc}",
+              file=sys.stderr, flush=True)
+        return (f"{exc.code}: {_SERVER_SIDE.get(exc.code, 'the server cannot answer (its configuration fails)')}",
+                "the server's operator must act (the server's log says what); try again later.")
+    return f"{exc.code}: {exc.message}", exc.hint or ""
+
+
 def from_dpsql(exc: DpsqlError, statement: str, offset: int) -> StatementError:
-    """The ErrorResponse of a dpsql error: code and message as the CLI shows them, the hint, and
-    the position (1-based characters in the whole Query text) when the error has one."""
+    """The ErrorResponse of a dpsql error: code and message as the CLI shows them (the server's
+    own failures without their details: :func:`for_analyst`), the hint, and the position
+    (1-based characters in the whole Query text) when the error has one."""
     position = None
     if exc.line:
         lines = statement.split("\n")
         line = min(exc.line, len(lines))
         position = offset + sum(len(x) + 1 for x in lines[:line - 1]) + (exc.column or 1)
     sqlstate = "0A000" if exc.code in ("DP109", "DP110") else _SQLSTATE.get(exc.code[:3], "XX000")
-    return StatementError(sqlstate, f"{exc.code}: {exc.message}", exc.hint or "", position)
+    return StatementError(sqlstate, *for_analyst(exc), position)
 
 
 def receipt_notice(result: Result) -> str:
@@ -78,9 +100,25 @@ def receipt_notice(result: Result) -> str:
     return text
 
 
+#: PostgreSQL's error for a statement nested deeper than its stack allows (max_stack_depth)
+TOO_DEEP = ("54001", "stack depth limit exceeded",
+            "the statement nests parentheses, subqueries or expressions too deeply: write it flatter.")
+
+
 def answer(sql: str, parameters: list[Any], session: Session, catalog: PublicCatalog, pg: PgSettings,
-           private_tables: set[str]) -> Answer:
-    """Run one statement (``$n`` parameters, values in order of their numbers)."""
+           private_tables: set[str], guard: Callable[[], None] | None = None) -> Answer:
+    """Run one statement (``$n`` parameters, values in order of their numbers); ``guard`` is
+    called before the private pipeline runs (the server's ledger check: it raises to refuse). A
+    statement nested too deep for the parser is an ERROR (54001, as PostgreSQL), never the
+    connection's end."""
+    try:
+        return _answer(sql, parameters, session, catalog, pg, private_tables, guard)
+    except RecursionError:
+        raise StatementError(*TOO_DEEP) from None
+
+
+def _answer(sql: str, parameters: list[Any], session: Session, catalog: PublicCatalog, pg: PgSettings,
+            private_tables: set[str], guard: Callable[[], None] | None) -> Answer:
     way = route(sql, private_tables)
     if way == "session":
         try:
@@ -93,6 +131,8 @@ def answer(sql: str, parameters: list[Any], session: Session, catalog: PublicCat
         return Answer(names or None, types, rows, f"SELECT {len(rows)}" if names else "SELECT 0")
     qmark, order = to_qmark(sql)
     values = [_value(parameters, n) for n in order] if order else None
+    if guard is not None:
+        guard()  # the server's ledger is still the one it adopted
     result = execute(session, qmark, values)
     charged = result.receipt.charge_id is not None
     tag = _tag(qmark, result)
@@ -104,6 +144,14 @@ def describe(sql: str, parameters: list[Any], session: Session, catalog: PublicC
              private_tables: set[str]) -> tuple[list[str], list[str]] | None:
     """(names, DuckDB types) of what ``sql`` would return, or None for no rows; runs nothing
     private and charges nothing. ``parameters``: the bound values, or stand-ins of their types."""
+    try:
+        return _describe(sql, parameters, session, catalog, pg, private_tables)
+    except RecursionError:
+        raise StatementError(*TOO_DEEP) from None
+
+
+def _describe(sql: str, parameters: list[Any], session: Session, catalog: PublicCatalog, pg: PgSettings,
+              private_tables: set[str]) -> tuple[list[str], list[str]] | None:
     way = route(sql, private_tables)
     if way == "session":
         return ([sql.split()[1]], ["VARCHAR"]) if sql.split()[0].lower() == "show" else None

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import ipaddress
+import os
 import sys
 from pathlib import Path
 
@@ -38,8 +39,20 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     p.add_argument("--max-connections", type=int, default=100, metavar="N", help="connection limit (default 100)")
     p.add_argument("--idle-timeout", type=float, default=3600, metavar="S",
                    help="close connections idle this many seconds (default 3600)")
-    p.add_argument("--statement-timeout", type=float, default=0, metavar="S",
-                   help="cancel statements running longer (default 0: none)")
+    p.add_argument("--statement-timeout", type=float, default=300, metavar="S",
+                   help="cancel statements running longer (default 300; 0: no limit)")
+    p.add_argument("--auth-timeout", type=float, default=5, metavar="S",
+                   help="close connections that have not logged in within S seconds (default 5)")
+    p.add_argument("--max-logins", type=int, default=64, metavar="N",
+                   help="connections that may be logging in at once (default 64); they never take an analyst's slot")
+    p.add_argument("--max-logins-per-address", type=int, default=8, metavar="N",
+                   help="of those, from one client address (default 8)")
+    p.add_argument("--memory-limit", default=DEFAULT_MEMORY, metavar="SIZE",
+                   help=f"memory DuckDB may use for all queries together, e.g. 4GB, 512MB or 50%% of the machine's "
+                        f"(default {DEFAULT_MEMORY}); a query that needs more fails")
+    p.add_argument("--adopt-ledger", action="store_true",
+                   help="take the ledger the policy names now as this server's own (after restoring or replacing "
+                        "it; a missing one is created empty): the server refuses to start on any other")
     p.add_argument("--threads", type=int, metavar="N", help="DuckDB threads per query (default: all cores)")
     p.add_argument("--log-statements", metavar="FILE", help="append each statement clients send (JSON lines: user, "
                                                             "text) to FILE: what tools ask, never a row")
@@ -105,11 +118,14 @@ def serve(args: argparse.Namespace) -> int:
         raise SystemExit("dpsql serve: give both --tls-cert and --tls-key, or neither")
     if args.require_tls and not args.tls_cert:
         raise SystemExit("dpsql serve: --require-tls needs --tls-cert and --tls-key")
-    served = Served(args.database, args.policy, _state(args), threads=args.threads, progress=lambda m: say(f"dpsql serve: {m}"))
+    memory = memory_bytes(args.memory_limit)
+    served = Served(args.database, args.policy, _state(args), threads=args.threads, memory_limit=memory,
+                    adopt_ledger=args.adopt_ledger, progress=lambda m: say(f"dpsql serve: {m}"))
     tls = tls_context(args.tls_cert, args.tls_key) if args.tls_cert else None
     server = Server(served, tls=tls, require_tls=args.require_tls, trust=args.insecure_no_auth,
                     max_connections=args.max_connections, idle_timeout=args.idle_timeout,
-                    statement_timeout=args.statement_timeout,
+                    statement_timeout=args.statement_timeout, auth_timeout=args.auth_timeout,
+                    max_logins=args.max_logins, max_logins_per_address=args.max_logins_per_address,
                     log=Path(args.log_statements) if args.log_statements else None)
     if args.insecure_no_auth:
         say("dpsql serve: WARNING: --insecure-no-auth: NO AUTHENTICATION. Any client can connect as any analyst "
@@ -121,7 +137,9 @@ def serve(args: argparse.Namespace) -> int:
             "(passwords do not: SCRAM). Give --tls-cert and --tls-key.")
 
     def started(host: str, port: int) -> None:
-        say(f"dpsql serve: {served.database} under {served.policy_path}; state in {served.state}")
+        say(f"dpsql serve: {served.database} under {served.policy_path}; state in {served.state}; ledger "
+            f"{served.ledger}; memory limit {memory >> 20} MiB; statement timeout "
+            f"{f'{args.statement_timeout:g} s' if args.statement_timeout else 'none'}")
         say(f"dpsql serve: listening on {host}:{port}{' (TLS)' if tls else ''}; "
             f"connect with: psql -h {host} -p {port} -U NAME")
 
@@ -133,6 +151,30 @@ def serve(args: argparse.Namespace) -> int:
         raise SystemExit(f"dpsql serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     say("dpsql serve: stopped")
     return 0
+
+
+#: the default of ``--memory-limit``: half of the machine's memory for DuckDB, whatever the queries
+DEFAULT_MEMORY = "50%"
+_UNITS = {"": 1, "B": 1, "KB": 1000, "MB": 1000**2, "GB": 1000**3, "TB": 1000**4,
+          "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
+
+
+def memory_bytes(text: str) -> int:
+    """``--memory-limit`` in bytes: ``4GB``, ``512MiB``, ``50%`` (of the machine's memory), bytes."""
+    value = text.strip().upper().replace(" ", "")
+    try:
+        if value.endswith("%"):
+            share = float(value[:-1])
+            if not 0 < share <= 100:
+                raise ValueError(value)
+            return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * share / 100)
+        number = value.rstrip("KMGTIB")
+        out = int(float(number) * _UNITS[value[len(number):]])
+    except (ValueError, KeyError):
+        raise SystemExit(f"dpsql serve: --memory-limit {text!r} is not a size (say 4GB, 512MB or 50%)") from None
+    if out < 1 << 20:
+        raise SystemExit(f"dpsql serve: --memory-limit {text!r} is below 1MiB: DuckDB cannot work in that")
+    return out
 
 
 def _loopback(host: str) -> bool:

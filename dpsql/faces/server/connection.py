@@ -8,13 +8,16 @@ the private pipeline, so it is charged once (a Describe charges nothing; a porta
 parts runs once). Cancel requests and the statement timeout interrupt the engine: a query
 stopped before DuckDB started it costs nothing, one stopped later is charged and returns
 nothing (dpsql.session); so does a client that disconnects while its statement runs. The
-event loop never blocks on DuckDB: statements run in worker threads. A connection takes its
-slot under the connection limit with its startup packet, before the password exchange.
+event loop never blocks on DuckDB: statements run in worker threads. Until it has authenticated,
+a connection holds one of the server's slots for clients logging in (a few per address), not
+one of the analysts' (the connection limit), and has a few seconds for all of its startup and
+password exchange; a wrong password is answered after the server's backoff.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import secrets
 from collections import OrderedDict
 import sys
@@ -24,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from dpsql.errors import DpsqlError
 from dpsql.faces.server import pgtypes, wire
 from dpsql.faces.server.host import Fatal, Host, Interrupted
-from dpsql.faces.server.answers import Answer, StatementError, answer, from_dpsql
+from dpsql.faces.server.answers import Answer, StatementError, answer, for_analyst, from_dpsql
 from dpsql.faces.server.extended import ExtendedProtocol, Portal, Prepared
 from dpsql.faces.server.scram import ScramError, ScramServer
 from dpsql.faces.server.pgsession import REPORTED, PgSettings
@@ -127,9 +130,44 @@ class Connection(ExtendedProtocol):
 
     # ------------------------------------------------------------------ startup
     async def _startup(self) -> bool:
+        """Startup and authentication, within one deadline for all of it and in a slot of those
+        still logging in (so strangers never hold an analyst's slot); then the session."""
+        addr = self.writer.get_extra_info("peername")
+        peer = str(addr[0]) if isinstance(addr, tuple) and addr else ""
+        refusal = await self.server.admit(self, peer)
+        if refusal:
+            raise Fatal("53300", refusal)
+        got = await asyncio.wait_for(self._handshake(), self.server.auth_timeout)
+        if got is None:
+            return False  # a cancel request
+        user, params, failed = got
+        if failed:  # answered after the backoff, holding this connection's slot: no faster retries
+            await self.server.login_failed(user, peer)
+            raise Fatal("28P01", f'password authentication failed for user "{user}"')
+        if not self.server.register(self):
+            raise Fatal("53300", "sorry, too many clients already")
+        self.pg = PgSettings(user, {"application_name": params.get("application_name", ""),
+                                    "statement_timeout": _duration(self.server.statement_timeout)})
+        try:
+            self.session = await self.server.in_thread(self.server.served.open_session, user)
+        except DpsqlError as exc:
+            raise Fatal("58000", *for_analyst(exc)) from None
+        out = [wire.auth_ok()] if not self._authenticated_by_scram else []
+        out += [wire.parameter_status(k, self.pg.values[k]) for k in REPORTED if k in self.pg.values]
+        out.append(wire.backend_key_data(self.pid, self.secret))
+        if self.server.trust:
+            out.append(wire.notice_response({"S": "WARNING", "V": "WARNING", "C": "01000", "M": (
+                "this dpsql server does not authenticate anyone (--insecure-no-auth): any client can take any "
+                "analyst's name and budget; use it only for a local demo")}))
+        await self._send(*out, wire.ready_for_query("I"))
+        return True
+
+    async def _handshake(self) -> tuple[str, dict[str, str], bool] | None:
+        """The startup packet(s) and the password exchange: (user, startup parameters, whether
+        the password was wrong), or None for a cancel request."""
         tls = False
         for _ in range(3):
-            code, body = await asyncio.wait_for(wire.read_startup(self.reader), self.server.auth_timeout)
+            code, body = await wire.read_startup(self.reader)
             if code == wire.SSL_REQUEST and not tls:
                 if self.server.tls is None:
                     await self._send(b"N")
@@ -143,13 +181,10 @@ class Connection(ExtendedProtocol):
                 continue
             if code == wire.CANCEL_REQUEST:
                 self.server.cancel(body.int32(), body.int32())
-                return False
+                return None
             if code >> 16 != 3:
                 raise Fatal("0A000", f"unsupported frontend protocol {code >> 16}.{code & 0xFFFF}: dpsql speaks 3.0")
             params = wire.startup_parameters(body)
-            if self.server.full():
-                raise Fatal("53300", "sorry, too many clients already")
-            self.server.register(self)  # the slot is taken now, so clients logging in count too
             break
         else:
             raise ProtocolViolation("too many startup requests")
@@ -158,45 +193,33 @@ class Connection(ExtendedProtocol):
             raise Fatal("28000", "no user name given", "connect with a user name (psql -U NAME).")
         if self.server.tls is not None and self.server.require_tls and not tls:
             raise Fatal("28000", "this server accepts only TLS connections", "connect with sslmode=require.")
-        await self._authenticate(user)
-        self.pg = PgSettings(user, {"application_name": params.get("application_name", "")})
-        try:
-            self.session = await self.server.in_thread(self.server.served.open_session, user)
-        except DpsqlError as exc:
-            raise Fatal("58000", f"{exc.code}: {exc.message}", exc.hint or "") from None
-        out = [wire.auth_ok()] if not self._authenticated_by_scram else []
-        out += [wire.parameter_status(k, self.pg.values[k]) for k in REPORTED if k in self.pg.values]
-        out.append(wire.backend_key_data(self.pid, self.secret))
-        if self.server.trust:
-            out.append(wire.notice_response({"S": "WARNING", "V": "WARNING", "C": "01000", "M": (
-                "this dpsql server does not authenticate anyone (--insecure-no-auth): any client can take any "
-                "analyst's name and budget; use it only for a local demo")}))
-        await self._send(*out, wire.ready_for_query("I"))
-        return True
+        return user, params, not await self._authenticate(user)
 
     _authenticated_by_scram = False
 
-    async def _authenticate(self, user: str) -> None:
+    async def _authenticate(self, user: str) -> bool:
+        """The SCRAM-SHA-256 exchange; whether the client proved the password."""
         if self.server.trust:
-            return
+            return True
         scram = ScramServer(*self.server.served.users.auth_info(user, self.server.secret))
         await self._send(wire.auth_sasl(["SCRAM-SHA-256"]))
         try:
-            kind, body = await asyncio.wait_for(wire.read_message(self.reader), self.server.auth_timeout)
+            kind, body = await wire.read_message(self.reader)
             if kind != b"p":
                 raise ProtocolViolation("expected a SASLInitialResponse")
             if body.cstring() != "SCRAM-SHA-256":
                 raise Fatal("28000", "dpsql offers SCRAM-SHA-256 only")
             first = body.value()
             await self._send(wire.auth_sasl_continue(scram.first((first or b"").decode("utf-8")).encode("utf-8")))
-            kind, body = await asyncio.wait_for(wire.read_message(self.reader), self.server.auth_timeout)
+            kind, body = await wire.read_message(self.reader)
             if kind != b"p":
                 raise ProtocolViolation("expected a SASLResponse")
             final = scram.final(body.rest().decode("utf-8"))
         except (ScramError, UnicodeDecodeError):
-            raise Fatal("28P01", f'password authentication failed for user "{user}"') from None
+            return False
         await self._send(wire.auth_sasl_final(final.encode("utf-8")), wire.auth_ok())
         self._authenticated_by_scram = True
+        return True
 
     # ------------------------------------------------------------------ the message loop
     async def _loop(self) -> None:
@@ -282,7 +305,7 @@ class Connection(ExtendedProtocol):
         assert self.session is not None and self.pg is not None
         if self.pg.status == "E" and sql.split()[0].lower() not in ("rollback", "abort", "commit", "end"):
             raise StatementError("25P02", "current transaction is aborted, commands ignored until end of transaction block")
-        return await self._in_worker(answer, sql, values, offset)
+        return await self._in_worker(functools.partial(answer, guard=self.server.served.check_ledger), sql, values, offset)
 
     async def _in_worker(self, fn: Any, sql: str, values: list[Any], offset: int = 0) -> Any:
         """``fn`` (:func:`answer` or :func:`describe`) of one statement in a worker thread, stopped
@@ -299,6 +322,11 @@ class Connection(ExtendedProtocol):
             raise from_dpsql(exc, sql, offset) from None
         except Interrupted as exc:
             raise StatementError("57014", f"canceling statement due to {self.cancelled or 'user request'}: {exc}") from None
+        except Exception:  # noqa: BLE001 - a bug ends this statement only, never the session
+            print("dpsql serve: internal error in a statement (please report):", file=sys.stderr)
+            traceback.print_exc()
+            raise StatementError("XX000", "internal error in dpsql serve; the statement failed and nothing was "
+                                          "charged for it here", "the server's log has the details.") from None
         finally:
             if task.done():  # else the server is stopping, and _close waits for it
                 self.statement = None
@@ -322,3 +350,8 @@ class Connection(ExtendedProtocol):
             elif self._client_gone():
                 self._interrupt("client disconnect")
 
+
+def _duration(seconds: float) -> str:
+    """A number of seconds as PostgreSQL shows a duration setting (``5min``, ``2s``, ``0``)."""
+    ms = round(seconds * 1000)
+    return "0" if ms <= 0 else f"{ms // 60000}min" if ms % 60000 == 0 else f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"

@@ -62,6 +62,7 @@ class PgSettings:
 
     def __post_init__(self) -> None:
         self.values = {**DEFAULTS, "session_authorization": self.user, **self.values}
+        self.initial = dict(self.values)  # what RESET restores: the server's and the startup packet's values
 
     def get(self, name: str) -> str | None:
         for key, value in self.values.items():
@@ -91,7 +92,7 @@ class PgSettings:
         if first in ("savepoint", "release"):
             return first.upper(), [], [], {}
         if two == "discard all":
-            self.values = {**DEFAULTS, "session_authorization": self.user}
+            self.values = dict(self.initial)
             return "DISCARD ALL", [], [], {}
         if first in ("discard", "deallocate", "listen", "unlisten", "close"):
             return {"close": "CLOSE CURSOR"}.get(first, first.upper() + (" ALL" if two == "discard all" else "")), [], [], {}
@@ -105,9 +106,9 @@ class PgSettings:
                 raise SessionCommandError("RESET needs a setting name", "42601")
             name = m.group(1).strip('"')
             if name.lower() == "all":
-                self.values = {**DEFAULTS, "session_authorization": self.user}
+                self.values = dict(self.initial)
             elif (key := self._canonical(name)) in DEFAULTS:
-                self.values[key] = DEFAULTS[key]
+                self.values[key] = self.initial.get(key, DEFAULTS[key])
             return "RESET", [], [], {}
         raise SessionCommandError(f"{first.upper()} is not available on dpsql, which is read-only", "25006")
 

@@ -2,9 +2,10 @@
 
 :class:`Served` is what is served (one database under one policy, its public catalog twin,
 the ledger and the user file in the server's state folder); :class:`Server` accepts
-connections with asyncio, each one a :class:`~dpsql.faces.server.connection.Connection`,
-within a connection limit, with idle, authentication and statement timeouts, and routes
-cancel requests. Work that touches DuckDB runs in a thread pool, so one slow query never
+connections with asyncio, each one a :class:`~dpsql.faces.server.connection.Connection`:
+first in a login slot (a few per client address, within a short authentication timeout, a
+backoff after wrong passwords), then in an analyst's slot under the connection limit, with idle
+and statement timeouts; and routes cancel requests. Work that touches DuckDB runs in a thread pool, so one slow query never
 stalls the others.
 """
 
@@ -15,8 +16,10 @@ import functools
 import json
 import secrets
 import signal
+from collections import Counter
 import ssl
 import sys
+import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,12 +29,24 @@ from dpsql.faces.server import wire
 from dpsql.faces.server.connection import Connection
 from dpsql.faces.server.host import Interrupted
 from dpsql.faces.server.pgcatalog import PgCatalog, policy_comments
+from dpsql.faces.server.state import LedgerGuard, server_secret
+from dpsql.faces.server.throttle import LoginThrottle
 from dpsql.faces.server.users import UserStore
+from dpsql.errors import LedgerError
 from dpsql.home import home
 from dpsql.intercept.catalog import column_role, table_comment
 from dpsql.session import Session
 
 T = TypeVar("T")
+
+#: seconds a client has for its whole startup and password exchange (PostgreSQL: 60)
+AUTH_TIMEOUT = 5.0
+#: seconds a statement may run before it is cancelled (57014); ``--statement-timeout 0``: no limit
+STATEMENT_TIMEOUT = 300.0
+#: connections that may be logging in at once, in all and from one address
+MAX_LOGINS, MAX_LOGINS_PER_ADDRESS = 64, 8
+#: connections that may wait for a login slot, per slot
+QUEUED_PER_LOGIN = 4
 
 def state_folder(database: str | Path | None) -> Path:
     """The server's own folder (users, ledger): DPSQL_HOME/server for the demo, else
@@ -46,34 +61,66 @@ class Served:
     """One database under one policy, as the server serves it to every analyst."""
 
     def __init__(self, database: str | Path | None, policy: str | Path | None, state: Path | None = None, *,
-                 threads: int | None = None, progress: Callable[[str], None] | None = None) -> None:
+                 threads: int | None = None, memory_limit: int | None = None, adopt_ledger: bool = False,
+                 progress: Callable[[str], None] | None = None) -> None:
         self.state = Path(state) if state is not None else state_folder(database)
         self.state.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.users = UserStore(self.state)
-        self.threads = threads
-        probe = Session(database, policy, threads=threads, analyst="(dpsql serve)", ledger=self.state / "ledger.sqlite")
+        self.secret = server_secret(self.state)  # mock-authentication salts of unknown users, stable across restarts
+        self.threads, self.memory_limit = threads, memory_limit
+        say_ = progress or (lambda _: None)
+        with tempfile.TemporaryDirectory(prefix="dpsql-serve-") as scratch:
+            # The probe reads the policy, so it cannot charge the ledger the policy names before
+            # that ledger is checked (opening it would create a missing one): a scratch ledger.
+            probe = Session(database, policy, threads=threads, memory_limit=memory_limit, analyst="(dpsql serve)",
+                            ledger=Path(scratch) / "probe.sqlite")
+            try:
+                pol = probe.policy
+                self.ledger = pol.budget.ledger or self.state / "ledger.sqlite"
+                self.database, self.policy_path = probe.database, pol.path
+                self.schema = probe.schema
+                self.private_tables = {t.lower() for t in pol.tables}
+                self.guard = LedgerGuard(self.state, self.ledger)
+                if adopt_ledger or self.guard.fresh():
+                    say_(f"LEDGER: {self.guard.adopt(self._create_ledger)} (state folder {self.state})")
+                self.guard.verify()  # before anyone connects: a server does not start on a ledger it does not know
+                for table in sorted(pol.tables):  # the data owner's unit check, once, before anyone connects
+                    say_(f"checking that {table}.{pol.tables[table].privacy_unit} is one row per unit")
+                    probe.check_unit_column(table)
+                self.name = Path(self.database).stem
+                twin = probe.engine.public_catalog([*pol.tables, *pol.public_tables], list(pol.public_tables), self.name)
+                tables = sorted([*pol.tables, *pol.public_tables])
+                comments = policy_comments(tables, functools.partial(table_comment, probe),
+                                           functools.partial(column_role, probe), self.schema)
+                self.catalog = PgCatalog.build(twin, self.name, {t.lower() for t in pol.public_tables}, comments)
+            finally:
+                probe.close()
+
+    def _create_ledger(self, path: Path) -> None:
+        Session(self.database, self.policy_path, threads=self.threads, memory_limit=self.memory_limit,
+                analyst="(dpsql serve)", ledger=path).close()
+
+    def check_ledger(self) -> None:
+        """Refuse (DP404, said loudly in the server's log) unless the ledger is the adopted one."""
         try:
-            pol = probe.policy
-            self.ledger = pol.budget.ledger or self.state / "ledger.sqlite"
-            self.database, self.policy_path = probe.database, pol.path
-            self.schema = probe.schema
-            self.private_tables = {t.lower() for t in pol.tables}
-            for table in sorted(pol.tables):  # the data owner's unit check, once, before anyone connects
-                if progress:
-                    progress(f"checking that {table}.{pol.tables[table].privacy_unit} is one row per unit")
-                probe.check_unit_column(table)
-            self.name = Path(self.database).stem
-            twin = probe.engine.public_catalog([*pol.tables, *pol.public_tables], list(pol.public_tables), self.name)
-            tables = sorted([*pol.tables, *pol.public_tables])
-            comments = policy_comments(tables, functools.partial(table_comment, probe),
-                                       functools.partial(column_role, probe), self.schema)
-            self.catalog = PgCatalog.build(twin, self.name, {t.lower() for t in pol.public_tables}, comments)
-        finally:
-            probe.close()
+            self.guard.verify()
+        except LedgerError as exc:
+            say(f"dpsql serve: LEDGER REFUSED: {exc.message}. {exc.hint}")
+            raise
 
     def open_session(self, analyst: str) -> Session:
-        """A session for an authenticated analyst, charging the server's ledger."""
-        return Session(self.database, self.policy_path, analyst=analyst, ledger=self.ledger, threads=self.threads)
+        """A session for an authenticated analyst, charging the server's ledger, which must be the
+        one the state folder adopted before the session opens it (else opening would create a
+        missing one) and after (else one put there meanwhile would be used)."""
+        self.check_ledger()  # first: opening would create a missing ledger
+        session = Session(self.database, self.policy_path, analyst=analyst, ledger=self.ledger, threads=self.threads,
+                          memory_limit=self.memory_limit)
+        try:
+            self.check_ledger()
+        except BaseException:
+            session.close()
+            raise
+        return session
 
     def column_type(self, column: str) -> str | None:
         """The DuckDB type of a column of a served table (the first table having it)."""
@@ -88,13 +135,20 @@ class Server:
 
     def __init__(self, served: Served, *, tls: ssl.SSLContext | None = None, require_tls: bool = False,
                  trust: bool = False, max_connections: int = 100, idle_timeout: float = 3600.0,
-                 statement_timeout: float = 0.0, auth_timeout: float = 30.0, log: Path | None = None) -> None:
+                 statement_timeout: float = STATEMENT_TIMEOUT, auth_timeout: float = AUTH_TIMEOUT,
+                 max_logins: int = MAX_LOGINS, max_logins_per_address: int = MAX_LOGINS_PER_ADDRESS,
+                 log: Path | None = None) -> None:
         self.served, self.tls, self.require_tls, self.trust = served, tls, require_tls, trust
         self.max_connections, self.idle_timeout = max_connections, idle_timeout
         self.statement_timeout, self.auth_timeout = statement_timeout, auth_timeout
-        self.secret = secrets.token_bytes(32)  # mock-authentication salts of unknown users
+        self.max_logins, self.max_logins_per_address = max_logins, max_logins_per_address
+        self.secret = served.secret  # mock-authentication salts of unknown users (the state folder's)
         self.pool = ThreadPoolExecutor(max_workers=min(max_connections, 64) + 2, thread_name_prefix="dpsql-serve")
-        self.connections: dict[int, Connection] = {}
+        self.connections: dict[int, Connection] = {}  # authenticated: the analysts' slots
+        self.logging_in: dict[int, str] = {}  # pid -> client address, until authenticated
+        self._per_address: Counter[str] = Counter()
+        self._queued = 0  # connections waiting for a login slot
+        self.throttle = LoginThrottle()
         self._pid = 10000
         self._tasks: set[asyncio.Task[Any]] = set()
         self._log = open(log, "a", encoding="utf-8") if log is not None else None  # noqa: SIM115 - open while serving
@@ -109,14 +163,55 @@ class Server:
         self._pid += 1
         return self._pid
 
-    def full(self) -> bool:
-        return len(self.connections) >= self.max_connections
+    async def admit(self, conn: Connection, address: str) -> str:
+        """Take a login slot for a new connection, waiting (at most half the authentication
+        timeout) while none is free for it, so a burst of one machine's connections (a pool) gets
+        in a few at a time; the refusal's text when no slot comes. Waiting holds no slot, and at
+        most :data:`QUEUED_PER_LOGIN` times ``max_logins`` connections wait at once."""
+        loop = asyncio.get_running_loop()
+        deadline, waiting = loop.time() + self.auth_timeout / 2, False
+        try:
+            while (crowded := self._per_address[address] >= self.max_logins_per_address) \
+                    or len(self.logging_in) >= self.max_logins:
+                if not waiting and self._queued >= QUEUED_PER_LOGIN * self.max_logins or loop.time() >= deadline:
+                    return ("sorry, too many connections from this address are logging in at once" if crowded
+                            else "sorry, too many clients are logging in at once")
+                if not waiting:
+                    self._queued, waiting = self._queued + 1, True
+                await asyncio.sleep(0.02)
+        finally:
+            if waiting:
+                self._queued -= 1
+        self.logging_in[conn.pid] = address
+        self._per_address[address] += 1
+        return ""
 
-    def register(self, conn: Connection) -> None:
+    def _logged_in(self, conn: Connection) -> None:
+        address = self.logging_in.pop(conn.pid, None)
+        if address is not None:
+            self._per_address[address] -= 1
+            if self._per_address[address] <= 0:
+                del self._per_address[address]
+
+    def register(self, conn: Connection) -> bool:
+        """Move an authenticated connection to an analyst's slot; False when all are taken."""
+        self._logged_in(conn)
+        if len(self.connections) >= self.max_connections:
+            return False
         self.connections[conn.pid] = conn
+        return True
 
     def unregister(self, conn: Connection) -> None:
+        self._logged_in(conn)
         self.connections.pop(conn.pid, None)
+
+    async def login_failed(self, user: str, address: str) -> None:
+        """A wrong password (or unknown user): wait the backoff (:mod:`dpsql.faces.server.throttle`)."""
+        failures, delay = self.throttle.failed(user, address)
+        say(f"dpsql serve: failed login for user {user!r} from {address or 'a local socket'} "
+            f"({failures} recent failures{f'; answered after {delay:g} s' if delay else ''})")
+        if delay:
+            await asyncio.sleep(delay)
 
     def cancel(self, pid: int, secret: int) -> None:
         conn = self.connections.get(pid)

@@ -17,6 +17,7 @@ import hmac
 import json
 import os
 import re
+import secrets
 import tempfile
 from pathlib import Path
 
@@ -27,6 +28,8 @@ from dpsql.errors import DpsqlError, OperationalError
 USERS_FILE = "users.json"
 MECHANISM = "SCRAM-SHA-256"
 ITERATIONS = 4096  # PostgreSQL's default scram_iterations
+#: every salt is this long, the made-up ones of unknown users too (scramp's and dpsql's default: 32)
+SALT_BYTES = 32
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.@-]{0,62}$")
 
 
@@ -45,7 +48,8 @@ def verifier(password: str) -> str:
     """PostgreSQL's SCRAM-SHA-256 verifier text for ``password`` (a fresh random salt)."""
     if not password:
         raise UserStoreError("the password is empty", hint="type a password of at least 8 characters.")
-    salt, stored_key, server_key, iterations = ScramMechanism(MECHANISM).make_auth_info(password, iteration_count=ITERATIONS)
+    salt, stored_key, server_key, iterations = ScramMechanism(MECHANISM).make_auth_info(
+        password, iteration_count=ITERATIONS, salt=secrets.token_bytes(SALT_BYTES))
     b64 = lambda b: base64.b64encode(b).decode("ascii")  # noqa: E731
     return f"{MECHANISM}${iterations}:{b64(salt)}${b64(stored_key)}:{b64(server_key)}"
 
@@ -126,11 +130,12 @@ class UserStore:
 
     def auth_info(self, name: str, secret: bytes) -> tuple[bytes, bytes, bytes, int]:
         """The SCRAM data to check ``name``'s login. An unknown name gets a made-up verifier
-        (salt derived from a per-server secret, keys that match no password), so a client
-        cannot tell an unknown user from a wrong password (as PostgreSQL's mock authentication)."""
+        (a salt as long as a real one, derived from the state folder's secret, so it stays the same
+        across restarts as a real one does; keys that match no password), so a client cannot
+        tell an unknown user from a wrong password (as PostgreSQL's mock authentication)."""
         info = self._read().get(name)
         if info is not None:
             return parse_verifier(info["verifier"])
-        salt = hmac.new(secret, b"salt:" + name.encode(), hashlib.sha256).digest()[:16]
+        salt = hmac.new(secret, b"salt:" + name.encode(), hashlib.sha256).digest()[:SALT_BYTES]
         nokey = hmac.new(secret, b"key:" + name.encode(), hashlib.sha256).digest()
         return salt, nokey, nokey, ITERATIONS
