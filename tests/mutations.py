@@ -186,7 +186,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/test_guarantee.py::test_substr_bounds_no_longer_tell_whether_a_row_matched",)),
     Mutation("decimal_scale_ignored",
              "an integer compared with a decimal of any scale runs bare (a cast to DECIMAL(38,31) per row)",
-             (Patch("dpsql/sql/totality.py", "return SqlType(\"decimal\", f\"DECIMAL({width},{scale})\", width, scale) if width <= MAX_DECIMAL_WIDTH else None",
+             (Patch("dpsql/sql/sql_types.py", "return SqlType(\"decimal\", f\"DECIMAL({width},{scale})\", width, scale) if width <= MAX_DECIMAL_WIDTH else None",
                     "return SqlType(\"decimal\", f\"DECIMAL({width},{scale})\", width, scale)"),),
              ("tests/test_totality.py::test_every_expression_the_allow_list_calls_total_evaluates_on_extremes",)),
     Mutation("where_never_try",

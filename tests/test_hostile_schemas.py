@@ -1,0 +1,204 @@
+"""The guarantee under hostile schemas and policies (issue 29), not only hostile queries: whether
+a query is answered, and which refusal it gets, never depends on the rows — including the SQL
+dpsql writes itself (joins, granularity scaling, split counts, histograms, thresholds).
+
+First the two findings of the audit as regressions (both failed before the fix: DP901 on one
+neighbour, an answer on the other), then a seeded generator of schemas (every column type,
+DECIMAL(p, s) across scales, unsigned and 128-bit integers, DOUBLE, dates, text), public tables
+keyed by each type, granularities, thresholds, grids, ranges and per-group overrides. Each
+database is paired with its neighbour without one unit (units are rows here) whose values are
+the types' extremes; every query must get the same outcome kind on both, never a foreign
+exception and never DP900/DP901.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import dpsql
+from dpsql.errors import DpsqlError, QueryRefused
+from dpsql.sql import rewrite
+from dpsql.sql.final_check import check_final
+from dpsql.testing import seeded_random
+
+
+def _sql_value(v: object) -> str:
+    return "NULL" if v is None else "'" + str(v).replace("'", "''") + "'"
+
+
+def build(path: Path, columns: dict[str, str], rows: list[dict], public: tuple[str, list] | None = None) -> Path:
+    """A DuckDB file with private table t (id BIGINT, ``columns``) holding ``rows`` (absent
+    columns NULL) and, with ``public`` = (key type, key values), public table lk(code, name)."""
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, " + ", ".join(f"{c} {t}" for c, t in columns.items()) + ")")
+    for row in rows:
+        values = ", ".join([str(row["id"])] + [f"CAST({_sql_value(row.get(c))} AS {t})" for c, t in columns.items()])
+        con.execute(f"INSERT INTO t VALUES ({values})")
+    if public is not None:
+        key_type, keys = public
+        con.execute(f"CREATE TABLE lk (code {key_type}, name VARCHAR)")
+        for i, k in enumerate(keys):
+            con.execute(f"INSERT INTO lk VALUES (CAST({_sql_value(k)} AS {key_type}), 'g{i % 3}')")
+    con.close()
+    return path
+
+
+def policy(path: Path, ledger: Path, measures: str = "", keys: str = "", public: bool = False, extra: str = "") -> Path:
+    text = (f"[budget]\ntotal_rho = 1e9\ntotal_delta = 0.5\nledger = '{ledger}'\n"
+            f"[tables.t]\nprivacy_unit = \"id\"\n{extra}[tables.t.measures]\n{measures}\n[tables.t.keys]\n{keys}\n")
+    if public:
+        text += "[public_tables.lk]\nkey = \"code\"\n"
+    path.write_text(text)
+    return path
+
+
+def outcome(con, sql: str) -> str:
+    """'answer' or the refusal's code; DP900/DP901 or a foreign exception fail the test."""
+    try:
+        con.cursor().execute(sql)
+        return "answer"
+    except DpsqlError as exc:
+        assert exc.code not in ("DP900", "DP901"), f"{sql!r}: a failure after reading private rows: {exc}"
+        return exc.code
+
+
+def neighbours(tmp_path: Path, columns: dict[str, str], base: list[dict], extra: dict,
+               public: tuple[str, list] | None, policy_text: dict) -> tuple:
+    """The database with ``extra`` (one more unit) and without it, opened with one policy."""
+    ledger = Path(tempfile.mkdtemp(dir="/dev/shm" if Path("/dev/shm").is_dir() else None)) / "l.sqlite"
+    pol = policy(tmp_path / "p.toml", ledger, public=public is not None, **policy_text)
+    full = build(tmp_path / "full.duckdb", columns, base + [extra], public)
+    less = build(tmp_path / "less.duckdb", columns, base, public)
+    return pol, full, less
+
+
+def _connect(db: Path, pol: Path):
+    try:
+        return dpsql.connect(db, pol, rho=1)
+    except DpsqlError as exc:
+        assert exc.code not in ("DP900", "DP901"), exc
+        return exc.code
+
+
+def same_outcomes(tmp_path, columns, base, extra, public, policy_text, queries) -> dict[str, str]:
+    pol, full, less = neighbours(tmp_path, columns, base, extra, public, policy_text)
+    a, b = _connect(full, pol), _connect(less, pol)
+    if isinstance(a, str) or isinstance(b, str):  # refused at connect: from the schema and policy
+        assert a == b if isinstance(a, str) and isinstance(b, str) else False, (a, b)
+        return {q: a for q in queries}  # type: ignore[misc]
+    try:
+        got = {}
+        for q in queries:
+            x, y = outcome(a, q), outcome(b, q)
+            assert x == y, f"{q!r}: {x} with the extreme unit, {y} without it ({columns}, {public}, {policy_text})"
+            got[q] = x
+        return got
+    finally:
+        a.close()
+        b.close()
+
+
+BASE = [{"id": i, "pay": i, "m": i, "code": i % 3, "k": "abc"[i % 3]} for i in range(1, 40)]
+
+
+# --------------------------------------------------------------------- finding 1: join conditions
+JOIN_CASES = [  # private column type, public key type, the extreme value the extra unit joins with
+    ("BIGINT", "DECIMAL(38,31)", 31_415_926),
+    ("BIGINT", "DECIMAL(38,31)", 2**63 - 1),
+    ("INTEGER", "DECIMAL(38,30)", 2**31 - 1),
+    ("BIGINT", "DECIMAL(38,20)", -2**63),
+    ("DECIMAL(38,0)", "DECIMAL(10,2)", "9" * 38),
+    ("HUGEINT", "DECIMAL(38,0)", 2**127 - 1),
+    ("DECIMAL(38,37)", "BIGINT", "9.9999999999999999999999999999999999999"),
+]
+
+
+@pytest.mark.parametrize("left, key, extreme", JOIN_CASES, ids=[f"{a}={b}" for a, b, _ in JOIN_CASES])
+def test_a_join_across_types_cannot_fail_on_one_row(tmp_path, left, key, extreme):
+    """Finding 1: a private value whose cast to the key's type overflows decided between an
+    answer and DP901 (a binary search read 31,415,926 in 40 queries). Both join forms, inner
+    and left, with the value in WHERE too."""
+    queries = ["SELECT COUNT(*) FROM t JOIN lk ON t.code = lk.code",
+               "SELECT COUNT(*) FROM t JOIN lk USING (code)",
+               "SELECT lk.name, COUNT(*), SUM(pay) FROM t LEFT JOIN lk ON lk.code = t.code GROUP BY lk.name",
+               "SELECT COUNT(*) FROM t JOIN lk ON t.code = lk.code WHERE id = 1000 AND pay > 3"]
+    got = same_outcomes(tmp_path, {"pay": "BIGINT", "code": left}, BASE, {"id": 1000, "pay": 5, "code": extreme},
+                        (key, [0, 1, 2]), {"measures": "pay = { threshold = 50 }"}, queries)
+    assert set(got.values()) == {"answer"}, got
+
+
+def test_a_join_across_types_matches_exactly_the_equal_values(tmp_path):
+    """The guarded join is still an equality: the rows it matches are those a Python Decimal
+    comparison matches (BIGINT private values, DECIMAL(38,31) keys; 10^7 fits no key)."""
+    left = [0, 1, 2, 7, 10**7, 2**63 - 1, -5]
+    keys = [Decimal("1"), Decimal("2.5"), Decimal("7"), Decimal("-5.0000000000000000000000000000001")]
+    rows = [{"id": i, "pay": 1, "code": v} for i, v in enumerate(left)]
+    db = build(tmp_path / "j.duckdb", {"pay": "BIGINT", "code": "BIGINT"}, rows, ("DECIMAL(38,31)", keys))
+    ledger = tmp_path / "l.sqlite"
+    con = dpsql.connect(db, policy(tmp_path / "p.toml", ledger, "pay = { threshold = 50 }", public=True))
+    s = con.session
+    plan = s.plan("SELECT COUNT(*) FROM t JOIN lk ON t.code = lk.code")
+    (got,), = s.engine.run(rewrite.exact_sql(plan, s.schema["t"]))
+    assert got == sum(1 for v in left if any(Decimal(v) == k for k in keys)) == 2
+    con.close()
+
+
+# --------------------------------------------------------------- finding 2: granularity scaling
+SCALING_QUERIES = ["SELECT SUM(m) FROM t", "SELECT AVG(m), COUNT(*) FROM t", "SELECT k, SUM(m) FROM t GROUP BY k",
+                   "SELECT MEDIAN(m) FROM t", "SELECT k, QUANTILE_CONT(m, 0.9) FROM t GROUP BY k",
+                   "SELECT SUM(m) FROM t WHERE id = 1000"]
+
+
+@pytest.mark.parametrize("mtype, granularity, extreme", [
+    ("INTEGER", "0.01", 30_000_000), ("INTEGER", "0.01", 2**31 - 1), ("INTEGER", "0.01", -2**31),
+    ("BIGINT", "0.001", 2**63 - 1), ("SMALLINT", "0.0001", -32768), ("UBIGINT", "0.5", 2**64 - 1),
+    ("DECIMAL(38,0)", "0.01", "-" + "9" * 38), ("HUGEINT", "0.1", 2**127 - 1),
+])
+def test_a_measure_scaled_to_its_granularity_cannot_fail_on_one_row(tmp_path, mtype, granularity, extreme):
+    """Finding 2: ``"m" * 100`` of an INTEGER overflowed from 21,474,837 on, per row, in the sum,
+    the split count and the quantile histogram alike."""
+    policy_text = {"measures": f"m = {{ threshold = 5, granularity = {granularity}, range = [0, 1000] }}",
+                   "keys": "k = {}", "extra": "max_splits = 3\n"}
+    got = same_outcomes(tmp_path, {"m": mtype, "k": "VARCHAR"}, BASE, {"id": 1000, "m": extreme, "k": "a"},
+                        None, policy_text, SCALING_QUERIES)
+    assert set(got.values()) == {"answer"}, got
+
+
+# ------------------------------------------------------------------------------- the final check
+def test_the_final_check_refuses_what_is_not_total():
+    """Each fragment issue 29 found, written bare, is refused (DP122); guarded, it passes."""
+    types = {"code": "BIGINT", "__j1_code": "DECIMAL(38,31)", "m": "INTEGER", "h": "HUGEINT"}
+    join = 'SELECT COUNT(*) AS "__p0" FROM "t" INNER JOIN (SELECT "code" AS "__j1_code" FROM "lk") AS "__j1" ON {}'
+    bad = [join.format('"code" = "__j1_code"'),
+           'SELECT SUM(TRY_CAST(ROUND("m" * 100 / 1) AS BIGINT)) AS "__p0" FROM "t"',
+           'SELECT SUM("h") AS "__p0" FROM "t"',
+           'SELECT COUNT(*) AS "__p0" FROM "t" WHERE "m" * 100 > 5',
+           'SELECT COUNT(*) AS "__p0" FROM "t" GROUP BY ABS("m")',
+           'SELECT COUNT(*) AS "__p0" FROM "t" ORDER BY 1']
+    for sql in bad:
+        with pytest.raises(QueryRefused) as err:
+            check_final(sql, types)
+        assert err.value.code == "DP122", sql
+    for sql in [join.format('TRY_CAST("code" AS DECIMAL(38,31)) = TRY_CAST("__j1_code" AS DECIMAL(38,31))'),
+                'SELECT SUM(TRY_CAST(ROUND(CAST("m" AS DOUBLE) * 100 / 1) AS BIGINT)) AS "__p0" FROM "t"',
+                'SELECT COUNT(*) AS "__p0" FROM "t" WHERE TRY("m" * 100 > 5) GROUP BY TRY(ABS("m"))']:
+        check_final(sql, types)
+
+
+def test_a_fragment_dpsql_writes_unguarded_is_refused_before_any_row_is_read(tmp_path, monkeypatch):
+    """The check runs on the text that reaches DuckDB, whoever wrote it: with the join's guard
+    taken away (as before the fix), the query is refused in phase 1 (DP122, nothing charged)
+    on both neighbours instead of failing on one after reading rows."""
+    monkeypatch.setattr(rewrite, "join_on_sql", lambda left, lt, key, kt: f'"{left}" = "{key}"')
+    from dpsql.sql import plan_cache
+    monkeypatch.setattr(plan_cache, "_plans", type(plan_cache._plans)())
+    got = same_outcomes(tmp_path, {"pay": "BIGINT", "code": "BIGINT"}, BASE, {"id": 1000, "pay": 5, "code": 10**8},
+                        ("DECIMAL(38,31)", [0, 1, 2]), {"measures": "pay = { threshold = 50 }"},
+                        ["SELECT COUNT(*) FROM t JOIN lk ON t.code = lk.code"])
+    assert set(got.values()) == {"DP122"}, got
