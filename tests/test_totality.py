@@ -15,17 +15,17 @@ from sqlglot import exp
 from dpsql.sql.totality import ALLOW_LIST, condition_total, expression_total, value_type
 
 TYPES = {
-    "ti": "TINYINT", "si": "SMALLINT", "i": "INTEGER", "bi": "BIGINT", "hi": "HUGEINT", "ubi": "UBIGINT",
+    "ti": "TINYINT", "si": "SMALLINT", "i": "INTEGER", "bi": "BIGINT", "hi": "HUGEINT", "uhi": "UHUGEINT", "ubi": "UBIGINT",
     "ui": "UINTEGER", "dbl": "DOUBLE", "flt": "FLOAT", "d38": "DECIMAL(38,0)", "d18": "DECIMAL(18,2)",
     "d38s": "DECIMAL(38,30)", "s": "VARCHAR", "dt": "DATE", "ts": "TIMESTAMP", "b": "BOOLEAN",
 }
 ROWS = [
     # minimums / negative extremes
-    {"ti": -128, "si": -32768, "i": -2**31, "bi": -2**63, "hi": -(2**127 - 1), "ubi": 0, "ui": 0,
+    {"ti": -128, "si": -32768, "i": -2**31, "bi": -2**63, "hi": -(2**127 - 1), "uhi": 0, "ubi": 0, "ui": 0,
      "dbl": "-inf", "flt": "-inf", "d38": "-" + "9" * 38, "d18": "-9999999999999999.99", "d38s": "-99999999.9" + "9" * 29,
      "s": "", "dt": "-5877641-06-25", "ts": "-290308-12-22 00:00:00", "b": False},
     # maximums
-    {"ti": 127, "si": 32767, "i": 2**31 - 1, "bi": 2**63 - 1, "hi": 2**127 - 1, "ubi": 2**64 - 1, "ui": 2**32 - 1,
+    {"ti": 127, "si": 32767, "i": 2**31 - 1, "bi": 2**63 - 1, "hi": 2**127 - 1, "uhi": 2**128 - 1, "ubi": 2**64 - 1, "ui": 2**32 - 1,
      "dbl": "inf", "flt": "inf", "d38": "9" * 38, "d18": "9999999999999999.99", "d38s": "99999999.9" + "9" * 29,
      "s": "x" * 1_000_000, "dt": "5881580-07-10", "ts": "294247-01-10 04:00:54", "b": True},
     {"dbl": "nan", "flt": "nan", "s": "Zürich ✓", "d38": "0", "bi": 0},
@@ -131,6 +131,7 @@ def test_every_expression_the_allow_list_calls_total_evaluates_on_extremes(extre
     "hi > 1.5",                                     # HUGEINT to DECIMAL(38,1)
     "d38 > 1.5",                                    # DECIMAL(38,0) to DECIMAL(38,1)
     "d18 = hi",
+    "uhi = bi", "COALESCE(uhi, i) > 0",             # a signed integer and UHUGEINT meet in HUGEINT
     "dt < ts",                                      # extreme DATE to TIMESTAMP
     "s = 5", "s < bi",                              # text cast to a number
     "ABS(bi) > 0", "-bi > 0", "bi + 1 > 0", "bi * 2 > 0", "CAST(s AS INTEGER) > 0",
