@@ -83,7 +83,7 @@ def candidates() -> list[str]:
     out += ["-5", "-1.5", "TRUE AND FALSE", "NULL IS NULL"]
     # the forms dpsql writes into the exact query (issue 29), over every type: what the final
     # check (dpsql/sql/final_check.py) calls total must not raise either
-    grid = "[-9223372036854775807, 0, 1, 9223372036854775807]::BIGINT[]"
+    grid = "'[-9223372036854775807, 0, 1, 9223372036854775807]'::BIGINT[]"
     for c in cols:
         out += [f"CAST({c} AS {t})" for t in ("DOUBLE", "HUGEINT", "BIGINT", "INTEGER", "DECIMAL(38,10)", "VARCHAR")]
         out += [f"{c} {op} {x}" for op in "+-*/" for x in ("100", "1e308", "0", "dbl", "flt", "1.5")]
@@ -93,6 +93,7 @@ def candidates() -> list[str]:
                 f"CASE {c} WHEN 1 THEN 2 ELSE 3 END", f"CASE {c} WHEN 'a' THEN 2 END", f"CASE {c} WHEN 1.5 THEN 1 END",
                 f"LIST_FILTER(MAP_ENTRIES(HISTOGRAM(TRY_CAST({c} AS BIGINT), {grid})), LAMBDA e: e.value > 0)",
                 f"LIST_FILTER(MAP_ENTRIES(HISTOGRAM({c}, {grid})), LAMBDA e: e.value > 0)",
+                f"HISTOGRAM(TRY_CAST({c} AS BIGINT), [-9223372036854775807, 0, 9223372036854775807]::BIGINT[])",
                 f"COALESCE(TRY_CAST(CEIL(LEAST(ABS(CAST({c} AS DOUBLE)), 9007199254740992) / 7) AS BIGINT), 0)"]
     return out
 
@@ -142,7 +143,8 @@ def test_every_expression_the_allow_list_calls_total_evaluates_on_extremes(extre
     "bi * 100", "i + 1", "d38 - 1", "ABS(i)",       # integer and decimal arithmetic overflows
     "SUM(hi)", "SUM(ubi)",                          # may overflow HUGEINT
     "bi % 0", "HASH(s) % -1",
-    "HISTOGRAM(bi, [1, 99999999999999999999]::BIGINT[])",
+    "HISTOGRAM(bi, [1, 99999999999999999999]::BIGINT[])", "HISTOGRAM(bi, '[1, 99999999999999999999]'::BIGINT[])",
+    "HISTOGRAM(bi, '[1, x]'::BIGINT[])",
     "s LIKE 'a' ESCAPE 'xx'",
     "COALESCE(d18, hi) > 0",
 ])

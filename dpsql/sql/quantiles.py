@@ -98,8 +98,10 @@ def histogram_sql(value: str, bounds: list[int]) -> str:
     key), as a list of {key, value} for the bins that hold a value (the full map has every
     bound: 16x slower to hand over at 3,000 groups). ``value`` is a BIGINT-or-NULL expression
     (``rewrite.value_sql``); NULLs are not counted. Total: comparisons of integers, and memory
-    bounded by the number of bounds per group."""
-    return (f"LIST_FILTER(MAP_ENTRIES(HISTOGRAM(TRY_CAST({value} AS BIGINT), [{', '.join(map(str, bounds))}]::BIGINT[])), "
+    bounded by the number of bounds per group. The bounds are one text cast to BIGINT[] (once,
+    a constant): 837 literals cost sqlglot 33 ms to parse again for the final check and DuckDB
+    25 ms to bind on each run; the text costs neither."""
+    return (f"LIST_FILTER(MAP_ENTRIES(HISTOGRAM(TRY_CAST({value} AS BIGINT), '[{', '.join(map(str, bounds))}]'::BIGINT[])), "
             "LAMBDA e: e.value > 0)")
 
 

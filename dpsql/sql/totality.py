@@ -249,9 +249,15 @@ def _mod(node: exp.Expression, schema: Schema) -> SqlType | None:
 
 
 def _bigint_list(node: exp.Expression) -> bool:
-    """``CAST([1, 2, ...] AS BIGINT[])`` of integer literals that fit a BIGINT."""
-    return isinstance(node, exp.Cast) and node.to.sql("duckdb") == "BIGINT[]" and isinstance(node.this, exp.Array) \
-        and all(_int_literal_within(e, _BIGINT_MAX) for e in node.this.expressions)
+    """``CAST('[1, -2, ...]' AS BIGINT[])`` (or of an array of literals): integers that fit a
+    BIGINT, read here, so the cast of this constant cannot fail."""
+    if not isinstance(node, exp.Cast) or node.to.sql("duckdb") != "BIGINT[]":
+        return False
+    if isinstance(node.this, exp.Array):
+        return all(_int_literal_within(e, _BIGINT_MAX) for e in node.this.expressions)
+    text = node.this.this if isinstance(node.this, exp.Literal) and node.this.is_string else ""
+    m = re.fullmatch(r"\[(-?\d+(?:, -?\d+)*)\]", text)
+    return m is not None and all(abs(int(v)) <= _BIGINT_MAX for v in m.group(1).split(", "))
 
 
 def _function(node: exp.Expression, schema: Schema) -> SqlType | None:
