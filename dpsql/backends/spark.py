@@ -48,7 +48,8 @@ else:
 
 #: session settings: ANSI off (no row makes a cast or overflow raise; spark_sql.py keeps the
 #: values DuckDB's), no SQL directly on files, UTC, no UI
-SESSION_CONF = {"spark.sql.ansi.enabled": "false", "spark.sql.runSQLOnFiles": "false",
+ANSI = "spark.sql.ansi.enabled"
+SESSION_CONF = {ANSI: "false", "spark.sql.runSQLOnFiles": "false",
                 "spark.sql.session.timeZone": "UTC"}
 CATALOG_MEMORY = 1 << 30
 _LOG4J = "rootLogger.level = off\nrootLogger.appenderRef.stderr.ref = console\n" \
@@ -139,6 +140,10 @@ class SparkEngine:
             self._spark = base
         for key, value in SESSION_CONF.items():
             self._spark.conf.set(key, value)
+        if str(self._spark.conf.get(ANSI)).lower() != "false":
+            # e.g. a Spark Connect server that pins ANSI on: casts and overflows would raise per row
+            raise EngineUnavailable(f"the Spark session keeps {ANSI} on: dpsql's exact query is total on Spark only "
+                                    "with it off", hint="let dpsql's session set it (do not pin it on the server).")
         self._tag = f"dpsql-{uuid.uuid4().hex[:12]}"
         self._interrupt = StickyInterrupt()
         self._cancel = _Canceller(self._spark, self._tag)
