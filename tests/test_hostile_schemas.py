@@ -132,19 +132,29 @@ def test_a_join_across_types_cannot_fail_on_one_row(tmp_path, left, key, extreme
     assert set(got.values()) == {"answer"}, got
 
 
-def test_a_join_across_types_matches_exactly_the_equal_values(tmp_path):
+EQUALITY_CASES = [  # private type and values, key type and values, how many rows match
+    ("BIGINT", [0, 1, 2, 7, 10**7, 2**63 - 1, -5], "DECIMAL(38,31)",
+     ["1", "2.5", "7", "-5.0000000000000000000000000000001"], 2),
+    ("DECIMAL(10,3)", ["1.005", "1", "-2.000", "9999999.999", "3.5"], "DECIMAL(38,0)",
+     ["1", "-2", "99999999999999999999999999999999999999", "3"], 2),
+    ("HUGEINT", [2**127 - 1, 10**37, 5, -(10**37)], "DECIMAL(38,0)", ["5", str(10**37), "-" + "9" * 38], 2),
+    ("DECIMAL(38,37)", ["1.0000000000000000000000000000000000001", "2", "-9"], "BIGINT", [1, 2, -9, 2**63 - 1], 2),
+]
+
+
+@pytest.mark.parametrize("ltype, left, ktype, keys, matches", EQUALITY_CASES, ids=[f"{c[0]}={c[2]}" for c in EQUALITY_CASES])
+def test_a_join_across_types_matches_exactly_the_equal_values(tmp_path, ltype, left, ktype, keys, matches):
     """The guarded join is still an equality: the rows it matches are those a Python Decimal
-    comparison matches (BIGINT private values, DECIMAL(38,31) keys; 10^7 fits no key)."""
-    left = [0, 1, 2, 7, 10**7, 2**63 - 1, -5]
-    keys = [Decimal("1"), Decimal("2.5"), Decimal("7"), Decimal("-5.0000000000000000000000000000001")]
+    comparison matches, no more (no rounding to the key's scale) and no fewer (no value lost to
+    a cast that did not fit)."""
     rows = [{"id": i, "pay": 1, "code": v} for i, v in enumerate(left)]
-    db = build(tmp_path / "j.duckdb", {"pay": "BIGINT", "code": "BIGINT"}, rows, ("DECIMAL(38,31)", keys))
+    db = build(tmp_path / "j.duckdb", {"pay": "BIGINT", "code": ltype}, rows, (ktype, keys))
     ledger = tmp_path / "l.sqlite"
     con = dpsql.connect(db, policy(tmp_path / "p.toml", ledger, "pay = { threshold = 50 }", public=True))
     s = con.session
     plan = s.plan("SELECT COUNT(*) FROM t JOIN lk ON t.code = lk.code")
     (got,), = s.engine.run(rewrite.exact_sql(plan, s.schema["t"]))
-    assert got == sum(1 for v in left if any(Decimal(v) == k for k in keys)) == 2
+    assert got == sum(1 for v in left if any(Decimal(str(v)) == Decimal(str(k)) for k in keys)) == matches
     con.close()
 
 
