@@ -115,6 +115,8 @@ JOIN_CASES = [  # private column type, public key type, the extreme value the ex
     ("DECIMAL(38,0)", "DECIMAL(10,2)", "9" * 38),
     ("HUGEINT", "DECIMAL(38,0)", 2**127 - 1),
     ("DECIMAL(38,37)", "BIGINT", "9.9999999999999999999999999999999999999"),
+    ("UHUGEINT", "BIGINT", 2**128 - 1),
+    ("INTEGER", "UHUGEINT", -2**31),
 ]
 
 
@@ -139,6 +141,8 @@ EQUALITY_CASES = [  # private type and values, key type and values, how many row
      ["1", "-2", "99999999999999999999999999999999999999", "3"], 2),
     ("HUGEINT", [2**127 - 1, 10**37, 5, -(10**37)], "DECIMAL(38,0)", ["5", str(10**37), "-" + "9" * 38], 2),
     ("DECIMAL(38,37)", ["1.0000000000000000000000000000000000001", "2", "-9"], "BIGINT", [1, 2, -9, 2**63 - 1], 2),
+    ("UHUGEINT", [2**128 - 1, 15 * 10**37, 7, 0], "HUGEINT", [15 * 10**37, 7, -1, 2**127 - 1], 2),
+    ("HUGEINT", [15 * 10**37, -(2**127 - 1), 3], "UHUGEINT", [15 * 10**37, 2**128 - 1, 4], 1),
 ]
 
 

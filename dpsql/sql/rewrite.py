@@ -130,15 +130,17 @@ def join_on_sql(left: str, left_type: str, key: str, key_type: str) -> str:
     """``left = key``, total. When DuckDB's common type of the two holds every value of both
     (:func:`~dpsql.sql.sql_types.common_type`) the equality runs bare. Otherwise (BIGINT with
     DECIMAL(38,31): DuckDB casts the BIGINT to DECIMAL(38,31) and fails from 10^7 on, per row,
-    issue 29) both sides are TRY_CAST to DECIMAL(38, s), s the larger scale: the side of scale s
-    fits it exactly (its integer digits are at most 38 − s); a value of the other side that does
-    not fit is beyond that side's range, so it equals none of its values and is NULL, which
-    matches nothing. The equality is the same, and no row can make it fail."""
+    issue 29) both sides are TRY_CAST to DECIMAL(38, s), s the larger scale: a DECIMAL side of
+    scale s fits it exactly (its integer digits are at most 38 − s); a value of the other side
+    that does not fit is beyond that side's range, so it equals none of its values and is NULL,
+    which matches nothing. The equality is the same, and no row can make it fail. Two integers
+    without a common type (UHUGEINT and a signed one) meet in HUGEINT the same way: every signed
+    value fits it, and an unsigned one past it equals none of them."""
     a, b = sql_type(left_type), sql_type(key_type)
     bare = f"{_q(left)} = {_q(key)}"
     if common_type(a, b) is not None or not {a.kind, b.kind} <= {"int", "decimal"}:
         return bare  # other kinds: scopes.add_join refused what does not compare
-    to = f"DECIMAL({MAX_DECIMAL_WIDTH},{max(a.scale, b.scale)})"
+    to = "HUGEINT" if a.kind == b.kind == "int" else f"DECIMAL({MAX_DECIMAL_WIDTH},{max(a.scale, b.scale)})"
     return f"TRY_CAST({_q(left)} AS {to}) = TRY_CAST({_q(key)} AS {to})"
 
 
