@@ -14,6 +14,7 @@ exception and never DP900/DP901.
 from __future__ import annotations
 
 import random
+import shutil
 import tempfile
 from decimal import Decimal
 from pathlib import Path
@@ -67,10 +68,18 @@ def outcome(con, sql: str) -> str:
         return exc.code
 
 
+@pytest.fixture
+def ledgers():
+    """A folder for the tests' ledgers, on tmpfs when there is one (a charge is a durable write)."""
+    folder = Path(tempfile.mkdtemp(dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def neighbours(tmp_path: Path, columns: dict[str, str], base: list[dict], extra: dict,
-               public: tuple[str, list] | None, policy_text: dict) -> tuple:
+               public: tuple[str, list] | None, policy_text: dict, ledgers: Path) -> tuple:
     """The database with ``extra`` (one more unit) and without it, opened with one policy."""
-    ledger = Path(tempfile.mkdtemp(dir="/dev/shm" if Path("/dev/shm").is_dir() else None)) / "l.sqlite"
+    ledger = ledgers / f"{tmp_path.name}.ledger.sqlite"
     pol = policy(tmp_path / "p.toml", ledger, public=public is not None, **policy_text)
     full = build(tmp_path / "full.duckdb", columns, base + [extra], public)
     less = build(tmp_path / "less.duckdb", columns, base, public)
@@ -85,8 +94,8 @@ def _connect(db: Path, pol: Path):
         return exc.code
 
 
-def same_outcomes(tmp_path, columns, base, extra, public, policy_text, queries) -> dict[str, str]:
-    pol, full, less = neighbours(tmp_path, columns, base, extra, public, policy_text)
+def same_outcomes(tmp_path, columns, base, extra, public, policy_text, queries, ledgers) -> dict[str, str]:
+    pol, full, less = neighbours(tmp_path, columns, base, extra, public, policy_text, ledgers)
     a, b = _connect(full, pol), _connect(less, pol)
     if isinstance(a, str) or isinstance(b, str):  # refused at connect: from the schema and policy
         assert a == b if isinstance(a, str) and isinstance(b, str) else False, (a, b)
@@ -121,7 +130,7 @@ JOIN_CASES = [  # private column type, public key type, the extreme value the ex
 
 
 @pytest.mark.parametrize("left, key, extreme", JOIN_CASES, ids=[f"{a}={b}" for a, b, _ in JOIN_CASES])
-def test_a_join_across_types_cannot_fail_on_one_row(tmp_path, left, key, extreme):
+def test_a_join_across_types_cannot_fail_on_one_row(tmp_path, ledgers, left, key, extreme):
     """Finding 1: a private value whose cast to the key's type overflows decided between an
     answer and DP901 (a binary search read 31,415,926 in 40 queries). Both join forms, inner
     and left, with the value in WHERE too."""
@@ -130,7 +139,7 @@ def test_a_join_across_types_cannot_fail_on_one_row(tmp_path, left, key, extreme
                "SELECT lk.name, COUNT(*), SUM(pay) FROM t LEFT JOIN lk ON lk.code = t.code GROUP BY lk.name",
                "SELECT COUNT(*) FROM t JOIN lk ON t.code = lk.code WHERE id = 1000 AND pay > 3"]
     got = same_outcomes(tmp_path, {"pay": "BIGINT", "code": left}, BASE, {"id": 1000, "pay": 5, "code": extreme},
-                        (key, [0, 1, 2]), {"measures": "pay = { threshold = 50 }"}, queries)
+                        (key, [0, 1, 2]), {"measures": "pay = { threshold = 50 }"}, queries, ledgers)
     assert set(got.values()) == {"answer"}, got
 
 
@@ -173,13 +182,13 @@ SCALING_QUERIES = ["SELECT SUM(m) FROM t", "SELECT AVG(m), COUNT(*) FROM t", "SE
     ("BIGINT", "0.001", 2**63 - 1), ("SMALLINT", "0.0001", -32768), ("UBIGINT", "0.5", 2**64 - 1),
     ("DECIMAL(38,0)", "0.01", "-" + "9" * 38), ("HUGEINT", "0.1", 2**127 - 1),
 ])
-def test_a_measure_scaled_to_its_granularity_cannot_fail_on_one_row(tmp_path, mtype, granularity, extreme):
+def test_a_measure_scaled_to_its_granularity_cannot_fail_on_one_row(tmp_path, ledgers, mtype, granularity, extreme):
     """Finding 2: ``"m" * 100`` of an INTEGER overflowed from 21,474,837 on, per row, in the sum,
     the split count and the quantile histogram alike."""
     policy_text = {"measures": f"m = {{ threshold = 5, granularity = {granularity}, range = [0, 1000] }}",
                    "keys": "k = {}", "extra": "max_splits = 3\n"}
     got = same_outcomes(tmp_path, {"m": mtype, "k": "VARCHAR"}, BASE, {"id": 1000, "m": extreme, "k": "a"},
-                        None, policy_text, SCALING_QUERIES)
+                        None, policy_text, SCALING_QUERIES, ledgers)
     assert set(got.values()) == {"answer"}, got
 
 
@@ -204,7 +213,7 @@ def test_the_final_check_refuses_what_is_not_total():
         check_final(sql, types)
 
 
-def test_a_fragment_dpsql_writes_unguarded_is_refused_before_any_row_is_read(tmp_path, monkeypatch):
+def test_a_fragment_dpsql_writes_unguarded_is_refused_before_any_row_is_read(tmp_path, ledgers, monkeypatch):
     """The check runs on the text that reaches DuckDB, whoever wrote it: with the join's guard
     taken away (as before the fix), the query is refused in phase 1 (DP122, nothing charged)
     on both neighbours instead of failing on one after reading rows."""
@@ -213,7 +222,7 @@ def test_a_fragment_dpsql_writes_unguarded_is_refused_before_any_row_is_read(tmp
     monkeypatch.setattr(plan_cache, "_plans", type(plan_cache._plans)())
     got = same_outcomes(tmp_path, {"pay": "BIGINT", "code": "BIGINT"}, BASE, {"id": 1000, "pay": 5, "code": 10**8},
                         ("DECIMAL(38,31)", [0, 1, 2]), {"measures": "pay = { threshold = 50 }"},
-                        ["SELECT COUNT(*) FROM t JOIN lk ON t.code = lk.code"])
+                        ["SELECT COUNT(*) FROM t JOIN lk ON t.code = lk.code"], ledgers)
     assert set(got.values()) == {"DP122"}, got
 
 
@@ -293,7 +302,7 @@ def _queries(r, gtype: str, mtype: str) -> list[str]:
 SCHEMAS = 60
 
 
-def test_generated_schemas_and_policies_do_not_let_one_unit_decide_the_outcome(tmp_path):
+def test_generated_schemas_and_policies_do_not_let_one_unit_decide_the_outcome(tmp_path, ledgers):
     r = random.Random(20261125)  # a generator of cases, not a statistical test
     outcomes: dict[str, int] = {}
     for i in range(SCHEMAS):
@@ -310,7 +319,7 @@ def test_generated_schemas_and_policies_do_not_let_one_unit_decide_the_outcome(t
         here = tmp_path / str(i)
         here.mkdir()
         got = same_outcomes(here, columns, base, extreme, (ktype, keys), _policy_text(r, mtype, ntype),
-                            _queries(r, gtype, mtype))
+                            _queries(r, gtype, mtype), ledgers)
         for kind in got.values():
             outcomes[kind] = outcomes.get(kind, 0) + 1
     # the generator must mostly reach answers, or it would only exercise refusals
