@@ -324,3 +324,19 @@ def test_generated_schemas_and_policies_do_not_let_one_unit_decide_the_outcome(t
             outcomes[kind] = outcomes.get(kind, 0) + 1
     # the generator must mostly reach answers, or it would only exercise refusals
     assert outcomes.get("answer", 0) >= 0.5 * sum(outcomes.values()), outcomes
+
+
+def test_the_spark_form_of_the_exact_query_holds_only_known_forms():
+    """On Spark the checked DuckDB query is rewritten; the rewrite's output is checked too
+    (backends/spark_sql.py: phase 1, through Engine.check): a function sqlglot passes through
+    untranslated is refused rather than trusted not to raise on some row."""
+    from dpsql.backends.spark_sql import UnsupportedOnSpark, to_spark
+
+    schema = {"t": {"s": "VARCHAR", "m": "BIGINT"}}
+    to_spark('SELECT SUM("m") AS "__p0" FROM "t" WHERE TRY("m" * 2 > 5) AND TRY(LN("m") > 0) GROUP BY TRY(UPPER("s"))',
+             schema, check=True)
+    for bad in ['SELECT COUNT(*) AS "__p0" FROM "t" WHERE TRY(REGEXP_MATCHES("s", \'a(\'))',
+                'SELECT COUNT(*) AS "__p0" FROM "t" WHERE TRY(raise_error("s") IS NULL)']:
+        to_spark(bad, schema)  # translated as it is: what the check stops
+        with pytest.raises(UnsupportedOnSpark):
+            to_spark(bad, schema, check=True)

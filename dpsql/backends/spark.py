@@ -228,7 +228,7 @@ class SparkEngine:
                                code="DP120", hint="check the types in the query: compare text with text and numbers "
                                                   "with numbers, and use literals DuckDB can represent.")
         try:
-            spark_sql = to_spark(sql, self._types)
+            spark_sql = to_spark(sql, self._types, check=True)
         except UnsupportedOnSpark as exc:
             raise QueryRefused(f"{exc} is not supported on the Spark engine yet (it would not give DuckDB's values)",
                                code="DP120", hint="write it another way (another date function), or run it with the "
