@@ -99,7 +99,7 @@ WANT = [None, None, 10.0, 5.0, -4.0, 3.0]  # s / c when c >= 1, else NULL
 def _avg_columns(session):
     sql = "SELECT industry, AVG(employees) AS a FROM paper_table1 GROUP BY industry"
     d = session.decide(sql)
-    columns, _, _ = session._compute_and_release(d, {})
+    columns, _, _ = session._compute_and_release(d)
     (kind, s_col, c_col), = [p for p in d.plan.projection if p[0] == "avg"]
     return d.plan, columns, s_col, c_col
 

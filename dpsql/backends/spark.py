@@ -49,7 +49,10 @@ else:
 
 #: session settings: ANSI off (no row makes a cast or overflow raise; spark_sql.py keeps the
 #: values DuckDB's), no SQL directly on files, UTC, no UI
-SESSION_CONF = {"spark.sql.ansi.enabled": "false", "spark.sql.runSQLOnFiles": "false",
+#: what the totality of the exact query on Spark rests on: ANSI off (no cast or overflow raises);
+#: a date text that does not parse is NULL, not Spark 3's per-row SparkUpgradeException
+TOTAL_CONF = {"spark.sql.ansi.enabled": "false", "spark.sql.legacy.timeParserPolicy": "CORRECTED"}
+SESSION_CONF = {**TOTAL_CONF, "spark.sql.runSQLOnFiles": "false",
                 "spark.sql.session.timeZone": "UTC"}
 CATALOG_MEMORY = 1 << 30
 _LOG4J = "rootLogger.level = off\nrootLogger.appenderRef.stderr.ref = console\n" \
@@ -150,6 +153,11 @@ class SparkEngine:
             self._spark = base
         for key, value in SESSION_CONF.items():
             self._spark.conf.set(key, value)
+        kept = [k for k, v in TOTAL_CONF.items() if str(self._spark.conf.get(k)).lower() != v.lower()]
+        if kept:  # e.g. a Spark Connect server that pins ANSI on: casts and overflows would raise per row
+            raise EngineUnavailable(f"the Spark session keeps its own {', '.join(kept)}: dpsql's exact query is total on "
+                                    "Spark only with " + ", ".join(f"{k} = {TOTAL_CONF[k]}" for k in kept),
+                                    hint="let dpsql's session set it (do not pin it on the Spark Connect server).")
         self._tag = f"dpsql-{uuid.uuid4().hex[:12]}"
         self._interrupt = StickyInterrupt()
         self._cancel = _Canceller(self._spark, self._tag)
@@ -231,7 +239,7 @@ class SparkEngine:
                                code="DP120", hint="check the types in the query: compare text with text and numbers "
                                                   "with numbers, and use literals DuckDB can represent.")
         try:
-            spark_sql = to_spark(sql, self._types)
+            spark_sql = to_spark(sql, self._types, check=True)
         except UnsupportedOnSpark as exc:
             raise QueryRefused(f"{exc} is not supported on the Spark engine yet (it would not give DuckDB's values)",
                                code="DP120", hint="write it another way (another date function), or run it with the "

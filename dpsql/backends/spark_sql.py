@@ -169,8 +169,10 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
     return node
 
 
-def to_spark(sql: str, schema: dict[str, dict[str, str]]) -> str:
-    """Spark SQL for dpsql's DuckDB ``sql`` over tables of ``schema`` (table -> column -> DuckDB type)."""
+def to_spark(sql: str, schema: dict[str, dict[str, str]], check: bool = False) -> str:
+    """Spark SQL for dpsql's DuckDB ``sql`` over tables of ``schema`` (table -> column -> DuckDB type).
+    With ``check`` (the exact query, in phase 1) every form of the result must be one of
+    :data:`SPARK_FORMS`, else :class:`UnsupportedOnSpark`."""
     tree = sqlglot.parse_one(sql, read="duckdb")
     for table in tree.find_all(exp.Table):  # DuckDB's default schema: the views have none on Spark
         if table.db.lower() == "main" and not table.catalog:
@@ -186,7 +188,40 @@ def to_spark(sql: str, schema: dict[str, dict[str, str]]) -> str:
             width = max(len(m.group(1).lstrip("0")) + len(m.group(2)), 1)
             if width <= 38:
                 literal.type = exp.DataType.build(f"DECIMAL({width},{len(m.group(2))})")
-    return _walk(tree).sql(dialect=_Spark)
+    tree = _walk(tree)
+    if check:
+        check_total(tree)
+    return tree.sql(dialect=_Spark)
+
+
+#: The forms the Spark form of the exact query may hold: those of the checked DuckDB query
+#: (:mod:`dpsql.sql.final_check`) as rewritten here. With ANSI off and the CORRECTED date parser
+#: (``backends/spark.py`` reads both back) none of them raises for any row: a cast, an overflow,
+#: a division by zero, a logarithm of 0 or a date text that does not parse is NULL (or ±inf,
+#: NaN); arithmetic is ``try_*``. A form outside this set — a DuckDB function sqlglot passes
+#: through untranslated — is refused before any row is read rather than trusted. Known gap: a
+#: ``||`` result past Spark's 2 GiB string limit raises (DuckDB's TRY() around it is gone).
+SPARK_FORMS = frozenset({
+    exp.Select, exp.From, exp.Join, exp.Where, exp.Group, exp.Subquery, exp.Table, exp.TableAlias, exp.Alias,
+    exp.Identifier, exp.Column, exp.Star, exp.Literal, exp.Boolean, exp.Null, exp.DataType, exp.DataTypeParam,
+    exp.Var, exp.Interval, exp.Paren, exp.Tuple, exp.And, exp.Or, exp.Not, exp.EQ, exp.NEQ, exp.GT, exp.GTE,
+    exp.LT, exp.LTE, exp.Is, exp.In, exp.Between, exp.Like, exp.ILike, exp.Case, exp.If, exp.Coalesce, exp.Nullif,
+    exp.Greatest, exp.Least, exp.Lower, exp.Upper, exp.Length, exp.Substring, exp.DPipe, exp.Trim, exp.TryCast,
+    exp.Cast, exp.Round, exp.Floor, exp.Ceil, exp.Abs, exp.Sqrt, exp.Ln, exp.Log, exp.Exp, exp.Pow, exp.Add,
+    exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Neg, exp.BitwiseAnd, exp.Sum, exp.Count, exp.Distinct,
+    exp.Extract, exp.Year, exp.Quarter, exp.Month, exp.Week, exp.WeekOfYear, exp.Day, exp.DayOfWeek,
+    exp.DayOfWeekIso, exp.DayOfYear, exp.Hour, exp.Minute, exp.StrToDate, exp.StrToTime, exp.TimeToStr,
+    exp.TimestampTrunc, exp.DateTrunc, exp.Anonymous,
+})
+#: the functions the rewrite writes by name (the only names an Anonymous node may carry)
+SPARK_FUNCTIONS = frozenset({"try_add", "try_subtract", "try_multiply", "try_mod", "bround", "shiftright"})
+
+
+def check_total(tree: exp.Expression) -> None:
+    """Raise :class:`UnsupportedOnSpark` naming the first form of ``tree`` outside :data:`SPARK_FORMS`."""
+    for node in tree.walk():
+        if type(node) not in SPARK_FORMS or isinstance(node, exp.Anonymous) and node.name.lower() not in SPARK_FUNCTIONS:
+            raise UnsupportedOnSpark(node.sql(dialect=_Spark)[:80] if isinstance(node, exp.Func) else type(node).__name__)
 
 
 def _walk(node: exp.Expression) -> exp.Expression:

@@ -25,8 +25,9 @@ from sqlglot import exp
 from dpsql.sql.plan import GroupKey, Plan, primitive_column
 from dpsql.policy.model import INTEGER_TYPES, Measure, TablePolicy
 from dpsql.sql.quantiles import histogram_sql
+from dpsql.sql.final_check import check_final
+from dpsql.sql.sql_types import MAX_DECIMAL_WIDTH, common_type, sql_type
 from dpsql.sql.totality import condition_total, expression_total
-
 
 
 def _q(name: str) -> str:
@@ -51,9 +52,12 @@ _NARROW_INTS = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLI
 
 def threshold_sql(measure: Measure, times: int = 1) -> str:
     """``times`` · T(r) of a record, in granularity units, per group when the policy overrides
-    it. Products are computed here, not by DuckDB, so no row can make them overflow."""
+    it (``times`` negative: its opposite). Products are computed here, not by DuckDB, so no row
+    can make them overflow; a negative threshold is a literal, never ``-(CASE ...)``, whose
+    negation DuckDB would compute per row."""
     def lit(t: int) -> int:
-        return min(t * times, VALUE_CAP)
+        capped = min(t * abs(times), VALUE_CAP)
+        return -capped if times < 0 else capped
 
     if measure.override is None:
         return str(lit(measure.threshold))
@@ -66,9 +70,9 @@ def value_sql(measure: Measure, column_type: str, max_splits: int | None) -> str
     NULL, that no value of the column can make fail. Integer columns up to BIGINT run bare
     (their SUM cannot overflow HUGEINT). Any other value becomes a BIGINT through TRY_CAST:
     NaN, ±inf and values beyond BIGINT's range in granularity units are NULL, ignored like
-    SQL's NULL. A DECIMAL at granularity 1 is rounded exactly; at another granularity, as
-    other non-integers, it is scaled in DOUBLE (exact below 2^52 units; a DECIMAL product
-    could overflow). With ``max_splits`` the value is top-coded at max_splits · T(r)
+    SQL's NULL. A DECIMAL at granularity 1 is rounded exactly; at another granularity every
+    column is scaled in DOUBLE (exact below 2^52 units; an INTEGER or DECIMAL product could
+    overflow on some row). With ``max_splits`` the value is top-coded at max_splits · T(r)
     (paper 000, the cap on |A(r)|)."""
     col = _q(measure.name)
     g = measure.granularity
@@ -78,18 +82,22 @@ def value_sql(measure: Measure, column_type: str, max_splits: int | None) -> str
     elif g == 1:
         value = f"TRY_CAST(ROUND({col}) AS BIGINT)" if not ctype.startswith(INTEGER_TYPES) else f"TRY_CAST({col} AS BIGINT)"
     else:
-        scaled = f"CAST({col} AS DOUBLE)" if ctype.startswith(("DECIMAL", "NUMERIC")) else col
+        # Scaled in DOUBLE whatever the column's type: `"m" * 100` of an INTEGER overflows INTEGER
+        # from 21,474,837 on, a failure one row decides (issue 29); DOUBLE gives ±inf at worst,
+        # which TRY_CAST makes NULL.
+        scaled = col if ctype in ("DOUBLE", "FLOAT", "REAL") else f"CAST({col} AS DOUBLE)"
         value = f"TRY_CAST(ROUND({scaled} * {g.denominator} / {g.numerator}) AS BIGINT)"
     if max_splits is not None:
-        cap = threshold_sql(measure, max_splits)
-        value = f"LEAST(GREATEST({value}, -{cap}), {cap})"
+        value = f"LEAST(GREATEST({value}, {threshold_sql(measure, -max_splits)}), {threshold_sql(measure, max_splits)})"
     return value
 
 
 def splits_sql(value: str, threshold: str) -> str:
     """ceil(|v| / T), never above it: |v| is read as a DOUBLE (ABS of a DOUBLE cannot overflow)
     and capped at 2^53, below which the division and CEIL cannot round past the true value."""
-    return f"COALESCE(CAST(CEIL(LEAST(ABS(CAST({value} AS DOUBLE)), {_SPLIT_EXACT}) / {threshold}) AS BIGINT), 0)"
+    # TRY_CAST although the DOUBLE is within [0, 2^53]: the final check (final_check.py) knows
+    # types, not ranges, and TRY_CAST costs what CAST costs.
+    return f"COALESCE(TRY_CAST(CEIL(LEAST(ABS(CAST({value} AS DOUBLE)), {_SPLIT_EXACT}) / {threshold}) AS BIGINT), 0)"
 
 
 def _where_sql(plan: Plan, schema: dict[str, str]) -> str:
@@ -118,15 +126,35 @@ def split_count_sql(measures: list[Measure], schema: dict[str, str], max_splits:
     return f"GREATEST(1, {parts})"
 
 
-def from_sql(plan: Plan) -> str:
+def join_on_sql(left: str, left_type: str, key: str, key_type: str) -> str:
+    """``left = key``, total. When DuckDB's common type of the two holds every value of both
+    (:func:`~dpsql.sql.sql_types.common_type`) the equality runs bare. Otherwise (BIGINT with
+    DECIMAL(38,31): DuckDB casts the BIGINT to DECIMAL(38,31) and fails from 10^7 on, per row,
+    issue 29) both sides are TRY_CAST to DECIMAL(38, s), s the larger scale: a DECIMAL side of
+    scale s fits it exactly (its integer digits are at most 38 − s); a value of the other side
+    that does not fit is beyond that side's range, so it equals none of its values and is NULL,
+    which matches nothing. The equality is the same, and no row can make it fail. Two integers
+    without a common type (UHUGEINT and a signed one) meet in HUGEINT the same way: every signed
+    value fits it, and an unsigned one past it equals none of them."""
+    a, b = sql_type(left_type), sql_type(key_type)
+    bare = f"{_q(left)} = {_q(key)}"
+    if common_type(a, b) is not None or not {a.kind, b.kind} <= {"int", "decimal"}:
+        return bare  # other kinds: scopes.add_join refused what does not compare
+    to = "HUGEINT" if a.kind == b.kind == "int" else f"DECIMAL({MAX_DECIMAL_WIDTH},{max(a.scale, b.scale)})"
+    return f"TRY_CAST({_q(left)} AS {to}) = TRY_CAST({_q(key)} AS {to})"
+
+
+def from_sql(plan: Plan, types: dict[str, str]) -> str:
     """The private table and the public tables joined to it. A public table enters as a
     projection of the columns the query reads under internal names (``__j1_region``), so no
-    column of it can shadow or be confused with a private column."""
+    column of it can shadow or be confused with a private column. ``types``: the private
+    table's and the joined columns' types (internal names)."""
     sql = _q(plan.table.name)
     for j in plan.joins:
         cols = ", ".join(f"{_q(c)} AS {_q(j.internal(c))}" for c in j.columns)
+        key = j.internal(j.key)
         sql += (f"\n{j.side} JOIN (SELECT {cols} FROM {_q(j.table)}) AS {_q(j.alias)}"
-                f" ON {_q(j.left)} = {_q(j.internal(j.key))}")
+                f" ON {join_on_sql(j.left, types[j.left], key, types[key])}")
     return sql
 
 
@@ -163,9 +191,10 @@ def exact_sql(plan: Plan, schema: dict[str, str]) -> str:
         cols.append(f"COUNT(*) AS {SELECTION_COLUMN}")
     elif plan.selection_count == "split_rows":
         cols.append(f"SUM({split_count_sql([t.measures[m] for m in plan.split_measures], schema, t.max_splits)}) AS {SELECTION_COLUMN}")
-    sql = f"SELECT {', '.join(cols)}\nFROM {from_sql(plan)}{_where_sql(plan, schema)}"
+    sql = f"SELECT {', '.join(cols)}\nFROM {from_sql(plan, schema)}{_where_sql(plan, schema)}"
     if plan.keys:
         sql += f"\nGROUP BY {', '.join(key_sql(k, schema) for k in plan.keys)}"
+    check_final(sql, schema)  # the one check of the text that runs, whoever wrote each part of it
     return sql
 
 
@@ -212,7 +241,7 @@ def reference_sql(plan: Plan, schema: dict[str, str]) -> str:
     quantiled = sorted({p.column for p in plan.primitives if p.kind == "quantile"})
     carry += [(value_sql(t.measures[c], schema[c], None), f"__qv_{c}") for c in quantiled]
     where = _where_sql(plan, {**schema, **plan.public_types}).replace("\n", " ")
-    split = split_relation_sql(t, measures, schema, carry, where, source=from_sql(plan).replace("\n", " "))
+    split = split_relation_sql(t, measures, schema, carry, where, source=from_sql(plan, types).replace("\n", " "))
     out = [f"{_q(k)} AS {_q(k)}" for k in names]
     for i, p in enumerate(plan.primitives):
         if p.kind == "count":

@@ -41,7 +41,7 @@ class Scope:
 
 
 def _numeric(sql_type: str) -> bool:
-    return sql_type.upper().startswith(("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+    return sql_type.upper().startswith(("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UHUGEINT", "UTINYINT", "USMALLINT",
                                         "UINTEGER", "UBIGINT", "DOUBLE", "FLOAT", "REAL", "DECIMAL"))
 
 

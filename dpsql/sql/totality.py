@@ -26,105 +26,11 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+import sqlglot
 from sqlglot import exp
 
-#: integer types: (number of decimal digits of the largest magnitude, signed)
-_INT_DIGITS = {"TINYINT": 3, "SMALLINT": 5, "INTEGER": 10, "BIGINT": 19, "HUGEINT": 39,
-               "UTINYINT": 3, "USMALLINT": 5, "UINTEGER": 10, "UBIGINT": 20}
-_FLOATS = ("DOUBLE", "FLOAT", "REAL")
-_TEXT = ("VARCHAR", "TEXT", "STRING", "CHAR")
-#: DuckDB's widest DECIMAL
-MAX_DECIMAL_WIDTH = 38
-#: SUBSTR's offset and length must stay within ±(2^32 − 1) or DuckDB raises per row
-SUBSTR_BOUND = 2**32 - 1
-
-
-@dataclass(frozen=True)
-class SqlType:
-    """A DuckDB type reduced to what casting cares about. ``kind``: int, decimal, float, text,
-    bool or other (compared with nothing but its own ``name``)."""
-
-    kind: str
-    name: str = ""
-    digits: int = 0  # int: digits of its range; decimal: width
-    scale: int = 0
-
-
-TEXT = SqlType("text", "VARCHAR")
-BOOL = SqlType("bool", "BOOLEAN")
-
-
-def sql_type(name: str) -> SqlType:
-    """The :class:`SqlType` of a DuckDB type name from the catalog."""
-    upper = name.upper().strip()
-    if upper in _INT_DIGITS:
-        return SqlType("int", upper, _INT_DIGITS[upper])
-    m = re.fullmatch(r"(?:DECIMAL|NUMERIC)\s*\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\)", upper)
-    if m:
-        return SqlType("decimal", upper, int(m.group(1)), int(m.group(2) or 0))
-    if upper in _FLOATS:
-        return SqlType("float", upper)
-    if upper.startswith(_TEXT) and "[" not in upper:
-        return TEXT
-    if upper in ("BOOLEAN", "BOOL"):
-        return BOOL
-    return SqlType("other", upper)
-
-
-def literal_type(node: exp.Literal) -> SqlType | None:
-    """The type DuckDB gives a literal: an integer literal the narrowest integer that holds it
-    (None past HUGEINT: DuckDB refuses it whatever the rows); ``1.50`` DECIMAL(3,2);
-    ``1e5`` DOUBLE; a string literal VARCHAR."""
-    if node.is_string:
-        return TEXT
-    text = node.this.lstrip("+-")
-    if re.fullmatch(r"\d+", text):
-        value = int(text)
-        for name, bits in (("INTEGER", 31), ("BIGINT", 63), ("HUGEINT", 127)):
-            if value < 2**bits:
-                return SqlType("int", name, _INT_DIGITS[name])
-        return None
-    m = re.fullmatch(r"(\d*)\.(\d*)", text)
-    if m:
-        whole, frac = m.group(1).lstrip("0"), m.group(2)
-        width = max(len(whole) + len(frac), 1)
-        if width > MAX_DECIMAL_WIDTH:
-            return SqlType("float", "DOUBLE")
-        return SqlType("decimal", f"DECIMAL({width},{len(frac)})", width, len(frac))
-    return SqlType("float", "DOUBLE")
-
-
-def _int_part(t: SqlType) -> int:
-    return t.digits if t.kind == "int" else t.digits - t.scale
-
-
-def common_type(a: SqlType, b: SqlType) -> SqlType | None:
-    """The type DuckDB casts both sides to — when casting every value of ``a`` and of ``b`` to
-    it cannot fail; else None. Integers widen to integers; integers and decimals meet in a
-    DECIMAL that must fit in 38 digits (else DuckDB caps the width and the cast overflows);
-    anything numeric meets a float in DOUBLE (every integer and decimal converts)."""
-    if a == b:
-        return a
-    if a.kind == b.kind == "int":
-        return a if a.digits >= b.digits else b
-    if {a.kind, b.kind} <= {"int", "decimal"}:
-        scale = max(a.scale, b.scale)
-        width = max(_int_part(a), _int_part(b)) + scale
-        return SqlType("decimal", f"DECIMAL({width},{scale})", width, scale) if width <= MAX_DECIMAL_WIDTH else None
-    if "float" in (a.kind, b.kind) and {a.kind, b.kind} <= {"int", "decimal", "float"}:
-        return SqlType("float", "DOUBLE")
-    if a.kind == b.kind and a.kind in ("text", "bool"):
-        return a
-    return None
-
-
-def comparison_total(types: list[SqlType | None]) -> bool:
-    """Whether comparing (or unifying, as CASE and COALESCE do) values of these types can never
-    fail: every pair has a common type that holds both."""
-    if any(t is None for t in types):
-        return False
-    known = list(dict.fromkeys(t for t in types if t is not None))  # distinct: an IN list of 10,000 literals has few types
-    return all(common_type(a, b) is not None for i, a in enumerate(known) for b in known[i + 1:])
+from dpsql.sql.sql_types import (  # noqa: F401 - re-exported: the allow-list's vocabulary
+    BOOL, MAX_DECIMAL_WIDTH, SUBSTR_BOUND, TEXT, SqlType, common_type, comparison_total, literal_type, sql_type)
 
 
 # ---------------------------------------------------------------------------- the allow-list
@@ -225,10 +131,11 @@ def _coalesce(node: exp.Expression, schema: Schema) -> SqlType | None:
 
 
 def _case(node: exp.Expression, schema: Schema) -> SqlType | None:
-    if node.this is not None:  # CASE x WHEN v: comparisons of x with each v
-        return None
     ifs = node.args["ifs"]
-    if not all(condition_total(i.this, schema) for i in ifs):
+    if node.this is not None:  # CASE x WHEN v: x compared with each v, in their common type
+        if not comparison_total([value_type(node.this, schema)] + [value_type(i.this, schema) for i in ifs]):
+            return None
+    elif not all(condition_total(i.this, schema) for i in ifs):
         return None
     default = node.args.get("default")
     return _unify([i.args["true"] for i in ifs] + ([default] if default is not None else []), schema)
@@ -274,6 +181,144 @@ def _between(node: exp.Expression, schema: Schema) -> SqlType | None:
     return BOOL if all(p is not None for p in parts) and comparison_total([value_type(p, schema) for p in parts]) else None
 
 
+# -------------------------------------------- the forms dpsql itself writes (rewrite.py, quantiles.py)
+_NUMBERS = ("int", "decimal", "float")
+DOUBLE = SqlType("float", "DOUBLE")
+BIGINT = SqlType("int", "BIGINT", 19)
+HUGEINT = SqlType("int", "HUGEINT", 39)
+_OTHER = SqlType("other", "LIST")
+_BIGINT_MAX = 2**63 - 1
+
+
+def _cast(node: exp.Expression, schema: Schema) -> SqlType | None:
+    # A bare CAST only widens: to a type that holds every value of its input (BIGINT to DOUBLE).
+    inner, to = value_type(node.this, schema), sql_type(node.to.sql("duckdb"))
+    return to if inner is not None and common_type(inner, to) == to else None
+
+
+def _float_arithmetic(node: exp.Expression, schema: Schema) -> SqlType | None:
+    # IEEE arithmetic on a DOUBLE or FLOAT gives ±inf or NaN, never an error (DuckDB 2.0).
+    types = [value_type(node.left, schema), value_type(node.right, schema)]
+    if any(t is None or t.kind not in _NUMBERS for t in types) or not any(t.kind == "float" for t in types if t):
+        return None
+    return DOUBLE
+
+
+def _divide(node: exp.Expression, schema: Schema) -> SqlType | None:
+    # DuckDB's `/` divides numbers as DOUBLE: x/0 is ±inf (0/0 NaN), never an error.
+    types = [value_type(node.left, schema), value_type(node.right, schema)]
+    return DOUBLE if all(t is not None and t.kind in _NUMBERS for t in types) else None
+
+
+def _of_floats(node: exp.Expression, schema: Schema) -> SqlType | None:
+    t = value_type(node.this, schema)
+    return t if t is not None and t.kind == "float" and node.args.get("decimals") is None else None
+
+
+def _round(node: exp.Expression, schema: Schema) -> SqlType | None:
+    # ROUND of a DECIMAL(w, s) is a DECIMAL(w, 0): its integer part gains at most the digit its
+    # fraction gave up. ROUND of a float is a float.
+    t = value_type(node.this, schema)
+    if t is None or node.args.get("decimals") is not None or t.kind not in _NUMBERS:
+        return None
+    return SqlType("decimal", f"DECIMAL({t.digits},0)", t.digits, 0) if t.kind == "decimal" else t
+
+
+def _extreme(node: exp.Expression, schema: Schema) -> SqlType | None:
+    return _unify([node.this, *node.expressions], schema)
+
+
+def _sum(node: exp.Expression, schema: Schema) -> SqlType | None:
+    # DuckDB sums integers of at most 64 bits in HUGEINT: fewer than 2^64 rows cannot overflow it.
+    t = value_type(node.this, schema)
+    return HUGEINT if t is not None and t.kind == "int" and t.digits <= 19 else None
+
+
+def _count(node: exp.Expression, schema: Schema) -> SqlType | None:
+    inner = node.this
+    parts = inner.expressions if isinstance(inner, exp.Distinct) else [inner]
+    return BIGINT if all(isinstance(p, exp.Star) or value_type(p, schema) is not None for p in parts) else None
+
+
+def _mod(node: exp.Expression, schema: Schema) -> SqlType | None:
+    # x % n of an integer by a positive integer literal: no division by zero, no MIN % -1.
+    t = value_type(node.left, schema)
+    n = node.right
+    ok = t is not None and t.kind == "int" and isinstance(n, exp.Literal) and _int_literal_within(n, _BIGINT_MAX) \
+        and int(n.this) > 0
+    return t if ok else None
+
+
+def _bigint_list(node: exp.Expression) -> bool:
+    """``CAST('[1, -2, ...]' AS BIGINT[])`` (or of an array of literals): integers that fit a
+    BIGINT, read here, so the cast of this constant cannot fail."""
+    if not isinstance(node, exp.Cast) or node.to.sql("duckdb") != "BIGINT[]":
+        return False
+    if isinstance(node.this, exp.Array):
+        return all(_int_literal_within(e, _BIGINT_MAX) for e in node.this.expressions)
+    text = node.this.this if isinstance(node.this, exp.Literal) and node.this.is_string else ""
+    m = re.fullmatch(r"\[(-?\d+(?:, -?\d+)*)\]", text)
+    return m is not None and all(abs(int(v)) <= _BIGINT_MAX for v in m.group(1).split(", "))
+
+
+def _function(node: exp.Expression, schema: Schema) -> SqlType | None:
+    """HASH of total arguments (a UBIGINT); HISTOGRAM(BIGINT, literal BIGINT bounds) and
+    MAP_ENTRIES of it (quantiles.histogram_sql): counting into fixed bins cannot fail."""
+    name, args = node.name.upper(), node.expressions
+    if name == "HASH" and args and all(value_type(a, schema) is not None for a in args):
+        return SqlType("int", "UBIGINT", 20)
+    if name == "HISTOGRAM" and len(args) == 2 and value_type(args[0], schema) == BIGINT and _bigint_list(args[1]):
+        return SqlType("other", "MAP")
+    if name == "HISTOGRAM" and len(args) == 1 and _is_bin(args[0], schema):
+        return SqlType("other", "MAP")
+    if name in ("MAP_ENTRIES", "MAP_KEYS", "MAP_VALUES") and len(args) == 1 \
+            and value_type(args[0], schema) == SqlType("other", "MAP"):
+        return _OTHER
+    return None
+
+
+def _is_bin(node: exp.Expression, schema: Schema) -> bool:
+    """Exactly quantiles.bin_sql's text for a total BIGINT ``v`` and literal BIGINT bounds: a
+    binary search over a constant array (comparisons and sums of small integers; an index past
+    the end is NULL, then the last bin), rebuilt here from its own ``v`` and bounds and compared."""
+    from dpsql.sql.quantiles import bin_sql  # the one writer of the form
+
+    try:
+        v = node.args["ifs"][0].this.this.this  # CASE WHEN <v> IS NOT NULL ...
+        listed = node.args["ifs"][0].args["true"].this.expressions[0]  # COALESCE(array_extract(<bounds>, ...
+        text = listed.this.this if listed.this.is_string else ""
+        bounds = [int(b) for b in text.strip("[]").split(", ")]
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError):
+        return False
+    if value_type(v, schema) != BIGINT or any(abs(b) > _BIGINT_MAX for b in bounds):
+        return False
+    rebuilt = sqlglot.parse_one(f"SELECT {bin_sql(v.sql('duckdb'), bounds)}", read="duckdb").expressions[0]
+    return rebuilt.sql("duckdb") == node.sql("duckdb")
+
+
+def _array(node: exp.Expression, schema: Schema) -> SqlType | None:
+    # [a, b] of total elements (the sparse histogram's [bins, counts]): building a list cannot fail.
+    return _OTHER if node.expressions and all(value_type(e, schema) is not None for e in node.expressions) else None
+
+
+def _map_keys(node: exp.Expression, schema: Schema) -> SqlType | None:
+    # MAP_KEYS of a MAP (sqlglot's own node; MAP_VALUES stays a plain function): reads a map.
+    return _OTHER if value_type(node.this, schema) == SqlType("other", "MAP") else None
+
+
+def _list_filter(node: exp.Expression, schema: Schema) -> SqlType | None:
+    # LIST_FILTER(entries, LAMBDA e: e.value > 0): compares each count (a BIGINT) with 0.
+    fn = node.expression
+    ok = isinstance(fn, exp.Lambda) and fn.this.sql("duckdb") == "e.value > 0"
+    return _OTHER if ok and value_type(node.this, schema) == _OTHER else None
+
+
+def _try(node: exp.Expression, schema: Schema) -> SqlType | None:
+    # TRY(x) turns any failure of x into NULL. Its type matters only where it is a condition.
+    inner = node.this
+    return BOOL if isinstance(inner, (exp.Predicate, exp.Connector, exp.Not, exp.Boolean)) else SqlType("other", "TRY")
+
+
 _COMPARE_WHY = ("a comparison of two values whose common type holds every value of both (comparison_total): "
                 "no cast can overflow or fail to parse")
 
@@ -307,9 +352,28 @@ ALLOW_LIST: dict[type[exp.Expression], Rule] = {
     exp.ILike: Rule(_like, "ILIKE of text with a text pattern and no ESCAPE: matching cannot fail"),
     exp.In: Rule(_in, "IN a list whose values and the tested value share a type that holds them all"),
     exp.Between: Rule(_between, "BETWEEN bounds that share a type with the tested value"),
+    # forms dpsql writes into the exact query (rewrite.py, quantiles.py), checked on its final text
+    exp.Try: Rule(_try, "TRY() turns any failure into NULL"),
+    exp.Cast: Rule(_cast, "a CAST to a type that holds every value of its input (BIGINT to DOUBLE)"),
+    exp.Mul: Rule(_float_arithmetic, "IEEE arithmetic on a float gives ±inf or NaN, never an error"),
+    exp.Add: Rule(_float_arithmetic, "IEEE arithmetic on a float gives ±inf or NaN, never an error"),
+    exp.Sub: Rule(_float_arithmetic, "IEEE arithmetic on a float gives ±inf or NaN, never an error"),
+    exp.Div: Rule(_divide, "DuckDB's / divides as DOUBLE: x/0 is ±inf, never an error"),
+    exp.Round: Rule(_round, "ROUND of a float, or of a DECIMAL(w,s) into DECIMAL(w,0), which holds it"),
+    exp.Ceil: Rule(_of_floats, "CEIL of a float is a float"),
+    exp.Abs: Rule(_of_floats, "ABS of a float is a float (of an integer it overflows at the minimum)"),
+    exp.Greatest: Rule(_extreme, "its arguments unify to a common type that holds all of them"),
+    exp.Least: Rule(_extreme, "its arguments unify to a common type that holds all of them"),
+    exp.Sum: Rule(_sum, "SUM of integers of at most 64 bits accumulates in HUGEINT: no overflow below 2^64 rows"),
+    exp.Count: Rule(_count, "counts rows or values: cannot fail"),
+    exp.Mod: Rule(_mod, "an integer modulo a positive integer literal"),
+    exp.Anonymous: Rule(_function, "HASH; HISTOGRAM of a BIGINT into literal BIGINT bounds, or of quantiles.bin_sql's bin, and its MAP_ENTRIES / MAP_KEYS / MAP_VALUES"),
+    exp.MapKeys: Rule(_map_keys, "the keys of the histogram's map"),
+    exp.Array: Rule(_array, "a list of total elements (the sparse histogram's bins and counts)"),
+    exp.ArrayFilter: Rule(_list_filter, "keeps the histogram's bins whose count is above 0"),
 }
 
-#: Forms deliberately left out, and why (they run inside TRY): arithmetic (overflow, division
-#: by zero), CAST (now TRY_CAST), ABS/ROUND/LN/SQRT/POW (overflow, domain errors), ``||`` (a
-#: result past DuckDB's 4 GiB string limit), CASE x WHEN v (a cast of x per row), LIKE … ESCAPE
-#: (an escape string of several characters fails per row).
+#: Forms deliberately left out, and why (they run inside TRY): integer and DECIMAL arithmetic
+#: (overflow), a narrowing CAST (an analyst's CAST is a TRY_CAST), ABS of an integer, LN/SQRT/POW
+#: (domain errors), ``||`` (a result past DuckDB's 4 GiB string limit), LIKE … ESCAPE (an escape
+#: string of several characters fails per row).

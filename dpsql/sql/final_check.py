@@ -1,0 +1,100 @@
+"""The one totality check of the exact query, on the text that runs (docs/privacy.md, "The exact
+query is total").
+
+The analyst's conditions and keys are checked where they are planned, but the exact query also
+holds what dpsql writes itself: join conditions, a measure scaled to its granularity, the split
+count, the quantile histogram, a workload's partition condition. Issue 29 found two of those
+failing per row (a BIGINT joined to a DECIMAL(38,31) key; an INTEGER scaled by 100) while every
+analyst expression was proven total. So :func:`check_final` parses the final SQL, whoever wrote
+each part of it, and proves every expression that reads a row total with the one allow-list
+(:data:`dpsql.sql.totality.ALLOW_LIST`) and the columns' types: each projection, aggregate,
+join condition, WHERE conjunct and GROUP BY key is built only from allow-listed forms or runs
+inside ``TRY()`` / ``TRY_CAST``. A fragment that is not is refused here, in phase 1, with
+DP122 — before any row is read, and whatever the rows.
+
+It runs where the exact SQL is made (:func:`dpsql.sql.rewrite.exact_sql`), once per plan: the
+plan cache and the plan record (:mod:`dpsql.records.plan`) keep the checked text, so a recorded
+plan runs without sqlglot. No I/O; nothing here reads a row.
+"""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+
+from dpsql.errors import QueryRefused
+from dpsql.sql.totality import condition_total, expression_total
+
+#: how much of a fragment a refusal quotes (it is the query's and dpsql's text: public)
+_SHOWN = 200
+
+
+def check_final(sql: str, types: dict[str, str]) -> None:
+    """Refuse (DP122) unless every expression of the exact query ``sql`` is total.
+
+    Args:
+        sql: the exact query, as :func:`~dpsql.sql.rewrite.exact_sql` wrote it.
+        types: DuckDB type of every column it reads: the private table's columns and the joined
+            public columns under their internal names (``__j1_region``).
+    """
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    bad = first_not_total(tree, types)
+    if bad is not None:
+        fragment = bad.sql("duckdb")
+        raise QueryRefused(
+            "dpsql cannot prove that the exact query it would run cannot fail for some row: "
+            f"{fragment[:_SHOWN]}{'…' if len(fragment) > _SHOWN else ''}", code="DP122",
+            hint="whether a query fails must not depend on private rows, so dpsql refuses it before reading "
+                 "any; rewrite the expression named (or the policy's declaration that produced it), or report "
+                 "it as a gap in dpsql's allow-list (docs/privacy.md).")
+
+
+def first_not_total(tree: exp.Expression, types: dict[str, str]) -> exp.Expression | None:
+    """The first expression of the exact query that could fail for some row, or None. Only the
+    shape :func:`~dpsql.sql.rewrite.exact_sql` writes is known: one SELECT with projections, a
+    FROM of the private table and joined projections of public tables, WHERE and GROUP BY.
+    Anything else is returned whole."""
+    if not isinstance(tree, exp.Select):
+        return tree
+    known = {"expressions", "from", "from_", "joins", "where", "group"}
+    if any(v for k, v in tree.args.items() if k not in known):
+        return tree
+    for item in tree.expressions:
+        value = item.this if isinstance(item, exp.Alias) else item
+        if not expression_total(value, types):
+            return value
+    source = tree.args.get("from_") or tree.args.get("from")
+    if source is None or not isinstance(source.this, exp.Table):
+        return tree
+    for join in tree.args.get("joins") or []:
+        bad = _join(join, types)
+        if bad is not None:
+            return bad
+    where = tree.args.get("where")
+    if where is not None:
+        parts = list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]
+        for part in parts:
+            if not condition_total(part, types):
+                return part
+    group = tree.args.get("group")
+    for key in group.expressions if group is not None else []:
+        if not expression_total(key, types):
+            return key
+    return None
+
+
+def _join(join: exp.Join, types: dict[str, str]) -> exp.Expression | None:
+    """A joined public table: ``JOIN (SELECT col AS __jN_col, ... FROM table) AS __jN ON cond``.
+    Its projections read bare columns (each typed by its internal name); the condition compares
+    a row's column with the key and must be total."""
+    sub = join.this
+    inner = sub.this if isinstance(sub, exp.Subquery) else None
+    if not isinstance(inner, exp.Select) or set(k for k, v in inner.args.items() if v) - {"expressions", "from", "from_"}:
+        return join
+    for item in inner.expressions:
+        if not (isinstance(item, exp.Alias) and isinstance(item.this, exp.Column) and item.alias in types):
+            return item
+    on = join.args.get("on")
+    if on is None or join.args.get("using") or not condition_total(on, types):
+        return on if on is not None else join
+    return None
