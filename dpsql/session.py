@@ -346,7 +346,12 @@ class Session:
         """Phases 2-3 up to the charge: the exact query, partition selection, noise. Exact values
         live only in this frame and in ``release.release``, and are dropped before it returns."""
         t0 = time.perf_counter()
-        exact_rows = self.engine.run(d.query)
+        query = d.query
+        if d.plan.table.many_rows:  # the bounding transformation's secret salt, drawn per query (sql/units.py)
+            from dpsql.sql.units import salted
+
+            query = salted(query, self.rng)
+        exact_rows = self.engine.run(query)
         timings["execute"] = time.perf_counter() - t0
         return release(d, exact_rows, self.rng, timings)
 

@@ -93,8 +93,8 @@ def allocations(plan: Plan, settings: Settings, policy: Policy) -> list[Allocati
     ρ = 0.1 (below the default selection's 0.125)."""
     shared = shared_count(plan, policy)
     rest = tuple(p for p in plan.primitives if p != shared)
-    sens = {p: (plan.table.measures[p.column].max_threshold if p.kind == "sum" else 1) for p in rest}
-    gran = {p: (plan.table.measures[p.column].granularity if p.kind == "sum" else Fraction(1)) for p in rest}
+    sens = {p: (plan.table.measure(p.column).max_threshold if p.kind == "sum" else 1) for p in rest}
+    gran = {p: (plan.table.measure(p.column).granularity if p.kind == "sum" else Fraction(1)) for p in rest}
     allocs = iter(allocate(rest, settings, sens, gran)) if rest else iter(())
     return [Allocation(p, TSGD, Fraction(0)) if p == shared else next(allocs) for p in plan.primitives]
 
@@ -134,7 +134,7 @@ def policy_terms(plan: Plan, allocs: list[Allocation], policy: Policy) -> tuple[
     if split_rho:
         thresholds: dict[str, Any] = {}
         for name in plan.split_measures:
-            m = plan.table.measures[name]
+            m = plan.table.measure(name)
             thresholds[name] = m.display(m.threshold)
             if m.override:
                 thresholds[f"{name} by {m.override.key}"] = {str(k): m.display(v) for k, v in m.override.thresholds.items()}
@@ -154,4 +154,16 @@ def policy_terms(plan: Plan, allocs: list[Allocation], policy: Policy) -> tuple[
         if sel is not None and not split_selection:
             term["delta_exact"] = str(sel.delta)
         terms.append(term)
+    if plan.table.many_rows:
+        return tuple(_per_unit(plan.table, t) for t in terms)
     return tuple(terms)
+
+
+def _per_unit(table: Any, term: dict[str, Any]) -> dict[str, Any]:
+    """A term of a table with many rows per unit (sql/units.py) is per (unit, group) record: the
+    unit's loss P(u) sums it over the at most κ groups it keeps (docs/privacy.md, "Many rows per
+    unit"), so its bound is κ·K²·ρ for a split term (K = max_splits; none without it), κ·ρ else."""
+    k, rho = table.max_groups, Fraction(term["rho_exact"])
+    split = term["scale"] != "1"
+    bound = (fmt(k * table.max_splits**2 * rho) if table.max_splits else "none (no max_splits)") if split else fmt(k * rho)
+    return {**term, "max_groups": k, "per": "unit and group: P(u) sums it over the unit's groups", "unit_bound": bound}

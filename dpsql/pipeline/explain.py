@@ -36,7 +36,7 @@ def explain(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, doma
         if a.mechanism == EXPONENTIAL:
             noise.append({**quantile_term(a, plan).to_dict(), "em_epsilon": fmt(a.em_epsilon)})
             continue
-        m = plan.table.measures.get(p.column) if p.kind == "sum" else None
+        m = plan.table.measure(p.column) if p.kind == "sum" and p.column else None
         g = m.granularity if m else Fraction(1)
         sens = sorted(set(m.thresholds())) if m else [1]
         entry = {"aggregate": p.label, "mechanism": a.mechanism, "rho": fmt(a.rho),

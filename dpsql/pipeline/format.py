@@ -115,6 +115,9 @@ def explanation(ex: Explanation) -> str:
     for t in ex.policy_terms:
         extra = f"  with {t['splits']}, thresholds {t['thresholds']}" if t["scale"] != "1" else ""
         lines.append(f"  + {t['rho']} * {t['scale']}{extra}")
+        if "unit_bound" in t:  # many rows per unit (sql/units.py)
+            lines.append(f"    per (unit, group): a unit's P(u) sums it over its at most {t['max_groups']} groups, "
+                         f"at most {t['unit_bound']}")
     lines += ["", "-- exact per-group values noise is added to (runs inside the engine; its output never leaves it):",
               ex.exact_sql + ";", "",
               "-- the same values over materialised split records (paper 000 Algorithm 1), the reference:",

@@ -101,7 +101,7 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource, t
             columns.update(release_quantile(i, a, plan, list(map(itemgetter(i), exact_of_cell)), rng))
             noise_terms.append(quantile_term(a, plan))
             continue
-        m = plan.table.measures.get(p.column) if p.kind == "sum" else None
+        m = plan.table.measure(p.column) if p.kind == "sum" and p.column else None
         g = m.granularity if m else Fraction(1)
         sens, noise = sens_of[i], noises[i]
         distinct = sorted(set(sens))  # a handful of distinct values
@@ -310,7 +310,7 @@ def sensitivities(plan: Plan, domain: list[tuple[Any, ...]], p: Primitive) -> li
     else the largest threshold any record of the cell can have."""
     if p.kind == "count":
         return [1] * len(domain)
-    m = plan.table.measures[p.column]
+    m = plan.table.measure(p.column or "")
     by_key = [i for i, k in enumerate(plan.keys) if m.override is not None and k.column == m.override.key]
     if by_key:
         return [m.threshold_for(cell[by_key[0]]) for cell in domain]

@@ -26,6 +26,7 @@ from dpsql.sql.plan import GroupKey, Plan, primitive_column
 from dpsql.policy.model import INTEGER_TYPES, Measure, TablePolicy
 from dpsql.sql.quantiles import histogram_sql
 from dpsql.sql.totality import condition_total, expression_total
+from dpsql.sql import units
 
 
 
@@ -144,6 +145,8 @@ def key_sql(key: GroupKey, schema: dict[str, str]) -> str:
 
 def exact_sql(plan: Plan, schema: dict[str, str]) -> str:
     """The query that runs: one scan, one group-by, exact per-group primitives."""
+    if plan.table.many_rows:  # many rows per unit: a two-level aggregate (sql/units.py)
+        return units.exact_sql(plan, _row_parts(plan, schema))
     t = plan.table
     schema = {**schema, **plan.public_types}
     cols = [f"{key_sql(k, schema)} AS {_q(k.name)}" for k in plan.keys]
@@ -199,6 +202,8 @@ def split_relation_sql(table: TablePolicy, measures: list[Measure], schema: dict
 def reference_sql(plan: Plan, schema: dict[str, str]) -> str:
     """The same values as :func:`exact_sql`, computed over materialised split records:
     SUM over split values, COUNT(DISTINCT unit) for counts (paper 000 Table 3)."""
+    if plan.table.many_rows:
+        return units.reference_sql(plan, _row_parts(plan, schema))
     t = plan.table
     measures = [t.measures[m] for m in plan.split_measures]
     counted = sorted({p.column for p in plan.primitives if p.kind == "count" and p.column})
@@ -231,3 +236,11 @@ def reference_sql(plan: Plan, schema: dict[str, str]) -> str:
     if plan.keys:
         sql += f"\nGROUP BY {', '.join(_q(k) for k in names)}"
     return sql
+
+
+def _row_parts(plan: Plan, schema: dict[str, str]) -> units.RowParts:
+    """What sql/units.py reuses of this module for a table with many rows per unit."""
+    types = {**schema, **plan.public_types}
+    return units.RowParts(keys=[key_sql(k, types) for k in plan.keys], source=from_sql(plan),
+                          where=_where_sql(plan, types),
+                          value=lambda name: value_sql(plan.table.measures[name], schema[name], None))
