@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SPREAD = "tests/test_release_spread.py"
 REFUSALS = "tests/test_refusals.py"
 KAPPA = "tests/test_selection_kappa.py"
+MANY = "tests/test_many_rows.py"
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,33 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/privacy/policy_function.py", "total += r * int(a) * int(a)", "total = r * int(a) * int(a)"),),
              (f"{KAPPA}::test_unit_policy_loss_sums_squares_over_groups",
               f"{KAPPA}::test_unit_policy_loss_is_the_renyi_divergence_of_the_gaussian_cells")),
+    # ------------------------------------------------------------------ many rows per unit (sql/units.py)
+    Mutation("many_rows_bounding_skipped",
+             "a unit with many rows keeps all its groups, not κ: it moves more cells than P(u) states",
+             (Patch("dpsql/sql/units.py", "ORDER BY {hashed}, {', '.join(names)}) <= {t.max_groups}",
+                    "ORDER BY {hashed}, {', '.join(names)}) <= {t.max_groups} + 1000"),),
+             (f"{MANY}::test_a_unit_in_ten_groups_with_kappa_three_is_in_exactly_three",)),
+    Mutation("many_rows_totals_not_top_coded",
+             "a (unit, group) record's total is not top-coded at max_splits·T: |A_g(u)| exceeds max_splits",
+             (Patch("dpsql/sql/units.py", "    if k is None:", "    if True:"),),
+             (f"{MANY}::test_a_unit_in_ten_groups_with_kappa_three_is_in_exactly_three",)),
+    Mutation("many_rows_salt_fixed",
+             "the bounding's salt is a constant instead of a fresh secret per query: the kept groups are predictable",
+             (Patch("dpsql/sql/units.py", "salt = int(rng.bits63(1)[0])", "salt = 0"),),
+             (f"{MANY}::test_the_salt_is_drawn_per_query",)),
+    Mutation("many_rows_row_count_sensitivity_one",
+             "COUNT(*) over many rows is calibrated to sensitivity 1 although a split carries row_threshold rows",
+             (Patch("dpsql/policy/model.py", "return Measure(name, self.row_threshold)", "return Measure(name, 1)"),),
+             (f"{MANY}::test_receipt_states_the_per_unit_bound_and_row_sensitivity",)),
+    Mutation("many_rows_unit_check_skipped",
+             "repeated units are accepted although the table does not declare max_groups (single-row sensitivity)",
+             (Patch("dpsql/policy/check.py", "    if tp.many_rows:", "    if True:"),),
+             (f"{MANY}::test_repeated_units_without_max_groups_are_still_refused",)),
+    Mutation("many_rows_unit_bound_not_times_kappa",
+             "the receipt's per-unit bound forgets that a unit pays in each of its κ groups",
+             (Patch("dpsql/pipeline/decide.py", "bound = (fmt(k * table.max_splits**2 * rho)",
+                    "bound = (fmt(table.max_splits**2 * rho)"),),
+             (f"{MANY}::test_receipt_states_the_per_unit_bound_and_row_sensitivity",)),
     Mutation("session_selection_delta_raised",
              "the session runs the selection with 10× the δ the policy states and the ledger charges",
              (Patch("dpsql/pipeline/release.py", "keep = select(n, sel.epsilon, sel.delta, rng)",
