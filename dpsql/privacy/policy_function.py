@@ -5,7 +5,8 @@ Every charge in the ledger carries the terms it adds (paper 000 Lemma 5.1, Lemma
 ⌈|r(a)|/T(a)⌉), capped at max_splits) and ``ρ`` for counts. Composition adds them (paper 000
 Lemma 4.2), so P(r) = Σ_q ρ_q·|A_q(r)|² + Σ_q ρ'_q.
 
-Many rows per unit (issue 31; not yet used by the query path): :func:`unit_policy_loss` is
+Many rows per unit (issue 31; the query path, ``sql/units.py``, charges per (unit, group)
+record and states the bound κ·K²·ρ, :func:`unit_policy_bound`, in its terms): :func:`unit_policy_loss` is
 P(u) = Σ_g ρ·|A_g(u)|² over the ≤ κ groups a unit keeps (paper 000 Algorithm 1 per (unit, group),
 Lemma 5.1, the P-PRzCDP definition of section 3), :func:`group_splits` its |A_g(u)|.
 
@@ -163,8 +164,7 @@ def parse_record(items: list[str]) -> dict[str, str]:
 
 # ---------------------------------------------------------------------------------------------
 # Many rows per unit (issue 31): P(u) over a unit's groups. The model and its proof are in
-# docs/privacy.md, "Many rows per unit"; the query path does not use these yet (DP401 still
-# requires one row per unit).
+# docs/privacy.md, "Many rows per unit" (the query path, dpsql/sql/units.py, states the bound).
 # ---------------------------------------------------------------------------------------------
 
 

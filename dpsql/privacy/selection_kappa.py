@@ -1,5 +1,5 @@
 """Units in up to kappa groups: partition selection for kappa > 1 (issue 31; not yet on the
-query path, which still requires one row per unit).
+query path: a many-row table, dpsql/sql/units.py, groups by private keys only with kappa = 1).
 
 Setting (issue 31; docs/privacy.md, "Many rows per unit"): a privacy unit may have many rows;
 neighbouring data sets differ by one unit with all its rows. After the bounding transformation a
