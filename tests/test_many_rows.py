@@ -73,10 +73,10 @@ def _salt(seed: int) -> int:
     return int(seeded_random(seed).bits63(1)[0])
 
 
-def _hashes(db: Path, salt: int) -> dict[tuple, int]:
+def _hashes(db: Path, salt: int, key: str = "region") -> dict[tuple, int]:
     con = duckdb.connect(str(db), read_only=True)
     out = {(u, g): h for u, g, h in con.execute(
-        f"SELECT pid, region, HASH(pid, region, {salt}) FROM (SELECT DISTINCT pid, region FROM visits)").fetchall()}
+        f"SELECT pid, {key}, HASH(pid, {key}, {salt}) FROM (SELECT DISTINCT pid, {key} FROM visits)").fetchall()}
     con.close()
     return out
 
@@ -219,8 +219,8 @@ def test_receipt_states_the_per_unit_bound_and_row_sensitivity(tmp_path):
     rho_split, rho_const = Fraction(split["rho_exact"]), Fraction(const["rho_exact"])
     assert rho_split + rho_const == receipt.rho
     assert split["max_groups"] == const["max_groups"] == KAPPA
-    assert Fraction(split["unit_bound"]) == KAPPA * K**2 * rho_split
-    assert Fraction(const["unit_bound"]) == KAPPA * rho_const
+    assert Fraction(split["unit_bound_exact"]) == KAPPA * K**2 * rho_split
+    assert Fraction(const["unit_bound_exact"]) == KAPPA * rho_const
 
 
 @pytest.mark.parametrize("table", [MANY, f"max_groups = {KAPPA}\nrow_threshold = {ROWS_T}"])
@@ -267,7 +267,7 @@ def test_unique_units_path_is_unchanged(tmp_path):
 @pytest.mark.parametrize("sql, words", [
     ("SELECT region, MEDIAN(amount) FROM visits GROUP BY region", "quantile"),
     ("SELECT COUNT(DISTINCT shop) FROM visits", "COUNT(DISTINCT column)"),
-    ("SELECT shop, COUNT(DISTINCT pid) FROM visits GROUP BY shop", "private key"),
+    ("SELECT region, shop, COUNT(DISTINCT pid) FROM visits GROUP BY region, shop", "private key"),
 ])
 def test_forms_not_answered_yet_are_refused_free(tmp_path, sql, words):
     db, policy = _database(tmp_path, _rows())
@@ -317,3 +317,30 @@ def test_row_threshold_needs_max_groups(tmp_path):
     db, policy = _database(tmp_path, _rows(), table="row_threshold = 4")
     with pytest.raises(dpsql.OperationalError, match="declare max_groups too"):
         dpsql.connect(db, policy).close()
+
+
+def test_a_private_key_with_kappa_three(tmp_path):
+    """κ > 1 and only private keys: each group kept by pi_opt at (ε/κ, δ/κ); groups of 100+
+    units are all kept, and their values are the bounded two-level oracle's."""
+    shops = [f"s{i}" for i in range(5)]
+    rows = [(u, shops[u % 5], None, shops[u % 5]) for u in range(500) for _ in range(2)]
+    rows += [(1000 + u, s, None, s) for u in range(20) for s in shops for _ in range(3)]  # in all 5 shops
+    db, policy = _database(tmp_path, rows)
+    answer, receipt = _answer(db, policy, "SELECT shop, COUNT(DISTINCT pid), COUNT(*) FROM visits GROUP BY shop ORDER BY shop")
+    hashes = _hashes(db, _salt(11), key="shop")
+    kept = {(u, s) for u in range(1000, 1020) for s in sorted(shops, key=lambda s: (hashes[(u, s)], s))[:KAPPA]}
+    oracle = [(s, 100 + sum(1 for u, ss in kept if ss == s), 200 + 3 * sum(1 for u, ss in kept if ss == s)) for s in shops]
+    assert answer == oracle
+    assert receipt.selection is not None
+    const = receipt.policy_terms[-1]
+    assert Fraction(const["unit_bound_exact"]) == Fraction(const["rho_exact"]) + (KAPPA - 1) * (Fraction(const["rho_exact"]) - Fraction(1, 2))
+
+
+def test_selection_runs_at_epsilon_over_kappa(tmp_path):
+    """Groups of 25 units: pi_opt at (ε, δ) = (1, 1e-6) keeps each with probability 0.999996, at
+    (ε/3, δ/3) with 0.0035 (paper 002 Theorem 1): with κ = 3 at most one of four is kept (a second
+    one has probability below 1e-4)."""
+    rows = [(u, "A", 1, f"s{u % 4}") for u in range(100)]
+    db, policy = _database(tmp_path, rows)
+    answer, receipt = _answer(db, policy, "SELECT shop, COUNT(DISTINCT pid) FROM visits GROUP BY shop")
+    assert len(answer) <= 1 and receipt.selection is not None

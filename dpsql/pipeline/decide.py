@@ -155,15 +155,20 @@ def policy_terms(plan: Plan, allocs: list[Allocation], policy: Policy) -> tuple[
             term["delta_exact"] = str(sel.delta)
         terms.append(term)
     if plan.table.many_rows:
-        return tuple(_per_unit(plan.table, t) for t in terms)
+        return tuple(_per_unit(plan.table, t, sel.epsilon**2 / 2 if sel else Fraction(0)) for t in terms)
     return tuple(terms)
 
 
-def _per_unit(table: Any, term: dict[str, Any]) -> dict[str, Any]:
+def _per_unit(table: Any, term: dict[str, Any], rho_sel: Fraction) -> dict[str, Any]:
     """A term of a table with many rows per unit (sql/units.py) is per (unit, group) record: the
     unit's loss P(u) sums it over the at most κ groups it keeps (docs/privacy.md, "Many rows per
-    unit"), so its bound is κ·K²·ρ for a split term (K = max_splits; none without it), κ·ρ else."""
+    unit"), so its bound is κ·K²·ρ for a split term (K = max_splits; none without it), κ·ρ for
+    counts of units. A partition selection (units counted) costs a unit at most its ε²/2 in all:
+    each of its ≤ κ groups is kept at (ε/κ, δ/κ), and basic composition gives (ε, δ)."""
     k, rho = table.max_groups, Fraction(term["rho_exact"])
-    split = term["scale"] != "1"
-    bound = (fmt(k * table.max_splits**2 * rho) if table.max_splits else "none (no max_splits)") if split else fmt(k * rho)
-    return {**term, "max_groups": k, "per": "unit and group: P(u) sums it over the unit's groups", "unit_bound": bound}
+    if term["scale"] != "1":
+        bound = k * table.max_splits**2 * rho if table.max_splits else None
+    else:
+        bound = k * (rho - rho_sel) + rho_sel
+    return {**term, "max_groups": k, "per": "unit and group: P(u) sums it over the unit's groups",
+            "unit_bound": "none (no max_splits)" if bound is None else fmt(bound), "unit_bound_exact": str(bound)}

@@ -58,7 +58,7 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource, t
     released, selected_counts = None, None
     if sel is not None:
         counts = selection_counts(plan, exact_rows)
-        released, selected_counts = select_groups(counts, sel, rng)
+        released, selected_counts = select_groups(counts, sel, rng, plan.table.max_groups or 1)
         del counts
         # Post-processing of the selection's output: never more cells than the limit.
         released = released[:d.max_released]
@@ -252,11 +252,12 @@ def sample_noise(allocs: tuple[Allocation, ...], sens_of: dict[int, list[int]], 
     return out
 
 
-def select_groups(counts: dict[tuple[Any, ...], int], sel: Selection, rng: RandomSource
+def select_groups(counts: dict[tuple[Any, ...], int], sel: Selection, rng: RandomSource, kappa: int = 1
                   ) -> tuple[list[tuple[Any, ...]], dict[tuple[Any, ...], int] | None]:
     """The private-key groups released by DP partition selection, in a stable order, and —
     for the truncated geometric (paper 002 Theorems 5-6) — their noisy counts. ``counts``
-    are exact and stay here."""
+    are exact and stay here. ``kappa``: the groups a unit may be in (a many-row table's
+    ``max_groups``, sql/units.py): each group is then kept at (ε/κ, δ/κ)."""
     import numpy as np
 
     from dpsql.privacy.selection import select
@@ -270,7 +271,12 @@ def select_groups(counts: dict[tuple[Any, ...], int], sel: Selection, rng: Rando
         keep, noisy = thresholded_release(n, sel.epsilon, sel.delta, rng)
         kept = [g for g, k in zip(groups, keep) if k]
         return sorted_groups(kept), dict(zip(kept, noisy.tolist()))
-    keep = select(n, sel.epsilon, sel.delta, rng)  # the optimal primitive, Theorem 1
+    if kappa > 1:  # units in up to κ groups: basic composition over them (privacy/selection_kappa.py)
+        from dpsql.privacy.selection_kappa import select_kappa
+
+        keep = select_kappa(n, sel.epsilon, sel.delta, kappa, rng)
+    else:
+        keep = select(n, sel.epsilon, sel.delta, rng)  # the optimal primitive, Theorem 1
     return sorted_groups([g for g, k in zip(groups, keep) if k]), None
 
 

@@ -44,7 +44,7 @@ SALT = "getvariable('dpsql_secret_salt')"
 _CAP = 2**62
 #: what a refusal of a form this path does not answer yet says to do
 _HINT = ("on a table with many rows per unit (max_groups) dpsql answers COUNT(*), COUNT(DISTINCT unit), "
-         "SUM(measure) and AVG(measure) by public keys (docs/sql.md, \"Many rows per unit\").")
+         "SUM(measure) and AVG(measure) by public keys, or by private keys alone (docs/sql.md, \"Many rows per unit\").")
 
 
 def salted(query: str, rng: Any) -> str:
@@ -101,14 +101,22 @@ def rows(scopes: Any, table: TablePolicy, node: exp.Expression, column: str | No
 
 
 def check_plan(scopes: Any, select: exp.Select, table: TablePolicy, policy: Policy, keys: list[GroupKey]) -> None:
-    """Refuse (DP209) a query on a many-row table that groups by a private key, unless κ = 1 and
-    selection counts units: partition selection for units in κ > 1 groups (``privacy/selection_kappa.py``)
-    is not wired into the query path yet; with κ = 1 a unit moves one group's count of units by
-    at most one, as the single-row selection assumes."""
+    """Refuse (DP209) a GROUP BY on a private key that partition selection cannot cover yet on a
+    many-row table. Selection counts the kept units per private group. With κ = 1 a unit is in
+    one cell: the single-row selection holds. With κ > 1 each group is kept by pi_opt at (ε/κ,
+    δ/κ) (``release.select_groups``, ``privacy/selection_kappa.py``), which needs every key
+    private — with a public key too, one unit's κ cells could share a private group and move its
+    count by more than 1 — and the optimal method (the truncated geometric's noisy count is a
+    count of units in one group only)."""
     private = [k for k in keys if not k.public]
-    if private and (table.max_groups != 1 or policy.selection.count != "units"):
+    if not private:
+        return
+    sel = policy.selection
+    ok = sel.count == "units" and (table.max_groups == 1 or (len(private) == len(keys) and sel.method == "optimal"))
+    if not ok:
         raise scopes.refuse(select, "DP209", f"GROUP BY the private key {private[0].label} is not answered yet on a "
-                            "table with many rows per unit (unless max_groups = 1 and selection.count = \"units\")", _HINT)
+                            "table with many rows per unit with this policy: it needs selection.count = \"units\", and "
+                            "when max_groups > 1 every key private and selection.method = \"optimal\"", _HINT)
 
 
 @dataclass(frozen=True)
