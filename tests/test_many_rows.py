@@ -344,3 +344,57 @@ def test_selection_runs_at_epsilon_over_kappa(tmp_path):
     db, policy = _database(tmp_path, rows)
     answer, receipt = _answer(db, policy, "SELECT shop, COUNT(DISTINCT pid) FROM visits GROUP BY shop")
     assert len(answer) <= 1 and receipt.selection is not None
+
+
+def test_public_table_join_and_date_range_keys(tmp_path):
+    """A public table joined on its key and a date range's months are public keys on a many-row
+    table as on any other: every zone / month is released, and the values are the two-level
+    oracle's (no unit is in more than κ of these groups, so bounding keeps every row)."""
+    import datetime
+
+    db, policy = tmp_path / "d.duckdb", tmp_path / "d.policy.toml"
+    r = random.Random(3)
+    rows = []
+    for u in range(80):
+        months = r.sample(range(1, 13), 2)
+        rows += [(u, REGIONS[u % 4], r.randint(0, 90), datetime.date(2024, r.choice(months), r.randint(1, 28)))
+                 for _ in range(r.randint(1, 9))]
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE visits(pid INTEGER, region VARCHAR, amount INTEGER, day DATE)")
+    con.executemany("INSERT INTO visits VALUES (?, ?, ?, ?)", rows)
+    con.execute("CREATE TABLE zones(code VARCHAR, zone VARCHAR)")
+    con.executemany("INSERT INTO zones VALUES (?, ?)", [(g, "north" if g in "AB" else "south") for g in REGIONS])
+    con.close()
+    policy.write_text(f"""
+[budget]
+default_rho = 1e12
+total_rho = 1e15
+[tables.visits]
+privacy_unit = "pid"
+{MANY}
+[tables.visits.measures]
+amount = {{ threshold = 1000 }}
+[tables.visits.keys]
+region = {{ keyset = {REGIONS} }}
+day = {{ range = ["2024-01-01", "2024-12-31"] }}
+[public_tables.zones]
+key = "code"
+""")
+    by_zone, _ = _answer(db, policy, "SELECT z.zone, COUNT(*), COUNT(DISTINCT v.pid), SUM(v.amount) FROM visits v "
+                                     "JOIN zones z ON v.region = z.code GROUP BY z.zone ORDER BY z.zone")
+    zone = {g: ("north" if g in "AB" else "south") for g in REGIONS}
+    want = []
+    for zname in ("north", "south"):
+        sel = [x for x in rows if zone[x[1]] == zname]
+        per_unit: dict[int, int] = {}
+        for u, _, a, _ in sel:
+            per_unit[u] = per_unit.get(u, 0) + a
+        want.append((zname, sum(min(sum(1 for x in sel if x[0] == u), K * ROWS_T) for u in per_unit), len(per_unit),
+                     sum(min(v, K * 1000) for v in per_unit.values())))
+    assert by_zone == want
+    by_month, _ = _answer(db, policy, "SELECT DATE_TRUNC('month', day) AS m, COUNT(DISTINCT pid), SUM(amount) FROM visits "
+                                      "GROUP BY m ORDER BY m")
+    assert len(by_month) == 12
+    for i, (_, units, total) in enumerate(by_month):
+        sel = [x for x in rows if x[3].month == i + 1]
+        assert (units, total) == (len({x[0] for x in sel}), sum(x[2] for x in sel))
