@@ -149,7 +149,8 @@ MUTATIONS: tuple[Mutation, ...] = (
              "P(u) counts only the last of a unit's groups instead of Σ_g ρ·|A_g(u)|²",
              (Patch("dpsql/privacy/policy_function.py", "total += r * int(a) * int(a)", "total = r * int(a) * int(a)"),),
              (f"{KAPPA}::test_unit_policy_loss_sums_squares_over_groups",
-              f"{KAPPA}::test_unit_policy_loss_is_the_renyi_divergence_of_the_gaussian_cells")),
+              f"{KAPPA}::test_unit_policy_loss_is_the_renyi_divergence_of_the_gaussian_cells",
+              f"{MANY}::test_policy_function_of_a_unit_over_its_groups")),
     # ------------------------------------------------------------------ many rows per unit (sql/units.py)
     Mutation("many_rows_bounding_skipped",
              "a unit with many rows keeps all its groups, not κ: it moves more cells than P(u) states",

@@ -398,3 +398,22 @@ key = "code"
     for i, (_, units, total) in enumerate(by_month):
         sel = [x for x in rows if x[3].month == i + 1]
         assert (units, total) == (len({x[0] for x in sel}), sum(x[2] for x in sel))
+
+
+def test_policy_function_of_a_unit_over_its_groups(tmp_path):
+    """`dpsql policy` for a many-row table: P(u) = Σ_g ρ·|A_g(u)|² + ρ_count·(groups), for a unit
+    given per group (amount=...,... rows=...,...), and more groups than κ refused."""
+    from dpsql.privacy import policy_function as pf
+
+    db, policy = _database(tmp_path, _rows())
+    con = dpsql.connect(db, policy, rho=0.3, _random_source=seeded_random(1))
+    con.cursor().execute("SELECT region, COUNT(*), COUNT(DISTINCT pid), SUM(amount) FROM visits GROUP BY region")
+    terms = pf.collect(con.session.ledger.history())
+    con.close()
+    text = pf.formula(terms)["visits"]
+    assert text.startswith("P(u) = Σ_g 0.2·|A_g(u)|²") and "0.1·(groups of u)" in text
+    # amount 120 → ⌈120/50⌉ = 3, rows 2 → 1: |A| = 3; amount 10, rows 9 → ⌈9/4⌉ = 3; amount 400 → 8, capped at K = 5
+    total, _ = pf.evaluate(terms, "visits", pf.parse_record(["amount=120,10,400", "rows=2,9,1"]))
+    assert total == Fraction(2, 10) * (3**2 + 3**2 + 5**2) + Fraction(1, 10) * 3
+    with pytest.raises(dpsql.DpsqlError, match="at most 3 groups"):
+        pf.evaluate(terms, "visits", pf.parse_record(["amount=1,2,3,4"]))

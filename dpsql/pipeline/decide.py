@@ -170,5 +170,8 @@ def _per_unit(table: Any, term: dict[str, Any], rho_sel: Fraction) -> dict[str, 
         bound = k * table.max_splits**2 * rho if table.max_splits else None
     else:
         bound = k * (rho - rho_sel) + rho_sel
-    return {**term, "max_groups": k, "per": "unit and group: P(u) sums it over the unit's groups",
-            "unit_bound": "none (no max_splits)" if bound is None else fmt(bound), "unit_bound_exact": str(bound)}
+    out = {**term, "max_groups": k, "per": "unit and group: P(u) sums it over the unit's groups",
+           "unit_bound": "none (no max_splits)" if bound is None else fmt(bound), "unit_bound_exact": str(bound)}
+    if term["scale"] == "1":
+        out["group_rho_exact"] = str(rho - rho_sel)  # paid in each group; the selection's part once
+    return out
