@@ -174,6 +174,15 @@ def test_other_code_plans_again(demo, monkeypatch, fresh_memory):
         assert con.session.recorded(QUERY) is None
 
 
+def test_the_code_identity_covers_every_module_of_dpsql():
+    """A change to the code that writes exact SQL (sql/rewrite.py) must make recorded plans stale:
+    the identity walks the whole package, not the records folder its module lives in."""
+    files: list[str] = []
+    plan_record._walk(plan_record.PACKAGE, files)
+    names = {Path(f.rsplit(":", 2)[0]).relative_to(plan_record.PACKAGE).as_posix() for f in files}
+    assert {"sql/rewrite.py", "sql/units.py", "session.py", "records/plan.py", "pipeline/release.py"} <= names
+
+
 @pytest.mark.parametrize("damage", ["", "{", '{"version": 1}', "[]", "null",
                                     '{"version": 1, "sql": "SELECT 1", "plan": {}, "exact": "SELECT 1"}'])
 def test_a_damaged_record_is_planned_again(demo, fresh_memory, damage):

@@ -58,6 +58,9 @@ TEXT = 8192
 _lock = threading.Lock()
 _read: OrderedDict[str, tuple[Plan, str]] = OrderedDict()
 _code: list[str] = []
+#: the dpsql package: every module under it stands for the code (this module is in records/, so
+#: its own folder would miss sql/, where a plan's exact SQL is written)
+PACKAGE = Path(__file__).resolve().parents[1]
 
 
 def code_identity() -> str:
@@ -65,7 +68,7 @@ def code_identity() -> str:
     time) and sqlglot's version file (found, not imported). Computed once per process (~1 ms)."""
     if not _code:
         files: list[str] = []
-        _walk(Path(__file__).parent, files)
+        _walk(PACKAGE, files)
         spec = PathFinder.find_spec("sqlglot")
         try:
             version = (Path(spec.origin).parent / "_version.py").read_text() if spec and spec.origin else ""
