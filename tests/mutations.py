@@ -183,6 +183,13 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/pipeline/release.py", "keep = select_kappa(n, sel.epsilon, sel.delta, kappa, rng)",
                     "keep = select_kappa(n, sel.epsilon, sel.delta, 1, rng)"),),
              (f"{MANY}::test_selection_runs_at_epsilon_over_kappa",)),
+    Mutation("capped_null_becomes_minus_cap",
+             "with max_splits a NULL measure is top-coded to −K·T (DuckDB's GREATEST skips NULL): its record moves "
+             "a SUM by K splits while P(r) charges one",
+             (Patch("dpsql/sql/rewrite.py",
+                    'value = f"CASE WHEN {value} < -{cap} THEN -{cap} WHEN {value} > {cap} THEN {cap} ELSE {value} END"',
+                    'value = f"LEAST(GREATEST({value}, -{cap}), {cap})"'),),
+             ("tests/test_splitting.py::test_a_null_measure_adds_nothing_under_max_splits",)),
     Mutation("session_selection_delta_raised",
              "the session runs the selection with 10× the δ the policy states and the ledger charges",
              (Patch("dpsql/pipeline/release.py", "keep = select(n, sel.epsilon, sel.delta, rng)",

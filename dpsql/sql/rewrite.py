@@ -83,7 +83,8 @@ def value_sql(measure: Measure, column_type: str, max_splits: int | None) -> str
         value = f"TRY_CAST(ROUND({scaled} * {g.denominator} / {g.numerator}) AS BIGINT)"
     if max_splits is not None:
         cap = threshold_sql(measure, max_splits)
-        value = f"LEAST(GREATEST({value}, -{cap}), {cap})"
+        # not LEAST(GREATEST(v, -cap), cap): DuckDB's GREATEST skips NULL, so a NULL v became −cap
+        value = f"CASE WHEN {value} < -{cap} THEN -{cap} WHEN {value} > {cap} THEN {cap} ELSE {value} END"
     return value
 
 
