@@ -62,7 +62,8 @@ def _database(tmp_path: Path, rows: list[tuple], table: str = MANY, name: str = 
     db, policy = tmp_path / f"{name}.duckdb", tmp_path / f"{name}.policy.toml"
     con = duckdb.connect(str(db))
     con.execute("CREATE TABLE visits(pid INTEGER, region VARCHAR, amount BIGINT, shop VARCHAR)")
-    con.executemany("INSERT INTO visits VALUES (?, ?, ?, ?)", rows)
+    if rows:
+        con.executemany("INSERT INTO visits VALUES (?, ?, ?, ?)", rows)
     con.close()
     policy.write_text(POLICY.format(table=table, t=AMOUNT_T, regions=REGIONS))
     return db, policy
@@ -417,3 +418,25 @@ def test_policy_function_of_a_unit_over_its_groups(tmp_path):
     assert total == Fraction(2, 10) * (3**2 + 3**2 + 5**2) + Fraction(1, 10) * 3
     with pytest.raises(dpsql.DpsqlError, match="at most 3 groups"):
         pf.evaluate(terms, "visits", pf.parse_record(["amount=1,2,3,4"]))
+
+
+def test_hostile_units_at_scale_keep_the_outcome_kind(tmp_path):
+    """A unit with 10⁶ rows, a unit in 10⁵ groups of a private key, NULL units: removing either
+    whole unit keeps the outcome's kind (answered, same columns, the same groups released)."""
+    base = ("SELECT u, 's' || (u % 3), 1, 's' || (u % 3) FROM range(300) t(u)",
+            "SELECT NULL, 's0', 10, 's0' FROM range(1000)")
+    heavy = f"SELECT {HEAVY}, 's0', {HUGE}, 's0' FROM range(1000000)"
+    wide = f"SELECT {HEAVY + 1}, 'z' || g, 1, 'z' || g FROM range(100000) t(g)"
+    outcomes = []
+    for name, parts in (("all", (*base, heavy, wide)), ("no_heavy", (*base, wide)), ("no_wide", (*base, heavy))):
+        db, policy = _database(tmp_path, [], name=name)
+        con = duckdb.connect(str(db))
+        for part in parts:
+            con.execute(f"INSERT INTO visits {part}")
+        con.close()
+        answer, receipt = _answer(db, policy, "SELECT shop, COUNT(*), COUNT(DISTINCT pid), SUM(amount) FROM visits "
+                                              "GROUP BY shop ORDER BY shop")
+        outcomes.append(([r[0] for r in answer], len(answer[0]), receipt.selection["released_groups"]))
+        heavy_in = name != "no_heavy"
+        assert answer[0][1:3] == (100 + heavy_in * K * ROWS_T, 100 + heavy_in)  # 10⁶ rows top-coded at K·R
+    assert outcomes[0] == outcomes[1] == outcomes[2] == (["s0", "s1", "s2"], 4, 3)
