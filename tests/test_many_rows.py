@@ -332,7 +332,14 @@ def test_a_private_key_with_kappa_three(tmp_path):
     kept = {(u, s) for u in range(1000, 1020) for s in sorted(shops, key=lambda s: (hashes[(u, s)], s))[:KAPPA]}
     oracle = [(s, 100 + sum(1 for u, ss in kept if ss == s), 200 + 3 * sum(1 for u, ss in kept if ss == s)) for s in shops]
     assert answer == oracle
-    assert receipt.selection is not None
+    assert receipt.selection["per_group"] == f"epsilon 0.333333, delta {1e-6 / 3:.3g} (max_groups = 3)"
+    from dpsql.privacy.pi_opt import release_probability
+
+    con = dpsql.connect(db, policy, _random_source=seeded_random(1))
+    mid = con.explain("SELECT shop, COUNT(*) FROM visits GROUP BY shop").selection["midpoint"]
+    con.close()
+    p = release_probability([mid - 1, mid], Fraction(1, 3), Fraction(1, 3 * 10**6))  # π at (ε/κ, δ/κ) crosses 1/2 there
+    assert p[0] < 0.5 <= p[1]
     const = receipt.policy_terms[-1]
     assert Fraction(const["unit_bound_exact"]) == Fraction(const["rho_exact"]) + (KAPPA - 1) * (Fraction(const["rho_exact"]) - Fraction(1, 2))
 

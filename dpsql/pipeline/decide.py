@@ -113,8 +113,12 @@ def shared_count(plan: Plan, policy: Policy) -> Primitive | None:
 def selection_params(plan: Plan, policy: Policy) -> dict[str, Any]:
     """The public parameters of a query's partition selection (receipt and explain)."""
     sel = policy.selection
-    return {"keys": [k.label for k in plan.private_keys], "method": sel.method, "count": sel.count,
-            "epsilon": fmt(sel.epsilon), "delta": f"{float(sel.delta):.3g}", "rho": fmt(sel.epsilon**2 / 2)}
+    out = {"keys": [k.label for k in plan.private_keys], "method": sel.method, "count": sel.count,
+           "epsilon": fmt(sel.epsilon), "delta": f"{float(sel.delta):.3g}", "rho": fmt(sel.epsilon**2 / 2)}
+    if (plan.table.max_groups or 1) > 1:  # units in up to κ groups: each kept at (ε/κ, δ/κ) (release.select_groups)
+        k = plan.table.max_groups
+        out["per_group"] = f"epsilon {fmt(sel.epsilon / k)}, delta {float(sel.delta / k):.3g} (max_groups = {k})"
+    return out
 
 
 def policy_terms(plan: Plan, allocs: list[Allocation], policy: Policy) -> tuple[dict[str, Any], ...]:

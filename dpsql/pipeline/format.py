@@ -96,7 +96,8 @@ def explanation(ex: Explanation) -> str:
         elif ex.selection:
             s = ex.selection
             lines.append(f"group key {k}: private — DP partition selection ({s['method']}, counting {s['count'].replace('_', ' ')}), "
-                         f"epsilon={s['epsilon']}, delta={s['delta']}, charged rho={s['rho']} and delta")
+                         f"epsilon={s['epsilon']}, delta={s['delta']}, charged rho={s['rho']} and delta"
+                         + (f"; each group kept at {s['per_group']}" if "per_group" in s else ""))
     lines += [f"  note: {n}" for n in ex.notes]
     delta = f", delta={float(ex.delta):.3g}" if ex.delta else ""
     lines.append(f"rho for this query: {fmt(ex.rho)}{delta} ({len(ex.noise)} noisy aggregate(s)"
