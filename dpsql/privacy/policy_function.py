@@ -180,7 +180,8 @@ def _unit_term(t: Term, record: dict[str, str]) -> tuple[Fraction, dict[str, Any
     thresholds = json.loads(t.thresholds)
     splits = [1] * groups
     for m in t.measures:
-        values = per.get(m, [])
+        # rows where a column is not NULL (#rows(col)) are at most the rows: their count stands for them
+        values = per.get(m, per.get("#rows", []) if m.startswith("#rows(") else [])
         try:
             totals = [Fraction(values[g]) if g < len(values) else Fraction(0) for g in range(groups)]
         except ValueError:
