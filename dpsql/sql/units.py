@@ -215,7 +215,9 @@ def reference_sql(plan: Plan, parts: RowParts) -> str:
     sql, names, measures = _records_sql(plan, parts)
     vals = [f"{_capped(plan, m)} AS {_q('__c_' + m)}" for m in measures]
     vals += [f"{_cell_threshold(plan, plan.table.measure(m), 1)} AS {_q('__t_' + m)}" for m in measures]
-    counts = ", ".join(f"CAST(CEIL(ABS(CAST({_q('__c_' + m)} AS DOUBLE)) / {_q('__t_' + m)}) AS BIGINT)" for m in measures)
+    # |x| read as a DOUBLE and capped at 2^53 (as rewrite.splits_sql): an uncapped HUGEINT total cannot overflow the cast
+    counts = ", ".join(f"CAST(CEIL(LEAST(ABS(CAST({_q('__c_' + m)} AS DOUBLE)), {2**53}) / {_q('__t_' + m)}) AS BIGINT)"
+                       for m in measures)
     splits = f"GREATEST(1, {counts})" if measures else "1"
     sql += (f",\n__capped AS (SELECT {', '.join([*names, '__unit', *vals])} FROM __kept),\n"
             f"__splits AS (SELECT *, UNNEST(RANGE(1, {splits} + 1)) AS __i FROM __capped)")
