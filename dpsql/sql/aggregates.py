@@ -14,6 +14,9 @@ SUM(m)                SUM of m over split records                    ρ·|A(r)|�
 AVG(m)                SUM(m) / COUNT(m), each noisy (COUNT(m) is     ρ_s·|A(r)|² + ρ_c
                       the count of units when m is NOT NULL)
 ====================  =============================================  ==================
+
+On a table with many rows per unit (``max_groups``) counts are of rows or units and AVG divides
+by the rows where the measure is not NULL: :mod:`dpsql.sql.units`.
 """
 
 from __future__ import annotations
