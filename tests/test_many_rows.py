@@ -468,3 +468,14 @@ def test_row_count_noise_has_the_stated_spread(tmp_path):
     con.close()
     assert abs(statistics.pstdev(draws) / (ROWS_T / (2 * 0.02) ** 0.5) - 1) < 0.15
     assert abs(statistics.mean(draws)) < 4 * 20 / 300**0.5
+
+
+def test_groups_that_cannot_be_released_do_not_use_up_kappa(tmp_path):
+    """A unit in 3 keyset regions and in 3 groups no answer can show (two values outside the
+    keyset, NULL) keeps the 3 released ones, whatever the salt: bounding chooses among groups
+    the public domain can release."""
+    rows = [(HEAVY, g, 10, "s1") for g in ("A", "B", "C", "Y", "Z", None)]
+    db, policy = _database(tmp_path, rows)
+    for seed in range(1, 9):
+        answer, _ = _answer(db, policy, QUERY.format(where=""), seed=seed)
+        assert {r[0] for r in answer if r[2]} == {"A", "B", "C"}

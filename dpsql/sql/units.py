@@ -173,13 +173,34 @@ def _records_sql(plan: Plan, parts: RowParts) -> tuple[str, list[str], list[str]
     sql = (f"WITH __rows AS (\n  SELECT {', '.join(row_cols)}\n  FROM {parts.source}{where}\n),\n"
            f"__records AS (\n  SELECT {', '.join([*names, '__unit', *cell_cols])}\n  FROM __rows GROUP BY {group}\n)")
     if plan.keys:
-        # The bounding transformation: a unit keeps the κ groups of smallest keyed hash (ties by the keys).
+        # The bounding transformation: a unit keeps the κ groups of smallest keyed hash (ties by the keys),
+        # among the groups that can be released (:func:`_releasable`).
         hashed = f"HASH(__unit, {', '.join(names)}, {SALT})"
-        sql += (f",\n__kept AS (\n  SELECT * FROM __records\n  QUALIFY ROW_NUMBER() OVER (PARTITION BY __unit "
-                f"ORDER BY {hashed}, {', '.join(names)}) <= {t.max_groups}\n)")
+        only = _releasable(plan)
+        sql += (f",\n__kept AS (\n  SELECT * FROM __records{' WHERE ' + only if only else ''}\n  QUALIFY ROW_NUMBER() "
+                f"OVER (PARTITION BY __unit ORDER BY {hashed}, {', '.join(names)}) <= {t.max_groups}\n)")
     else:
         sql += ",\n__kept AS (SELECT * FROM __records)"  # one group: nothing to bound
     return sql, names, measures
+
+
+def _releasable(plan: Plan) -> str:
+    """A condition on a record's keys, from the policy alone, true for every group the public
+    domain can release: a bare public column's group is never NULL (keysets, a public table's
+    values and a date range's grid hold no NULL), and a private table's keyset column is in its
+    keyset (up to 1,000 values). A record that fails it is in no released cell; dropping it before
+    bounding keeps a unit's κ choices for cells that are released. A deterministic filter of a
+    unit's own rows, as WHERE is: the transformation stays stable."""
+    out = []
+    for k in plan.keys:
+        if not (k.public and k.plain):
+            continue  # an expression of keys can map a value to NULL inside its image (NULLIF)
+        out.append(f"{_q(k.name)} IS NOT NULL")
+        key = plan.table.keys.get(k.column or "")
+        if key is not None and key.keyset is not None and len(key.keyset) <= 1000:
+            lit = (lambda v: exp.Literal.string(v).sql("duckdb") if isinstance(v, str) else str(v))
+            out.append(f"{_q(k.name)} IN ({', '.join(lit(v) for v in key.keyset)})")
+    return " AND ".join(out)
 
 
 def _capped(plan: Plan, name: str) -> str:
