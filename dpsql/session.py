@@ -34,6 +34,7 @@ from dpsql.pipeline import output
 from dpsql.records import plan as plan_record
 from dpsql.backends import InterruptedBeforeStart, PublicCatalog, open_engine, open_finisher
 from dpsql.backends.files import kind_of
+from dpsql.sql.salt import salted
 from dpsql.pipeline.decide import (Decision, allocations, check_split_selection, decision, selection_params,
                                    settings_for)
 from dpsql.pipeline.domain import PublicDomain, file_identity
@@ -360,7 +361,7 @@ class Session:
         """Phases 2-3 up to the charge: the exact query, partition selection, noise. Exact values
         live only in this frame and in ``release.release``, and are dropped before it returns.
         Never timed on its own: its time depends on private rows (``Result.timings``)."""
-        exact_rows = self.engine.run(d.query)
+        exact_rows = self.engine.run(salted(d.query, self.rng) if d.plan.table.many_rows else d.query)  # sql/salt.py
         return release(d, exact_rows, self.rng)
 
     def _selection_info(self, d: Decision, released: list[tuple[Any, ...]] | None) -> dict[str, Any] | None:

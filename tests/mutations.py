@@ -54,6 +54,7 @@ ORROUTE = "tests/test_oracles_routing.py"
 CRASH = "tests/test_ledger_crash_points.py"
 ORCON = "tests/test_oracles_consumed.py"
 WALL = "tests/test_server_wall.py"
+MANY = "tests/test_many_rows.py"
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,52 @@ MUTATIONS: tuple[Mutation, ...] = (
              "P(u) counts only the last of a unit's groups instead of Σ_g ρ·|A_g(u)|²",
              (Patch("dpsql/privacy/policy_function.py", "total += r * int(a) * int(a)", "total = r * int(a) * int(a)"),),
              (f"{KAPPA}::test_unit_policy_loss_sums_squares_over_groups",
-              f"{KAPPA}::test_unit_policy_loss_is_the_renyi_divergence_of_the_gaussian_cells")),
+              f"{KAPPA}::test_unit_policy_loss_is_the_renyi_divergence_of_the_gaussian_cells",
+              f"{MANY}::test_policy_function_of_a_unit_over_its_groups")),
+    # ------------------------------------------------------------------ many rows per unit (sql/units.py)
+    Mutation("many_rows_bounding_skipped",
+             "a unit with many rows keeps all its groups, not κ: it moves more cells than P(u) states",
+             (Patch("dpsql/sql/units.py", "ORDER BY {hashed}, {', '.join(names)}) <= {t.max_groups}",
+                    "ORDER BY {hashed}, {', '.join(names)}) <= {t.max_groups} + 1000"),),
+             (f"{MANY}::test_a_unit_in_ten_groups_with_kappa_three_is_in_exactly_three",)),
+    Mutation("many_rows_totals_not_top_coded",
+             "a (unit, group) record's total is not top-coded at max_splits·T: |A_g(u)| exceeds max_splits",
+             (Patch("dpsql/sql/units.py", "    if k is None:", "    if True:"),),
+             (f"{MANY}::test_a_unit_in_ten_groups_with_kappa_three_is_in_exactly_three",)),
+    Mutation("many_rows_salt_fixed",
+             "the bounding's salt is a constant instead of a fresh secret per query: the kept groups are predictable",
+             (Patch("dpsql/sql/salt.py", "salt = int(rng.bits63(1)[0])", "salt = 0"),),
+             (f"{MANY}::test_the_salt_is_drawn_per_query",)),
+    Mutation("many_rows_row_count_sensitivity_one",
+             "COUNT(*) over many rows is calibrated to sensitivity 1 although a split carries row_threshold rows",
+             (Patch("dpsql/policy/model.py", "return Measure(name, self.row_threshold)", "return Measure(name, 1)"),),
+             (f"{MANY}::test_receipt_states_the_per_unit_bound_and_row_sensitivity",
+              f"{MANY}::test_row_count_noise_has_the_stated_spread")),
+    Mutation("many_rows_unit_check_skipped",
+             "repeated units are accepted although the table does not declare max_groups (single-row sensitivity)",
+             (Patch("dpsql/policy/check.py", "    if tp.many_rows:", "    if True:"),),
+             (f"{MANY}::test_repeated_units_without_max_groups_are_still_refused",)),
+    Mutation("many_rows_unit_bound_not_times_kappa",
+             "the receipt's per-unit bound forgets that a unit pays in each of its κ groups",
+             (Patch("dpsql/pipeline/decide.py", "bound = k * table.max_splits**2 * rho if table.max_splits else None",
+                    "bound = table.max_splits**2 * rho if table.max_splits else None"),),
+             (f"{MANY}::test_receipt_states_the_per_unit_bound_and_row_sensitivity",)),
+    Mutation("many_rows_safetab_accepted",
+             "SafeTab runs on a table of many rows per unit although its levels' composition assumes one row per person",
+             (Patch("dpsql/workload/safetab.py", "    if d.plan.table.many_rows:", "    if False:"),),
+             ("tests/test_workload.py::test_safetab_on_a_many_row_table_is_refused_before_reading",)),
+    Mutation("many_rows_selection_kappa_ignored",
+             "partition selection on a many-row table keeps each group at (ε, δ) although a unit is in κ groups",
+             (Patch("dpsql/pipeline/release.py", "keep = select_kappa(n, sel.epsilon, sel.delta, kappa, rng)",
+                    "keep = select_kappa(n, sel.epsilon, sel.delta, 1, rng)"),),
+             (f"{MANY}::test_selection_runs_at_epsilon_over_kappa",)),
+    Mutation("capped_null_becomes_minus_cap",
+             "with max_splits a NULL measure is top-coded to −K·T (DuckDB's GREATEST skips NULL): its record moves "
+             "a SUM by K splits while P(r) charges one",
+             (Patch("dpsql/sql/rewrite.py",
+                    'value = f"CASE WHEN {value} < {low} THEN {low} WHEN {value} > {cap} THEN {cap} ELSE {value} END"',
+                    'value = f"LEAST(GREATEST({value}, {low}), {cap})"'),),
+             ("tests/test_splitting.py::test_a_null_measure_adds_nothing_under_max_splits",)),
     Mutation("session_selection_delta_raised",
              "the session runs the selection with 10× the δ the policy states and the ledger charges",
              (Patch("dpsql/pipeline/release.py", "keep = select(n, sel.epsilon, sel.delta, rng)",
@@ -672,6 +718,16 @@ MUTATIONS: tuple[Mutation, ...] = (
              "the final check calls any one-argument HISTOGRAM of a BIGINT total, not only the binary search quantiles.py writes",
              (Patch("dpsql/sql/totality.py", '    return rebuilt.sql("duckdb") == node.sql("duckdb")', "    return True"),),
              ("tests/test_totality.py::test_only_the_writers_sparse_histogram_is_called_total",)),
+    Mutation("resum_any_form",
+             "the final check re-sums partial sums under any form (a CAST of a HUGEINT partial sum to BIGINT passes)",
+             (Patch("dpsql/sql/final_check.py", "    if any(not isinstance(n, _CAPS) for n in node.this.walk()):",
+                    "    if False:"),),
+             (f"{MANY}::test_the_many_row_sql_passes_the_final_check_and_tampered_forms_do_not",)),
+    Mutation("many_rows_unchecked",
+             "the many-row exact SQL skips the final totality check",
+             (Patch("dpsql/sql/rewrite.py", "        check_final(sql, {**schema, **plan.public_types})",
+                    "        pass"),),
+             ("tests/test_hostile_schemas.py::test_many_row_sql_goes_through_the_final_check",)),
 )
 
 

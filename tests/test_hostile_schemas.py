@@ -340,3 +340,29 @@ def test_the_spark_form_of_the_exact_query_holds_only_known_forms():
         to_spark(bad, schema)  # translated as it is: what the check stops
         with pytest.raises(UnsupportedOnSpark):
             to_spark(bad, schema, check=True)
+
+
+def test_many_row_sql_goes_through_the_final_check(monkeypatch, tmp_path):
+    """By construction: the many-row path (sql/units.py) reaches DuckDB only through
+    rewrite.exact_sql's check, like every exact query — a fragment the allow-list cannot prove
+    total, planted in its SQL, is refused in phase 1 (DP122)."""
+    import duckdb
+
+    import dpsql
+    from dpsql.sql import units
+
+    db, policy = tmp_path / "m.duckdb", tmp_path / "m.policy.toml"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE v(pid INTEGER, region VARCHAR, amount INTEGER)")
+    con.execute("INSERT INTO v VALUES (1, 'a', 5), (1, 'b', 6), (2, 'a', 7)")
+    con.close()
+    policy.write_text('[budget]\ndefault_rho = 1\ntotal_rho = 10\n[tables.v]\nprivacy_unit = "pid"\nmax_groups = 2\n'
+                      'row_threshold = 2\n[tables.v.measures]\namount = { threshold = 10 }\n'
+                      '[tables.v.keys]\nregion = { keyset = ["a", "b"] }\n')
+    planted = units.exact_sql
+    monkeypatch.setattr(units, "exact_sql", lambda plan, parts: planted(plan, parts).replace(
+        'SUM("__v_amount")', 'SUM("__v_amount" * 1000)', 1))
+    with dpsql.connect(db, policy) as c:
+        with pytest.raises(QueryRefused) as err:
+            c.execute("SELECT region, SUM(amount) FROM v GROUP BY region")
+        assert err.value.code == "DP122" and c.session.ledger.spent == 0

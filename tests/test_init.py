@@ -155,3 +155,24 @@ def test_a_data_file_given_as_the_database_says_to_init_it(tmp_path):
         p = _dpsql(*args, cwd=tmp_path, stdin="")
         assert p.returncode == 1 and "is a csv file, not a DuckDB database" in p.stderr, p.stderr
         assert "dpsql init customers.csv" in p.stderr
+
+
+def test_many_rows_per_unit_with_max_groups(tmp_path):
+    """A unit that repeats is refused with a hint naming --max-groups; with it, the draft declares
+    max_groups and a row threshold, and COUNT(*), COUNT(DISTINCT unit), SUM and AVG answer."""
+    _customers(tmp_path / "visits.csv", n=600, duplicate=True)
+    p = _dpsql("init", "visits.csv", "--unit", "customer_id", cwd=tmp_path)
+    assert p.returncode == 1 and "--max-groups" in p.stderr
+    p = _dpsql("init", "visits.csv", "--unit", "plan", "--row-threshold", "5", cwd=tmp_path)
+    assert p.returncode == 1 and "pass --max-groups K too" in p.stderr
+    p = _dpsql("init", "visits.csv", "--unit", "plan", "--max-groups", "2", "--public", "region",
+               "--threshold", "spend=500", cwd=tmp_path)  # three units (free, pro, team) of many rows each
+    assert p.returncode == 0, p.stderr
+    assert "visits's row_threshold are placeholders" in p.stdout
+    policy = tmp_path / "visits.policy.toml"
+    spec = tomllib.loads(policy.read_text())["tables"]["visits"]
+    assert (spec["privacy_unit"], spec["max_groups"], spec["row_threshold"]) == ("plan", 2, 10)
+    with dpsql.connect(tmp_path / "visits.duckdb", policy) as con:
+        cur = con.cursor()
+        cur.execute("SELECT region, COUNT(*), COUNT(DISTINCT plan), SUM(spend), AVG(visits) FROM visits GROUP BY region")
+        assert len(cur.fetchall()) == 4 and cur.receipt.policy_terms[0]["max_groups"] == 2

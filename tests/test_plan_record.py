@@ -181,6 +181,8 @@ def test_the_code_identity_covers_every_module_of_dpsql():
                if not any(part.startswith(("__", ".")) for part in p.relative_to(package).parts[:-1])}
     listed = {f.rsplit(":", 2)[0] for f in plan_record.code_files()}
     assert str(package / "sql" / "rewrite.py") in modules and modules <= listed
+    names = {Path(f).relative_to(package).as_posix() for f in listed}
+    assert {"sql/rewrite.py", "sql/units.py", "session.py", "records/plan.py", "pipeline/release.py"} <= names
 
 
 @pytest.mark.parametrize("damage", ["", "{", '{"version": 1}', "[]", "null",

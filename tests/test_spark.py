@@ -211,6 +211,21 @@ def test_unit_check_runs_on_spark(engines):
     assert duck.units_unique("establishments", "state") is False
 
 
+def test_many_rows_per_unit_is_refused_on_spark(engines, demo_parquet):
+    """A table declaring max_groups (many rows per unit, dpsql/sql/units.py: DuckDB SQL) is
+    refused when Spark opens it, free and before any query; DuckDB over the same Parquet takes it."""
+    from dataclasses import replace
+
+    from dpsql.policy.check import check_units
+
+    duck, spark = engines
+    policy = load_policy(demo_parquet[1])
+    many = replace(policy, tables={**policy.tables, "establishments": replace(policy.tables["establishments"], max_groups=2)})
+    with pytest.raises(PolicyFileError, match="max_groups"):
+        check_units(many, spark, "establishments")
+    check_units(many, duck, "establishments")
+
+
 def test_connect_spark_answers_the_demo(demo_parquet):
     con = dpsql.connect(None, demo_parquet[1], engine="spark", spark_master=MASTER)
     try:

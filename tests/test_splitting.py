@@ -122,3 +122,24 @@ def test_max_splits_tops_code_both_paths(demo, tmp_path):
         assert fast == ref
         capped = dict(con.session.engine.run("SELECT naics2, SUM(LEAST(payann, 30000)) FROM establishments GROUP BY naics2"))
         assert {k[0]: v[0] for k, v in fast.items()} == capped
+
+
+def test_a_null_measure_adds_nothing_under_max_splits(tmp_path):
+    """With max_splits the value is top-coded at K·T; a NULL value must stay NULL (ignored by SUM,
+    one split), not become −K·T as LEAST(GREATEST(NULL, −c), c) does in DuckDB (GREATEST skips
+    NULL): that moved a NULL record's cell by K·T while P(r) charged it one split."""
+    import duckdb
+
+    from dpsql.testing import seeded_random
+
+    db, policy = tmp_path / "n.duckdb", tmp_path / "n.policy.toml"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE t(id INTEGER, x INTEGER, y DOUBLE)")
+    con.execute("INSERT INTO t VALUES (1, 10, 1.5), (2, NULL, NULL), (3, 5, 'NaN'), (4, 900, 2.5)")
+    con.close()
+    policy.write_text('[budget]\ndefault_rho = 1e12\ntotal_rho = 1e15\n[tables.t]\nprivacy_unit = "id"\nmax_splits = 2\n'
+                      '[tables.t.measures]\nx = { threshold = 100 }\ny = { threshold = 1, granularity = 0.5 }\n')
+    with dpsql.connect(db, policy, _random_source=seeded_random(1)) as c:
+        cur = c.cursor()
+        cur.execute("SELECT SUM(x), SUM(y) FROM t")
+        assert cur.fetchall() == [(10 + 5 + 200, 1.5 + 2.0)]  # 900 top-coded at 2·100; y: NULL and NaN add nothing, 2.5 → 2·1

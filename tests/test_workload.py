@@ -421,3 +421,20 @@ def test_a_safetab_file_listing_a_code_twice_is_refused(old, new, what):
     with pytest.raises(WorkloadFileError) as err:
         spec.parse(text.replace(old, new, 1))
     assert err.value.code == "DP501" and what in str(err.value)
+
+
+def test_safetab_on_a_many_row_table_is_refused_before_reading(demo, tmp_path):
+    """SafeTab's levels compose on one row per person (paper 004 Lemma 10): a table declaring
+    max_groups (many rows per unit) is refused, nothing charged."""
+    import dpsql
+
+    db, policy = demo
+    text = policy.read_text().replace('[tables.persons]\nprivacy_unit = "person_id"\n',
+                                      '[tables.persons]\nprivacy_unit = "person_id"\nmax_groups = 2\nrow_threshold = 3\n')
+    assert "max_groups = 2" in text
+    many = tmp_path / "many.policy.toml"
+    many.write_text(text)
+    with dpsql.connect(db, many) as con:
+        with pytest.raises(WorkloadFileError, match="max_groups"):
+            run(con.session, spec.parse(SAFETAB_DEMO.read_text()), tmp_path / "out")
+        assert con.session.ledger.spent == 0

@@ -120,7 +120,8 @@ def policy(args: argparse.Namespace) -> int:
         print(f"\nfor the hypothetical {rec['table']} record {' '.join(args.record)}:")  # type: ignore[index]
         for line in rec["terms"]:  # type: ignore[index]
             print(f"  {line['why']}")
-        print(f"  P(r) = {rec['P']}")  # type: ignore[index]
+        which = "P(u)" if formulas.get(rec["table"], "").startswith("P(u)") else "P(r)"  # type: ignore[index]
+        print(f"  {which} = {rec['P']}")  # type: ignore[index]
     return 0
 
 

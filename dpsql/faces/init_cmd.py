@@ -43,6 +43,12 @@ def add_command(sub: argparse._SubParsersAction) -> None:
                                    "the one table to draft (default: every table with the unit column)")
     p.add_argument("--db", metavar="FILE", help="the DuckDB file to write (default: DATA with .duckdb)")
     p.add_argument("--policy", metavar="FILE", help="the policy to write (default: <db>.policy.toml beside it)")
+    p.add_argument("--max-groups", metavar="K", type=int,
+                   help="a unit may have many rows (visits, payments): each query keeps at most K of a unit's groups "
+                        "(docs/policy.md, \"Many rows per unit\"); without it the unit must be one row")
+    p.add_argument("--row-threshold", metavar="R", type=int,
+                   help="with --max-groups: a unit's rows in a group are split at R when counted "
+                        "(default: a placeholder, 10)")
     p.add_argument("--yes", action="store_true", help="accept the guessed unit column without asking")
     p.add_argument("--force", action="store_true", help="overwrite the database and policy if they exist")
 
@@ -113,6 +119,8 @@ def init(args: argparse.Namespace) -> int:
                                   hint="pass --force to replace it, or --db / --policy to write elsewhere.")
     public = [c.strip() for c in args.public.split(",") if c.strip()]
     thresholds = _thresholds(args.threshold)
+    if args.row_threshold is not None and args.max_groups is None:
+        raise PolicyFileError("--row-threshold applies to many rows per unit: pass --max-groups K too")
     ledger = policy.with_name(policy.stem + ".ledger.sqlite")  # made by the check below, if new
     written: list[Path] = [] if ledger.exists() else [ledger]
     try:
@@ -156,12 +164,14 @@ def _drafts(args: argparse.Namespace, database: Path, public: list[str], thresho
             if args.unit and len(tables) > 1 and args.unit not in {c for c, _ in columns}:
                 continue  # a DuckDB file's other tables (reference data, say) are left out
             unit, note = _unit(args, ins, table, columns)
-            if not ins.identifies_rows(table, unit):
-                raise PolicyFileError(f"{table}.{unit} has repeated values or NULLs, so it cannot be the privacy unit: "
-                                      "dpsql needs one row per unit",
-                                      hint="give the column that identifies a person (firm, device), or first make "
-                                           "one row per unit (e.g. GROUP BY the unit with SUMs) and init that.")
-            draft = TableDraft(table, unit, note, columns, thresholds={c: t for c, t in thresholds.items()})
+            if args.max_groups is None and not ins.identifies_rows(table, unit):
+                raise PolicyFileError(f"{table}.{unit} has repeated values or NULLs, so it cannot be the privacy unit "
+                                      "of a table of one row per unit",
+                                      hint="if a unit has many rows (visits, payments), pass --max-groups K (the groups "
+                                           "of a query a unit keeps; docs/own_data.md); else give the column that "
+                                           "identifies a person (firm, device).")
+            draft = TableDraft(table, unit, note, columns, thresholds={c: t for c, t in thresholds.items()},
+                               max_groups=args.max_groups, row_threshold=args.row_threshold)
             for col in public:
                 typ = dict(columns).get(col)
                 if typ is None:
@@ -215,6 +225,7 @@ def first_query(t: TableDraft) -> str:
 
 def _tell(database: Path, policy: Path, drafts: list[TableDraft], thresholds: dict[str, Decimal]) -> None:
     placeholders = [c for d in drafts for c, _ in d.measures() if c not in thresholds]
+    placeholders += [f"{d.name}'s row_threshold" for d in drafts if d.max_groups is not None and d.row_threshold is None]
     print(f"database: {database}\npolicy:   {policy}")
     if placeholders:
         print(f"\nReview the policy first: the split thresholds of {', '.join(placeholders)} are placeholders "

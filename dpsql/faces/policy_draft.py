@@ -19,6 +19,8 @@ from typing import Any
 
 #: the threshold written when the owner gave none: a placeholder, flagged on its line
 PLACEHOLDER_THRESHOLD = 1000
+#: the row threshold a draft of a many-row table writes when the owner gives none
+PLACEHOLDER_ROWS = 10
 _INTEGER = re.compile(r"^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|INT[1248]|U?HUGEINT)$")
 _DECIMAL = re.compile(r"^DECIMAL\((\d+),\s*(\d+)\)$")
 _FLOAT = {"FLOAT", "DOUBLE", "REAL", "FLOAT4", "FLOAT8"}
@@ -66,6 +68,8 @@ class TableDraft:
     public: dict[str, list[Any]] = field(default_factory=dict)   # column -> keyset (declared public)
     ranges: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # DATE/TIMESTAMP column -> days (public)
     thresholds: dict[str, Decimal] = field(default_factory=dict)  # given by the owner
+    max_groups: int | None = None  # many rows per unit (--max-groups)
+    row_threshold: int | None = None  # given by the owner, else a placeholder
 
     def measures(self) -> list[tuple[str, str]]:
         return [(c, t) for c, t in self.columns if c != self.unit and c not in self.public and is_numeric(t)]
@@ -116,9 +120,19 @@ def policy_text(database: str, source: str, tables: list[TableDraft]) -> str:
            'mechanism = "discrete_gaussian"   # zCDP; "geometric" for pure epsilon-DP',
            ""]
     for t in tables:
-        out += [f"[tables.{_toml_key(t.name)}]",
-                f"privacy_unit = {_value(t.unit)}   # {t.unit_note}; each unit is one row, checked when dpsql connects",
-                ""]
+        if t.max_groups is None:
+            out += [f"[tables.{_toml_key(t.name)}]",
+                    f"privacy_unit = {_value(t.unit)}   # {t.unit_note}; each unit is one row, checked when dpsql connects",
+                    ""]
+        else:
+            rows = (f"{t.row_threshold}   # COUNT(*) splits a unit's rows in a group at this many, given by the data owner"
+                    if t.row_threshold else f"{PLACEHOLDER_ROWS}   # PLACEHOLDER: COUNT(*) splits a unit's rows in a group "
+                    "at this many; set it like a threshold T (docs/own_data.md)")
+            out += [f"[tables.{_toml_key(t.name)}]",
+                    f"privacy_unit = {_value(t.unit)}   # {t.unit_note}; a unit may have many rows (max_groups)",
+                    f"max_groups = {t.max_groups}   # each query keeps at most this many of a unit's groups "
+                    "(chosen at random per query beyond it)",
+                    f"row_threshold = {rows}", ""]
         measures = t.measures()
         out.append(f"[tables.{_toml_key(t.name)}.measures]")
         if not measures:

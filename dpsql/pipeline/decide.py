@@ -88,8 +88,8 @@ def allocations(plan: Plan, settings: Settings, policy: Policy) -> list[Allocati
     ρ = 0.1 (below the default selection's 0.125)."""
     shared = shared_count(plan, policy)
     rest = tuple(p for p in plan.primitives if p != shared)
-    sens = {p: (plan.table.measures[p.column].max_threshold if p.kind == "sum" else 1) for p in rest}
-    gran = {p: (plan.table.measures[p.column].granularity if p.kind == "sum" else Fraction(1)) for p in rest}
+    sens = {p: (plan.table.measure(p.column).max_threshold if p.kind == "sum" else 1) for p in rest}
+    gran = {p: (plan.table.measure(p.column).granularity if p.kind == "sum" else Fraction(1)) for p in rest}
     allocs = iter(allocate(rest, settings, sens, gran)) if rest else iter(())
     return [Allocation(p, TSGD, Fraction(0)) if p == shared else next(allocs) for p in plan.primitives]
 
@@ -118,6 +118,9 @@ def selection_params(plan: Plan, policy: Policy) -> dict[str, Any]:
         out["group_privacy"] = ("none: no max_splits bounds a record's splits" if k is None else
                                 f"a record of up to {k} splits: epsilon_K = {fmt_up(k * sel.epsilon)}, "
                                 f"delta_K = delta*(e^(K*epsilon)-1)/(e^epsilon-1) = {_up(split_selection_delta(sel, k))}")
+    if (plan.table.max_groups or 1) > 1:  # units in up to κ groups: each kept at (ε/κ, δ/κ) (release.select_groups)
+        k = plan.table.max_groups
+        out["per_group"] = f"epsilon {fmt_up(sel.epsilon / k)}, delta {fmt_up(sel.delta / k)} (max_groups = {k})"
     return out
 
 
@@ -188,7 +191,7 @@ def policy_terms(plan: Plan, allocs: list[Allocation], policy: Policy) -> tuple[
     if split_rho:
         thresholds: dict[str, Any] = {}
         for name in plan.split_measures:
-            m = plan.table.measures[name]
+            m = plan.table.measure(name)
             thresholds[name] = m.display(m.threshold)
             if m.override:
                 thresholds[f"{name} by {m.override.key}"] = {str(k): m.display(v) for k, v in m.override.thresholds.items()}
@@ -208,4 +211,24 @@ def policy_terms(plan: Plan, allocs: list[Allocation], policy: Policy) -> tuple[
         if sel is not None and not split_selection:
             term["delta_exact"] = str(sel.delta)
         terms.append(term)
+    if plan.table.many_rows:
+        return tuple(_per_unit(plan.table, t, sel.epsilon**2 / 2 if sel else Fraction(0)) for t in terms)
     return tuple(terms)
+
+
+def _per_unit(table: Any, term: dict[str, Any], rho_sel: Fraction) -> dict[str, Any]:
+    """A term of a table with many rows per unit (sql/units.py) is per (unit, group) record: the
+    unit's loss P(u) sums it over the at most κ groups it keeps (docs/privacy.md, "Many rows per
+    unit"), so its bound is κ·K²·ρ for a split term (K = max_splits; none without it), κ·ρ for
+    counts of units. A partition selection (units counted) costs a unit at most its ε²/2 in all:
+    each of its ≤ κ groups is kept at (ε/κ, δ/κ), and basic composition gives (ε, δ)."""
+    k, rho = table.max_groups, Fraction(term["rho_exact"])
+    if term["scale"] != "1":
+        bound = k * table.max_splits**2 * rho if table.max_splits else None
+    else:
+        bound = k * (rho - rho_sel) + rho_sel
+    out = {**term, "max_groups": k, "per": "unit and group: P(u) sums it over the unit's groups",
+           "unit_bound": "none (no max_splits)" if bound is None else fmt(bound), "unit_bound_exact": str(bound)}
+    if term["scale"] == "1":
+        out["group_rho_exact"] = str(rho - rho_sel)  # paid in each group; the selection's part once
+    return out

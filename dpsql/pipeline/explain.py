@@ -37,7 +37,7 @@ def explain(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, doma
         if a.mechanism == EXPONENTIAL:
             noise.append({**quantile_term(a, plan).to_dict(), "em_epsilon": fmt_up(a.em_epsilon)})
             continue
-        m = plan.table.measures.get(p.column) if p.kind == "sum" else None
+        m = plan.table.measure(p.column) if p.kind == "sum" and p.column else None
         g = m.granularity if m else Fraction(1)
         sens = sorted(set(m.thresholds())) if m else [1]
         entry = {"aggregate": p.label, "mechanism": a.mechanism, "rho": fmt(a.rho),
@@ -54,7 +54,8 @@ def explain(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, doma
     if plan.private_keys:
         sel = policy.selection
         rho_sel = sel.epsilon**2 / 2
-        selection = {**selection_params(plan, policy), "midpoint": midpoint(sel.epsilon, sel.delta)}
+        k = plan.table.max_groups or 1  # many rows per unit: each group kept at (ε/κ, δ/κ)
+        selection = {**selection_params(plan, policy), "midpoint": midpoint(sel.epsilon / k, sel.delta / k)}
         notes.append(f"groups of {', '.join(k.label for k in plan.private_keys)} are released by DP partition selection "
                      f"(paper 002 Theorem 1): a group with n {'units' if sel.count == 'units' else 'split rows'} "
                      f"is released with probability pi(n); pi reaches 1/2 at n = {selection['midpoint']}")

@@ -97,7 +97,8 @@ def explanation(ex: Explanation) -> str:
         elif ex.selection:
             s = ex.selection
             lines.append(f"group key {k}: private — DP partition selection ({s['method']}, counting {s['count'].replace('_', ' ')}), "
-                         f"epsilon={s['epsilon']}, delta={s['delta']}, charged rho={s['rho']} and delta")
+                         f"epsilon={s['epsilon']}, delta={s['delta']}, charged rho={s['rho']} and delta"
+                         + (f"; each group kept at {s['per_group']}" if "per_group" in s else ""))
     lines += [f"  note: {n}" for n in ex.notes]
     delta = f", delta={fmt_up(ex.delta)}" if ex.delta else ""
     lines.append(f"rho for this query: {fmt(ex.rho)}{delta} ({len(ex.noise)} noisy aggregate(s)"
@@ -116,6 +117,9 @@ def explanation(ex: Explanation) -> str:
     for t in ex.policy_terms:
         extra = f"  with {t['splits']}, thresholds {t['thresholds']}" if t["scale"] != "1" else ""
         lines.append(f"  + {t['rho']} * {t['scale']}{extra}")
+        if "unit_bound" in t:  # many rows per unit (sql/units.py)
+            lines.append(f"    per (unit, group): a unit's P(u) sums it over its at most {t['max_groups']} groups, "
+                         f"at most {t['unit_bound']}")
     lines += ["", "-- exact per-group values noise is added to (runs inside the engine; its output never leaves it):",
               ex.exact_sql + ";", "",
               "-- the same values over materialised split records (paper 000 Algorithm 1), the reference:",

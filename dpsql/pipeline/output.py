@@ -31,6 +31,7 @@ from typing import Any
 
 from dpsql.errors import QueryRefused
 from dpsql.pipeline.result import ColumnError
+from dpsql.policy.model import ROWS
 from dpsql.sql.plan import Plan, primitive_column
 
 #: the values ``dpsql.error_columns`` takes, and what each means: off, moe (``_moe95``), all (and ``_sigma``)
@@ -77,7 +78,8 @@ def nonnegative_primitives(plan: Plan, nonnegative: dict[str, set[str]]) -> set[
     """The primitives that cannot be negative: every count, and the sums of measures in
     ``nonnegative`` (the schema's facts, :meth:`Engine.nonnegative_columns`)."""
     columns = nonnegative.get(plan.table.name, set())
-    return {i for i, p in enumerate(plan.primitives) if p.kind == "count" or p.column in columns}
+    return {i for i, p in enumerate(plan.primitives)
+            if p.kind == "count" or p.column in columns or (p.column or "").startswith(ROWS)}  # row counts (sql/units.py)
 
 
 _NUMBERS = (int, float)

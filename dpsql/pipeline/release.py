@@ -57,7 +57,7 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource
     released, selected_counts = None, None
     if sel is not None:
         counts = selection_counts(plan, exact_rows)
-        released, selected_counts = select_groups(counts, sel, rng)
+        released, selected_counts = select_groups(counts, sel, rng, plan.table.max_groups or 1)
         del counts
         # Post-processing of the selection's output: never more cells than the limit.
         released = released[:d.max_released]
@@ -98,7 +98,7 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource
             columns.update(release_quantile(i, a, plan, list(map(itemgetter(i), exact_of_cell)), rng))
             noise_terms.append(quantile_term(a, plan))
             continue
-        m = plan.table.measures.get(p.column) if p.kind == "sum" else None
+        m = plan.table.measure(p.column) if p.kind == "sum" and p.column else None
         g = m.granularity if m else Fraction(1)
         sens, noise = sens_of[i], noises[i]
         distinct = sorted(set(sens))  # a handful of distinct values
@@ -248,11 +248,12 @@ def sample_noise(allocs: tuple[Allocation, ...], sens_of: dict[int, list[int]], 
     return out
 
 
-def select_groups(counts: dict[tuple[Any, ...], int], sel: Selection, rng: RandomSource
+def select_groups(counts: dict[tuple[Any, ...], int], sel: Selection, rng: RandomSource, kappa: int = 1
                   ) -> tuple[list[tuple[Any, ...]], dict[tuple[Any, ...], int] | None]:
     """The private-key groups released by DP partition selection, in a stable order, and —
     for the truncated geometric (paper 002 Theorems 5-6) — their noisy counts. ``counts``
-    are exact and stay here."""
+    are exact and stay here. ``kappa``: the groups a unit may be in (a many-row table's
+    ``max_groups``, sql/units.py): each group is then kept at (ε/κ, δ/κ)."""
     import numpy as np
 
     from dpsql.privacy.selection import select
@@ -266,7 +267,12 @@ def select_groups(counts: dict[tuple[Any, ...], int], sel: Selection, rng: Rando
         keep, noisy = thresholded_release(n, sel.epsilon, sel.delta, rng)
         kept = [g for g, k in zip(groups, keep) if k]
         return sorted_groups(kept), dict(zip(kept, noisy.tolist()))
-    keep = select(n, sel.epsilon, sel.delta, rng)  # the optimal primitive, Theorem 1
+    if kappa > 1:  # units in up to κ groups: basic composition over them (privacy/selection_kappa.py)
+        from dpsql.privacy.selection_kappa import select_kappa
+
+        keep = select_kappa(n, sel.epsilon, sel.delta, kappa, rng)
+    else:
+        keep = select(n, sel.epsilon, sel.delta, rng)  # the optimal primitive, Theorem 1
     return sorted_groups([g for g, k in zip(groups, keep) if k]), None
 
 
@@ -306,7 +312,7 @@ def sensitivities(plan: Plan, domain: list[tuple[Any, ...]], p: Primitive) -> li
     else the largest threshold any record of the cell can have."""
     if p.kind == "count":
         return [1] * len(domain)
-    m = plan.table.measures[p.column]
+    m = plan.table.measure(p.column or "")
     by_key = [i for i, k in enumerate(plan.keys) if m.override is not None and k.column == m.override.key]
     if by_key:
         return [m.threshold_for(cell[by_key[0]]) for cell in domain]

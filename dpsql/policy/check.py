@@ -2,8 +2,9 @@
 
 Every table, column, measure type and keyset type the policy names must exist in the file's
 catalog, and a public table's key must identify its rows (a join to it is then a lookup). The
-privacy unit of a private table must identify one row per unit (:func:`check_units`): dpsql's
-sensitivity analysis assumes it, so a file that breaks it is refused for every query alike.
+privacy unit of a private table must identify one row per unit (:func:`check_units`) unless the
+table declares ``max_groups`` (many rows per unit, ``sql/units.py``): the single-row sensitivity
+analysis assumes it, so a file that breaks it is refused for every query alike.
 These are configuration errors for the data owner, decided the same way for every query.
 """
 
@@ -83,6 +84,11 @@ def check_units(policy: Policy, engine: Engine, table: str) -> None:
     remembered with the data file's identity (:mod:`dpsql.records.unit`), so the scan it may need
     (no PRIMARY KEY in the catalog) is paid once per file, not once per process."""
     tp = policy.tables[table]
+    if tp.many_rows:  # many rows per unit, declared: nothing to check (docs/privacy.md "Many rows per unit")
+        if not getattr(engine, "many_rows", True):
+            raise PolicyFileError(f"table {table!r} declares max_groups (many rows per unit), which this engine "
+                                  "does not answer yet", hint="run it with the DuckDB engine (the default).")
+        return
     # The file that holds the table: the database, or (DuckDB or Spark over Parquet) the table's
     # own Parquet file. A folder, a glob or a URI has no single identity: checked per process.
     source = Path(policy.parquet[table]) if policy.parquet else engine.path
@@ -91,6 +97,8 @@ def check_units(policy: Policy, engine: Engine, table: str) -> None:
     if not engine.units_unique(table, tp.privacy_unit):
         raise PolicyFileError(
             f"table {table!r}: the privacy unit {tp.privacy_unit!r} does not identify one row per unit; "
-            "dpsql refuses to answer because its sensitivity analysis assumes one row per unit",
-            hint="the data owner must aggregate rows per unit or declare the right unit column.")
+            "dpsql refuses to answer because the policy declares one row per unit",
+            hint=f"if a unit may have many rows, the data owner adds max_groups = N (the groups a unit keeps in a "
+                 f"query) and row_threshold = R to [tables.{table}] (docs/policy.md, \"Many rows per unit\"); "
+                 "else declare the right unit column.")
     unit_record.remember(source, table, tp.privacy_unit)

@@ -1,7 +1,6 @@
 """The policy file: read the data owner's TOML, validate it into a :class:`~dpsql.policy.model.Policy`.
 
-A bad file is refused at load with a :class:`PolicyFileError` naming the file, the field and
-the reason. This module knows nothing of SQL or of the data.
+A bad file is refused at load (:class:`PolicyFileError`: file, field, reason); nothing of SQL or data here.
 
 File format (see ``docs/policy.md``)::
 
@@ -257,14 +256,17 @@ def _range_key(name: str, kdoc: dict[str, Any], where: str, kfield: str) -> Key:
 def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:
     prefix = f"tables.{name}"
     _ident(name, where, prefix)
-    _only(tdoc, {"privacy_unit", "measures", "keys", "max_splits", "parquet"}, where, prefix)
+    _only(tdoc, {"privacy_unit", "measures", "keys", "max_splits", "max_groups", "row_threshold", "parquet"}, where, prefix)
     unit = tdoc.get("privacy_unit")
     if not isinstance(unit, str) or not unit:
-        raise _err(where, f"{prefix}.privacy_unit", "is required: the column identifying one privacy unit (one row per unit)")
+        raise _err(where, f"{prefix}.privacy_unit", "is required: the column identifying one privacy unit")
     _ident(unit, where, f"{prefix}.privacy_unit")
-    max_splits = tdoc.get("max_splits")
-    if max_splits is not None and (not _is_int(max_splits) or max_splits < 1):
-        raise _err(where, f"{prefix}.max_splits", "must be a positive integer")
+    for f in ("max_splits", "max_groups", "row_threshold"):  # max_groups: many rows per unit (docs/policy.md)
+        if tdoc.get(f) is not None and (not _is_int(tdoc[f]) or tdoc[f] < 1):
+            raise _err(where, f"{prefix}.{f}", "must be a positive integer")
+    max_splits, max_groups, rows = tdoc.get("max_splits"), tdoc.get("max_groups"), tdoc.get("row_threshold")
+    if rows is not None and max_groups is None:  # docs/policy.md, "Many rows per unit"
+        raise _err(where, f"{prefix}.row_threshold", "applies to many rows per unit: declare max_groups too")
 
     keys: dict[str, Key] = {}
     for kname, kdoc in _table(tdoc.get("keys", {}), where, f"{prefix}.keys").items():
@@ -296,7 +298,7 @@ def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:
     both = set(measures) & set(keys)
     if both:
         raise _err(where, f"{prefix}.measures", f"column {sorted(both)[0]!r} is declared both as a measure and as a key")
-    return TablePolicy(name.lower(), unit_l, measures, keys, max_splits)
+    return TablePolicy(name.lower(), unit_l, measures, keys, max_splits, max_groups, rows)
 
 
 def _measure(name: str, mdoc: dict[str, Any], where: str, prefix: str, keys: dict[str, Key]) -> Measure:
@@ -307,8 +309,7 @@ def _measure(name: str, mdoc: dict[str, Any], where: str, prefix: str, keys: dic
     granularity = _positive_fraction(gran_raw, where, f"{mfield}.granularity")
 
     def units(value: Any, fname: str) -> int:
-        t = _positive_fraction(value, where, fname)
-        u = t / granularity
+        u = _positive_fraction(value, where, fname) / granularity
         if u.denominator != 1:
             raise _err(where, fname, f"must be a whole multiple of the granularity {gran_raw}")
         return u.numerator
@@ -366,7 +367,7 @@ def _table(value: Any, where: str, fieldname: str, required: bool = False) -> di
     return value
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> bool:  # a TOML integer (not a bool)
     return isinstance(value, int) and not isinstance(value, bool)
 
 

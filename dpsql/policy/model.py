@@ -143,6 +143,15 @@ class Key:
         return self.keyset is not None
 
 
+#: the name of the row-count "measure" of a table with many rows per unit: ``#rows`` counts
+#: rows (COUNT(*)), ``#rows(col)`` rows where col is not NULL; no column can be named so
+ROWS = "#rows"
+
+
+def rows_of(column: str | None = None) -> str:
+    return ROWS if column is None else f"{ROWS}({column})"
+
+
 @dataclass(frozen=True)
 class TablePolicy:
     """One private table of the policy: its privacy unit, measures, keys and split cap."""
@@ -152,9 +161,30 @@ class TablePolicy:
     measures: dict[str, Measure] = field(default_factory=dict)
     keys: dict[str, Key] = field(default_factory=dict)
     max_splits: int | None = None
+    #: κ: a unit may have many rows, and keeps at most this many groups of a query (issue 31,
+    #: docs/privacy.md "Many rows per unit"); None: one row per unit (checked, DP401)
+    max_groups: int | None = None
+    #: the split threshold of a unit's row count in a group (COUNT(*) with many rows per unit)
+    row_threshold: int | None = None
+
+    @property
+    def many_rows(self) -> bool:
+        """Whether the policy lets a unit have many rows (``max_groups``): the query path of
+        ``sql/units.py``. Decided by the policy (public), never by the data."""
+        return self.max_groups is not None
+
+    def measure(self, name: str) -> Measure:
+        """A measure by name, or the row count a unit contributes to a group (:func:`rows_of`),
+        split at ``row_threshold`` as a measure's value is at its threshold."""
+        if name.startswith(ROWS):
+            assert self.row_threshold is not None, "planning refuses row counts without a row threshold"
+            return Measure(name, self.row_threshold)
+        return self.measures[name]
 
     def role(self, column: str) -> str:
         """What the policy lets an analyst do with a column, in words (public: the policy is)."""
+        if column == self.privacy_unit and self.many_rows:
+            return f"privacy unit, many rows per unit, at most {self.max_groups} groups each (COUNT(DISTINCT) counts units)"
         if column == self.privacy_unit:
             return "privacy unit (COUNT(*) counts units)"
         if column in self.measures:

@@ -5,7 +5,8 @@ Every charge in the ledger carries the terms it adds (paper 000 Lemma 5.1, Lemma
 ⌈|r(a)|/T(a)⌉), capped at max_splits) and ``ρ`` for counts. Composition adds them (paper 000
 Lemma 4.2), so P(r) = Σ_q ρ_q·|A_q(r)|² + Σ_q ρ'_q.
 
-Many rows per unit (issue 31; not yet used by the query path): :func:`unit_policy_loss` is
+Many rows per unit (issue 31; the query path, ``sql/units.py``, charges per (unit, group)
+record and states the bound κ·K²·ρ, :func:`unit_policy_bound`, in its terms): :func:`unit_policy_loss` is
 P(u) = Σ_g ρ·|A_g(u)|² over the ≤ κ groups a unit keeps (paper 000 Algorithm 1 per (unit, group),
 Lemma 5.1, the P-PRzCDP definition of section 3), :func:`group_splits` its |A_g(u)|.
 
@@ -48,6 +49,11 @@ class Term:
     #: privacy (δ·(e^(kε) − 1)/(e^ε − 1) for a record of k splits: docs/privacy.md, "Partition
     #: selection"), None when it is the same for all
     deltas: tuple[tuple[Fraction, Fraction | None], ...] = ()
+    #: κ of a table with many rows per unit: the term is per (unit, group) record, and P(u) sums
+    #: it over the unit's groups (:func:`evaluate`); of a constant term, ``group_rho`` is paid
+    #: per group and the rest (partition selections) once
+    max_groups: int | None = None
+    group_rho: Fraction | None = None
 
     @property
     def split(self) -> bool:
@@ -57,21 +63,24 @@ class Term:
 def collect(charges: Iterable[Charged]) -> list[Term]:
     """The terms of P(r), summed by table and shape, in a stable order."""
     rhos: dict[tuple[Any, ...], Fraction] = {}
+    group_rhos: dict[tuple[Any, ...], Fraction] = {}
     deltas: dict[tuple[Any, ...], dict[Fraction | None, Fraction]] = {}
     for c in charges:
         for t in c.policy_terms:
             shape = (t["table"], tuple(t.get("measures", ())), json.dumps(t.get("thresholds", {}), sort_keys=True),
-                     t.get("max_splits"))
+                     t.get("max_splits"), t.get("max_groups"))
             rhos[shape] = rhos.get(shape, Fraction(0)) + Fraction(t["rho_exact"])
+            group_rhos[shape] = group_rhos.get(shape, Fraction(0)) + Fraction(t.get("group_rho_exact", t["rho_exact"]))
             if "delta_exact" in t:
                 eps = Fraction(t["delta_epsilon"]) if "delta_epsilon" in t else None
                 by_eps = deltas.setdefault(shape, {})
                 by_eps[eps] = by_eps.get(eps, Fraction(0)) + Fraction(t["delta_exact"])
     out = []
-    for key in sorted(rhos, key=lambda k: (k[0], -len(k[1]), k[1], k[2])):
-        table, measures, thresholds, max_splits = key
+    for key in sorted(rhos, key=lambda k: (k[0], -len(k[1]), k[1], k[2], k[4] or 0)):
+        table, measures, thresholds, max_splits, max_groups = key
         parts = sorted(deltas.get(key, {}).items(), key=lambda kv: (kv[0] is not None, kv[0] or 0))
-        out.append(Term(table, rhos[key], measures, thresholds, max_splits, tuple((d, eps) for eps, d in parts)))
+        out.append(Term(table, rhos[key], measures, thresholds, max_splits, tuple((d, eps) for eps, d in parts),
+                        max_groups, group_rhos[key] if max_groups else None))
     return out
 
 
@@ -93,12 +102,18 @@ def formula(terms: list[Term]) -> dict[str, str]:
     out: dict[str, list[str]] = {}
     dout: dict[str, list[str]] = {}
     for t in terms:
-        piece = f"{fmt(t.rho)}·|A(r)|², |A(r)| = {split_formula(t)}" if t.split else fmt(t.rho)
-        out.setdefault(t.table, []).append(piece)
+        if t.max_groups:  # many rows per unit: per (unit, group) record, summed over the unit's groups
+            once = t.rho - (t.group_rho or 0)
+            piece = (f"Σ_g {fmt(t.rho)}·|A_g(u)|², |A_g(u)| = {split_formula(t)}" if t.split
+                     else f"{fmt(t.group_rho or 0)}·(groups of u)" + (f" + {fmt(once)}" if once else ""))
+            out.setdefault(t.table, []).append(piece + f" [u in at most {t.max_groups} groups of each query]")
+        else:
+            out.setdefault(t.table, []).append(f"{fmt(t.rho)}·|A(r)|², |A(r)| = {split_formula(t)}" if t.split else fmt(t.rho))
         for d, eps in t.deltas:
             dout.setdefault(t.table, []).append(fmt_up(d) if eps is None or not t.split
                                                 else f"{fmt_up(d)}·(e^(|A(r)|·{fmt_up(eps)})−1)/(e^{fmt_up(eps)}−1)")
-    return {table: "P(r) = " + "  +  ".join(pieces)
+    units = {t.table for t in terms if t.max_groups}
+    return {table: ("P(u) = " if table in units else "P(r) = ") + "  +  ".join(pieces)
             + (f";  δ(r) = {'  +  '.join(dout[table])}" if table in dout else "") for table, pieces in out.items()}
 
 
@@ -110,6 +125,12 @@ def evaluate(terms: list[Term], table: str, record: dict[str, str]) -> tuple[Fra
     total = Fraction(0)
     lines = []
     for t in (t for t in terms if t.table == table):
+        if t.max_groups:
+            loss, line = _unit_term(t, record)
+            total += loss
+            lines += [{"delta": f"{float(d):.3g}", "why": f"δ {float(d):.3g} from partition selections, the same for every unit"}
+                      for d, _ in t.deltas] + [line]
+            continue
         if not t.split:
             for d, _ in t.deltas:
                 lines.append({"delta": fmt_up(d), "why": f"δ {fmt_up(d)} from partition selections, the same for every record"})
@@ -144,6 +165,38 @@ def evaluate(terms: list[Term], table: str, record: dict[str, str]) -> tuple[Fra
     return total, lines
 
 
+def _unit_term(t: Term, record: dict[str, str]) -> tuple[Fraction, dict[str, Any]]:
+    """A many-row term's part of P(u) for a unit described per group: ``amount=120,30,400
+    rows=12,3,40`` (one comma-separated value per group the unit is in, the same groups in every
+    query; ``rows`` is its row count, ``#rows`` in the terms). Σ_g ρ·|A_g(u)|² for a split term
+    (:func:`group_splits` per measure, the largest per group), group_rho·m + the rest for a
+    constant one, m ≤ κ groups."""
+    per = {("#rows" if k == "rows" else k): [x for x in v.split(",")] for k, v in record.items()}
+    groups = max((len(v) for v in per.values()), default=1)
+    if t.max_groups and groups > t.max_groups:
+        raise QueryRefused(f"a unit keeps at most {t.max_groups} groups of a query: give at most {t.max_groups} "
+                           "values per measure", code="DP119")
+    if not t.split:
+        loss = (t.group_rho or Fraction(0)) * groups + t.rho - (t.group_rho or Fraction(0))
+        return loss, {"rho": fmt(t.rho), "splits": None, "loss": fmt(loss),
+                      "why": f"{fmt(loss)} from counts in the unit's {groups} group(s)"
+                             + (" and partition selections (once)" if t.rho != t.group_rho else "")}
+    thresholds = json.loads(t.thresholds)
+    splits = [1] * groups
+    for m in t.measures:
+        # rows where a column is not NULL (#rows(col)) are at most the rows: their count stands for them
+        values = per.get(m, per.get("#rows", []) if m.startswith("#rows(") else [])
+        try:
+            totals = [Fraction(values[g]) if g < len(values) else Fraction(0) for g in range(groups)]
+        except ValueError:
+            raise QueryRefused(f"{m}={','.join(values)}: not numbers", code="DP119") from None
+        splits = [max(a, b) for a, b in zip(splits, group_splits(totals, Fraction(thresholds.get(m, 1)), t.max_splits))]
+    loss = unit_policy_loss(t.rho, splits, t.max_groups or len(splits), t.max_splits)
+    return loss, {"rho": fmt(t.rho), "splits": splits, "loss": fmt(loss),
+                  "why": f"|A_g(u)| = {', '.join(map(str, splits))} over {groups} group(s); "
+                         f"Σ_g {fmt(t.rho)}·|A_g(u)|² = {fmt(loss)}"}
+
+
 def _threshold(thresholds: dict[str, Any], measure: str, record: dict[str, str]) -> str:
     for key, groups in thresholds.items():
         if key.startswith(f"{measure} by "):
@@ -167,8 +220,7 @@ def parse_record(items: list[str]) -> dict[str, str]:
 
 # ---------------------------------------------------------------------------------------------
 # Many rows per unit (issue 31): P(u) over a unit's groups. The model and its proof are in
-# docs/privacy.md, "Many rows per unit"; the query path does not use these yet (DP401 still
-# requires one row per unit).
+# docs/privacy.md, "Many rows per unit" (the query path, dpsql/sql/units.py, states the bound).
 # ---------------------------------------------------------------------------------------------
 
 

@@ -1,5 +1,5 @@
-"""Units in up to kappa groups: partition selection for kappa > 1 (issue 31; not yet on the
-query path, which still requires one row per unit).
+"""Units in up to kappa groups: partition selection for kappa > 1 (issue 31; select_kappa
+is on the query path for many-row tables, dpsql/sql/units.py and pipeline/release.py; choose is not yet).
 
 Setting (issue 31; docs/privacy.md, "Many rows per unit"): a privacy unit may have many rows;
 neighbouring data sets differ by one unit with all its rows. After the bounding transformation a

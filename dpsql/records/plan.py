@@ -58,6 +58,9 @@ TEXT = 8192
 _lock = threading.Lock()
 _read: OrderedDict[str, tuple[Plan, str]] = OrderedDict()
 _code: list[str] = []
+#: the dpsql package: every module under it stands for the code (this module is in records/, so
+#: its own folder would miss sql/, where a plan's exact SQL is written)
+PACKAGE = Path(__file__).resolve().parents[1]
 
 
 def code_identity() -> str:

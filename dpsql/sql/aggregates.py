@@ -14,6 +14,9 @@ SUM(m)                SUM of m over split records                    ρ·|A(r)|�
 AVG(m)                SUM(m) / COUNT(m), each noisy (COUNT(m) is     ρ_s·|A(r)|² + ρ_c
                       the count of units when m is NOT NULL)
 ====================  =============================================  ==================
+
+On a table with many rows per unit (``max_groups``) counts are of rows or units and AVG divides
+by the rows where the measure is not NULL: :mod:`dpsql.sql.units`.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from dpsql.sql.parse import position, written_name
 from dpsql.sql.quantiles import is_quantile, quantile_call, quantile_name
 from dpsql.sql.plan import NOISY_RELATION, GroupKey, OutputColumn, Primitive, primitive_column
 from dpsql.sql.scopes import Scopes, try_casts
+from dpsql.sql import units
 
 
 class FinishRewriter:
@@ -139,6 +143,8 @@ class FinishRewriter:
         return out, (direct if is_single and ratio is None else None), (ratio if is_single else None)
 
     def aggregate(self, node: exp.Expression) -> int | tuple[int, int]:
+        if self.table.many_rows and (isinstance(node, exp.Count) or is_quantile(node)):  # sql/units.py
+            return self.primitive(units.count(self.scopes, self.table, node, self.not_null.get(self.table.name, set())))
         if is_quantile(node):
             return self.quantile(node)
         arg = node.this
@@ -186,6 +192,8 @@ class FinishRewriter:
             # schema says the column cannot be NULL, that count is the count of units, which
             # COUNT(*) in the same query can share (paper 000 Table 3: SUM / COUNT_DISTINCT(id)).
             counted = None if name in private_not_null else name
+            if self.table.many_rows:  # the rows where it is not NULL, split at row_threshold (sql/units.py)
+                return s, self.primitive(units.rows(self.scopes, self.table, node, counted))
             return s, self.primitive(Primitive("count", counted))
         return s
 

@@ -23,7 +23,7 @@ import sqlglot
 from sqlglot import exp
 
 from dpsql.errors import QueryRefused
-from dpsql.sql.totality import condition_total, expression_total
+from dpsql.sql.totality import condition_total, expression_total, value_type
 
 #: how much of a fragment a refusal quotes (it is the query's and dpsql's text: public)
 _SHOWN = 200
@@ -51,21 +51,40 @@ def check_final(sql: str, types: dict[str, str]) -> None:
 
 def first_not_total(tree: exp.Expression, types: dict[str, str]) -> exp.Expression | None:
     """The first expression of the exact query that could fail for some row, or None. Only the
-    shape :func:`~dpsql.sql.rewrite.exact_sql` writes is known: one SELECT with projections, a
-    FROM of the private table and joined projections of public tables, WHERE and GROUP BY.
-    Anything else is returned whole."""
+    shapes :func:`~dpsql.sql.rewrite.exact_sql` writes are known: one SELECT with projections, a
+    FROM of the private table and joined projections of public tables, WHERE and GROUP BY; or,
+    for a table with many rows per unit (:mod:`dpsql.sql.units`), such SELECTs chained by WITH,
+    each reading the table or an earlier one, with the bounding's QUALIFY. Anything else is
+    returned whole."""
     if not isinstance(tree, exp.Select):
         return tree
-    known = {"expressions", "from", "from_", "joins", "where", "group"}
+    types, ctes, partial = dict(types), set(), set()
+    with_ = tree.args.get("with_") or tree.args.get("with")
+    for cte in with_.expressions if with_ is not None else []:
+        bad = _select(cte.this, types, ctes, partial)
+        if bad is not None:
+            return bad
+        _outputs(cte.this, types, partial)
+        ctes.add(cte.alias)
+    return _select(tree, types, ctes, partial)
+
+
+def _select(tree: exp.Expression, types: dict[str, str], ctes: set[str], partial: set[str]) -> exp.Expression | None:
+    if not isinstance(tree, exp.Select):
+        return tree
+    known = {"expressions", "from", "from_", "joins", "where", "group", "with", "with_", "qualify"}
     if any(v for k, v in tree.args.items() if k not in known):
         return tree
+    source = tree.args.get("from_") or tree.args.get("from")
+    if source is None or not isinstance(source.this, exp.Table) or source.this.args.get("db"):
+        return tree
+    from_cte = source.this.name in ctes
     for item in tree.expressions:
         value = item.this if isinstance(item, exp.Alias) else item
-        if not expression_total(value, types):
+        if isinstance(value, exp.Star) and from_cte:
+            continue  # the earlier step's columns, each checked where it was made
+        if not (expression_total(value, types) or _resum(value, types, partial)):
             return value
-    source = tree.args.get("from_") or tree.args.get("from")
-    if source is None or not isinstance(source.this, exp.Table):
-        return tree
     for join in tree.args.get("joins") or []:
         bad = _join(join, types)
         if bad is not None:
@@ -80,7 +99,52 @@ def first_not_total(tree: exp.Expression, types: dict[str, str]) -> exp.Expressi
     for key in group.expressions if group is not None else []:
         if not expression_total(key, types):
             return key
-    return None
+    qualify = tree.args.get("qualify")
+    return None if qualify is None else _bounding(qualify.this, types)
+
+
+def _outputs(select: exp.Select, types: dict[str, str], partial: set[str]) -> None:
+    """The types of a WITH step's columns, for the steps after it. A SUM of integers of at most
+    64 bits is a *partial sum* (:func:`_resum`)."""
+    for item in select.expressions:
+        value = item.this if isinstance(item, exp.Alias) else item
+        if isinstance(value, exp.Star):
+            continue
+        t = value_type(value, types)
+        if t is not None:
+            types[item.alias_or_name] = t.name
+        if isinstance(value, exp.Sum):
+            partial.add(item.alias_or_name)
+
+
+#: what a re-sum of partial sums may apply to them: caps and defaults, never arithmetic or casts
+_CAPS = (exp.Least, exp.Greatest, exp.Coalesce, exp.Paren, exp.Column, exp.Literal, exp.Neg, exp.Case, exp.If,
+         exp.Identifier, exp.EQ, exp.Boolean, exp.Null)
+
+
+def _resum(node: exp.Expression, types: dict[str, str], partial: set[str]) -> bool:
+    """SUM over per-(unit, group) partial sums (a HUGEINT each), capped by literals: the records
+    partition the rows, so the total is a sum over a subset of rows of values of at most 64 bits,
+    each only moved towards 0 by a cap — below 2^127 for fewer than 2^64 rows: it cannot overflow.
+    Checked with the partial sums read as BIGINT, which only the forms of :data:`_CAPS` may touch."""
+    if not isinstance(node, exp.Sum) or not any(c.name in partial for c in node.find_all(exp.Column)):
+        return False
+    if any(not isinstance(n, _CAPS) for n in node.this.walk()):
+        return False
+    narrow = {**types, **{name: "BIGINT" for name in partial}}
+    return expression_total(node, narrow)
+
+
+def _bounding(node: exp.Expression, types: dict[str, str]) -> exp.Expression | None:
+    """``ROW_NUMBER() OVER (PARTITION BY … ORDER BY …) <= κ``: numbering rows cannot fail; its
+    partition and order expressions must be total (HASH of the unit, the keys and the salt)."""
+    window = node.this if isinstance(node, exp.LTE) else None
+    if not (isinstance(window, exp.Window) and isinstance(window.this, exp.RowNumber)
+            and isinstance(node.expression, exp.Literal) and not node.expression.is_string):
+        return node
+    order = window.args.get("order")
+    parts = list(window.args.get("partition_by") or []) + [o.this for o in (order.expressions if order else [])]
+    return next((p for p in parts if not expression_total(p, types)), None)
 
 
 def _join(join: exp.Join, types: dict[str, str]) -> exp.Expression | None:

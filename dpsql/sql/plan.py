@@ -49,6 +49,8 @@ class Primitive:
             return f"COUNT(DISTINCT {self.shown or self.column})"
         if self.kind == "count":
             return "COUNT(units)" if self.column is None else f"COUNT({self.shown or self.column})"
+        if self.column and self.column.startswith("#rows"):  # rows of a unit in a group (sql/units.py)
+            return "COUNT(*) rows" if self.column == "#rows" else f"COUNT{(self.shown or self.column)[5:]} rows"
         return f"SUM({self.column})"
 
 

@@ -15,6 +15,7 @@ from dpsql.sql.finish_forms import forms
 from dpsql.sql.keys import group_keys
 from dpsql.sql.plan import Join, Plan
 from dpsql.sql.scopes import Scopes
+from dpsql.sql import units
 
 
 def build_plan(select: exp.Select, sql: str, policy: Policy, schema: dict[str, dict[str, str]],
@@ -48,6 +49,8 @@ def build_plan(select: exp.Select, sql: str, policy: Policy, schema: dict[str, d
         raise scopes.refuse(select, "DP112", "the SELECT list is empty")
     aliases = {item.alias.lower(): item.this for item in items if isinstance(item, exp.Alias)}
     keys = group_keys(select, table, scopes, items, aliases)
+    if table.many_rows:
+        units.check_plan(scopes, select, table, policy, keys)
 
     rewriter = FinishRewriter(scopes, table, keys, not_null)
     finish, outputs = rewriter.finish(select, items, aliases)

@@ -28,6 +28,7 @@ from dpsql.sql.quantiles import histogram_sql
 from dpsql.sql.final_check import check_final
 from dpsql.sql.sql_types import MAX_DECIMAL_WIDTH, common_type, sql_type
 from dpsql.sql.totality import condition_total, expression_total
+from dpsql.sql import units
 
 
 def _q(name: str) -> str:
@@ -88,7 +89,10 @@ def value_sql(measure: Measure, column_type: str, max_splits: int | None) -> str
         scaled = col if ctype in ("DOUBLE", "FLOAT", "REAL") else f"CAST({col} AS DOUBLE)"
         value = f"TRY_CAST(ROUND({scaled} * {g.denominator} / {g.numerator}) AS BIGINT)"
     if max_splits is not None:
-        value = f"LEAST(GREATEST({value}, {threshold_sql(measure, -max_splits)}), {threshold_sql(measure, max_splits)})"
+        low, cap = threshold_sql(measure, -max_splits), threshold_sql(measure, max_splits)
+        # not LEAST(GREATEST(v, low), cap): DuckDB's GREATEST skips NULL, so a NULL v became low;
+        # the low cap is a literal (or a CASE of literals), never -(…): the final check allows no negated expression
+        value = f"CASE WHEN {value} < {low} THEN {low} WHEN {value} > {cap} THEN {cap} ELSE {value} END"
     return value
 
 
@@ -172,6 +176,10 @@ def key_sql(key: GroupKey, schema: dict[str, str]) -> str:
 
 def exact_sql(plan: Plan, schema: dict[str, str]) -> str:
     """The query that runs: one scan, one group-by, exact per-group primitives."""
+    if plan.table.many_rows:  # many rows per unit: a two-level aggregate (sql/units.py), checked as any other
+        sql = units.exact_sql(plan, _row_parts(plan, schema))
+        check_final(sql, {**schema, **plan.public_types})
+        return sql
     t = plan.table
     schema = {**schema, **plan.public_types}
     cols = [f"{key_sql(k, schema)} AS {_q(k.name)}" for k in plan.keys]
@@ -228,6 +236,8 @@ def split_relation_sql(table: TablePolicy, measures: list[Measure], schema: dict
 def reference_sql(plan: Plan, schema: dict[str, str]) -> str:
     """The same values as :func:`exact_sql`, computed over materialised split records:
     SUM over split values, COUNT(DISTINCT unit) for counts (paper 000 Table 3)."""
+    if plan.table.many_rows:
+        return units.reference_sql(plan, _row_parts(plan, schema))
     t = plan.table
     measures = [t.measures[m] for m in plan.split_measures]
     counted = sorted({p.column for p in plan.primitives if p.kind == "count" and p.column})
@@ -263,3 +273,11 @@ def reference_sql(plan: Plan, schema: dict[str, str]) -> str:
     if plan.keys:
         sql += f"\nGROUP BY {', '.join(_q(k) for k in names)}"
     return sql
+
+
+def _row_parts(plan: Plan, schema: dict[str, str]) -> units.RowParts:
+    """What sql/units.py reuses of this module for a table with many rows per unit."""
+    types = {**schema, **plan.public_types}
+    return units.RowParts(keys=[key_sql(k, types) for k in plan.keys], source=from_sql(plan, types),
+                          where=_where_sql(plan, types),
+                          value=lambda name: value_sql(plan.table.measures[name], schema[name], None))

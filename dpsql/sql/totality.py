@@ -269,6 +269,9 @@ def _function(node: exp.Expression, schema: Schema) -> SqlType | None:
         return SqlType("int", "UBIGINT", 20)
     if name == "HISTOGRAM" and len(args) == 2 and value_type(args[0], schema) == BIGINT and _bigint_list(args[1]):
         return SqlType("other", "MAP")
+    if name == "GETVARIABLE" and len(args) == 1 and isinstance(args[0], exp.Literal) and args[0].is_string \
+            and args[0].this == "dpsql_secret_salt":
+        return BIGINT  # units.SALT: replaced by a 63-bit integer literal when the query runs (NULL before)
     if name == "HISTOGRAM" and len(args) == 1 and _is_bin(args[0], schema):
         return SqlType("other", "MAP")
     if name in ("MAP_ENTRIES", "MAP_KEYS", "MAP_VALUES") and len(args) == 1 \

@@ -65,6 +65,9 @@ def _decide(session: Any, sql: str, rho: Fraction) -> Any:
     geography or detail column without a public keyset) would add partition selection, which
     the level's charge does not include: refused (DP501) before any row is read."""
     d = session.decide(sql, settings=_settings(session, rho), check_budget=False)
+    if d.plan.table.many_rows:  # a person is not one row: the levels' composition (Lemma 10) does not hold as stated
+        raise WorkloadFileError(f"SafeTab runs on tables of one row per person; {d.plan.table.name!r} declares "
+                                "max_groups (many rows per unit)", hint="run SafeTab on a table of one row per person.")
     if d.rho != rho or d.delta != 0 or d.plan.private_keys:
         raise WorkloadFileError(f"SafeTab query {sql!r} groups by a key without a public keyset (it would need "
                                 "partition selection, which a SafeTab level's charge does not include)",

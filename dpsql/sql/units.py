@@ -1,0 +1,248 @@
+"""Many rows per privacy unit (issue 31): the aggregates it answers and its exact SQL.
+
+A private table whose policy declares ``max_groups = κ`` may hold many rows per unit. Whether a
+query takes this path is decided by the policy (public), never by the data: the single-row
+path (``rewrite.py``) runs unchanged for every other table. docs/privacy.md, "Many rows per
+unit", states the model and its proofs; in short, one query runs in DuckDB as:
+
+1. the rows, filtered by the WHERE clause (rows whose unit is NULL belong to no unit and are
+   dropped), each with its group keys, its unit and its measures in granularity units;
+2. one record per (unit, group): the sum of each measure, the count of rows (``#rows``) and of
+   rows where a column is not NULL (``#rows(col)``);
+3. the bounding transformation: a unit in more than κ groups keeps the κ whose keyed hash
+   HASH(unit, keys, salt) is smallest. The salt is drawn per query from the session's random
+   source when the query runs (:func:`salted`); the SQL planned, cached, checked on the empty
+   twin and shown by EXPLAIN holds the placeholder :data:`SALT` instead;
+4. per group: the SUM of each record's total, top-coded at max_splits·T (paper 000 Algorithm 1:
+   a record's splits sum to its value, so the sum over splits is the sum of the capped totals),
+   the same for row counts at ``row_threshold``, and COUNT(*) of the kept records (distinct units).
+
+The analyst's aggregates map onto primitives here (:func:`aggregate`): ``COUNT(*)`` is the row
+count (a "sum" of ``#rows``, split at ``row_threshold``), ``COUNT(DISTINCT unit)`` the count of
+units, ``SUM(m)`` the sum of per-(unit, group) totals, ``AVG(m)`` their noisy ratio with the
+rows where m is not NULL. What is not answered yet is refused in phase 1 (DP211).
+
+No I/O here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlglot import exp
+
+from dpsql.policy.model import ROWS, Measure, Policy, TablePolicy, rows_of
+from dpsql.sql.plan import GroupKey, Plan, Primitive, primitive_column
+from dpsql.sql.quantiles import is_quantile
+from dpsql.sql.salt import SALT
+
+#: a capped value is at most this (``rewrite.VALUE_CAP``: sums of them stay within HUGEINT)
+_CAP = 2**62
+#: what a refusal of a form this path does not answer yet says to do
+_HINT = ("on a table with many rows per unit (max_groups) dpsql answers COUNT(*), COUNT(DISTINCT unit), "
+         "SUM(measure) and AVG(measure) by public keys, or by private keys alone (docs/sql.md, \"Many rows per unit\").")
+
+
+def _q(name: str) -> str:
+    return exp.to_identifier(name, quoted=True).sql("duckdb")
+
+
+def _refuse(scopes: Any, node: exp.Expression, what: str) -> Exception:
+    return scopes.refuse(node, "DP211", f"{what} is not answered yet on a table with many rows per unit", _HINT)
+
+
+def count(scopes: Any, table: TablePolicy, node: exp.Expression, not_null: set[str]) -> Primitive:
+    """The primitive of a COUNT or a quantile on a many-row table (``aggregates.FinishRewriter``;
+    SUM and AVG go through its own checks, AVG's count through :func:`rows`)."""
+    if is_quantile(node):
+        raise _refuse(scopes, node, "a quantile (MEDIAN, QUANTILE_CONT)")
+    arg = node.this
+    distinct = isinstance(arg, exp.Distinct)
+    if distinct:
+        if len(arg.expressions) != 1:
+            raise scopes.refuse(node, "DP116", "DISTINCT over several columns is not supported")
+        arg = arg.expressions[0]
+    name = scopes.column_name(arg) if isinstance(arg, exp.Column) else None
+    if distinct:
+        if name != table.privacy_unit:
+            raise _refuse(scopes, node, "COUNT(DISTINCT column) of a column other than the unit")
+        return Primitive("count")  # one per kept (unit, group) record: the count of units
+    if isinstance(arg, (exp.Star, exp.Literal)) or arg is None:
+        return rows(scopes, table, node, None)
+    if name is None:
+        raise scopes.refuse(node, "DP117", "COUNT accepts *, a column or DISTINCT of the privacy unit",
+                            "write COUNT(*) or COUNT(column).")
+    # rows whose unit is NULL are dropped, so COUNT(unit) counts every row, as a NOT NULL column does
+    return rows(scopes, table, node, None if name == table.privacy_unit or name in not_null else name,
+                scopes.shown(name))
+
+
+def rows(scopes: Any, table: TablePolicy, node: exp.Expression, column: str | None,
+         shown: str | None = None) -> Primitive:
+    """The count of a unit's rows in a group (where ``column`` is not NULL), split at the policy's
+    ``row_threshold`` as a measure's value is at its threshold: a "sum" of :data:`ROWS`."""
+    if table.row_threshold is None:
+        raise scopes.refuse(node, "DP211", "counting rows needs the policy's row_threshold on a table with many rows per unit",
+                            f"write COUNT(DISTINCT {table.privacy_unit}) to count units, or the data owner adds "
+                            f"row_threshold = R to [tables.{table.name}] (docs/policy.md).")
+    return Primitive("sum", rows_of(column), shown=rows_of(shown) if shown else None)
+
+
+def check_plan(scopes: Any, select: exp.Select, table: TablePolicy, policy: Policy, keys: list[GroupKey]) -> None:
+    """Refuse (DP211) a GROUP BY on a private key that partition selection cannot cover yet on a
+    many-row table. Selection counts the kept units per private group. With κ = 1 a unit is in
+    one cell: the single-row selection holds. With κ > 1 each group is kept by pi_opt at (ε/κ,
+    δ/κ) (``release.select_groups``, ``privacy/selection_kappa.py``), which needs every key
+    private — with a public key too, one unit's κ cells could share a private group and move its
+    count by more than 1 — and the optimal method (the truncated geometric's noisy count is a
+    count of units in one group only)."""
+    private = [k for k in keys if not k.public]
+    if not private:
+        return
+    sel = policy.selection
+    ok = sel.count == "units" and (table.max_groups == 1 or (len(private) == len(keys) and sel.method == "optimal"))
+    if not ok:
+        raise scopes.refuse(select, "DP211", f"GROUP BY the private key {private[0].label} is not answered yet on a "
+                            "table with many rows per unit with this policy: it needs selection.count = \"units\", and "
+                            "when max_groups > 1 every key private and selection.method = \"optimal\"", _HINT)
+
+
+@dataclass(frozen=True)
+class RowParts:
+    """What the single-row rewrite (``rewrite.py``) knows how to write, handed over: each key's
+    SQL (in the plan's order), the FROM clause with its joins, the WHERE clause, and a measure's
+    value in granularity units (BIGINT-wide or NULL, uncapped)."""
+
+    keys: list[str]
+    source: str
+    where: str
+    value: Callable[[str], str]
+
+
+def _cell_threshold(plan: Plan, m: Measure, times: int) -> str:
+    """times · T of a (unit, group) record, in granularity units: per group when the query groups
+    by the key of the measure's per-group thresholds (as ``release.sensitivities`` calibrates
+    the noise), else the largest threshold a record can have."""
+    by = [k for k in plan.keys if m.override is not None and k.column == m.override.key]
+    if not by:
+        return str(max(min(m.max_threshold * times, _CAP), -_CAP))
+    assert m.override is not None
+    lit = (lambda v: exp.Literal.string(v).sql("duckdb") if isinstance(v, str) else str(v))
+    whens = " ".join(f"WHEN {lit(v)} THEN {max(min(t * times, _CAP), -_CAP)}" for v, t in m.override.thresholds.items())
+    return f"(CASE {_q(by[0].name)} {whens} ELSE {max(min(m.threshold * times, _CAP), -_CAP)} END)"
+
+
+def _records_sql(plan: Plan, parts: RowParts) -> tuple[str, list[str], list[str]]:
+    """Steps 1-3: the kept (unit, group) records. Returns the WITH clauses, the key columns and
+    the record columns (``__x_<measure>``) the primitives read."""
+    t = plan.table
+    names = [_q(k.name) for k in plan.keys]
+    row_cols = [f"{sql} AS {n}" for sql, n in zip(parts.keys, names)] + [f"{_q(t.privacy_unit)} AS __unit"]
+    cell_cols: list[str] = []
+    measures = sorted({p.column for p in plan.primitives if p.kind == "sum" and p.column})
+    valued = sorted({m for m in measures if not m.startswith(ROWS)}
+                    | {m[len(ROWS) + 1:-1] for m in measures if m.startswith(ROWS + "(")})
+    for name in valued:
+        if name in t.measures:
+            row_cols.append(f"{parts.value(name)} AS {_q('__v_' + name)}")
+        else:  # COUNT(col) of a column that is not a measure: counted where not NULL
+            row_cols.append(f"{_q(name)} AS {_q('__v_' + name)}")
+    for name in measures:
+        if name == ROWS:
+            agg = "COUNT(*)"
+        elif name.startswith(ROWS):
+            agg = f"COUNT({_q('__v_' + name[len(ROWS) + 1:-1])})"
+        else:
+            agg = f"SUM({_q('__v_' + name)})"  # HUGEINT: a sum of BIGINT-wide values cannot overflow it
+        cell_cols.append(f"{agg} AS {_q('__x_' + name)}")
+    unit_ok = f"{_q(t.privacy_unit)} IS NOT NULL"
+    where = f"{parts.where}\n  AND {unit_ok}" if parts.where else f"\nWHERE {unit_ok}"
+    group = ", ".join([*names, "__unit"])
+    sql = (f"WITH __rows AS (\n  SELECT {', '.join(row_cols)}\n  FROM {parts.source}{where}\n),\n"
+           f"__records AS (\n  SELECT {', '.join([*names, '__unit', *cell_cols])}\n  FROM __rows GROUP BY {group}\n)")
+    if plan.keys:
+        # The bounding transformation: a unit keeps the κ groups of smallest keyed hash (ties by the keys),
+        # among the groups that can be released (:func:`_releasable`).
+        hashed = f"HASH(__unit, {', '.join(names)}, {SALT})"
+        only = _releasable(plan)
+        sql += (f",\n__kept AS (\n  SELECT * FROM __records{' WHERE ' + only if only else ''}\n  QUALIFY ROW_NUMBER() "
+                f"OVER (PARTITION BY __unit ORDER BY {hashed}, {', '.join(names)}) <= {t.max_groups}\n)")
+    else:
+        sql += ",\n__kept AS (SELECT * FROM __records)"  # one group: nothing to bound
+    return sql, names, measures
+
+
+def _releasable(plan: Plan) -> str:
+    """A condition on a record's keys, from the policy alone, true for every group the public
+    domain can release: a bare public column's group is never NULL (keysets, a public table's
+    values and a date range's grid hold no NULL), and a private table's keyset column is in its
+    keyset (up to 1,000 values). A record that fails it is in no released cell; dropping it before
+    bounding keeps a unit's κ choices for cells that are released. A deterministic filter of a
+    unit's own rows, as WHERE is: the transformation stays stable."""
+    out = []
+    for k in plan.keys:
+        if not (k.public and k.plain):
+            continue  # an expression of keys can map a value to NULL inside its image (NULLIF)
+        out.append(f"{_q(k.name)} IS NOT NULL")
+        key = plan.table.keys.get(k.column or "")
+        if key is not None and key.keyset is not None and len(key.keyset) <= 1000:
+            lit = (lambda v: exp.Literal.string(v).sql("duckdb") if isinstance(v, str) else str(v))
+            out.append(f"{_q(k.name)} IN ({', '.join(lit(v) for v in key.keyset)})")
+    return " AND ".join(out)
+
+
+def _capped(plan: Plan, name: str) -> str:
+    """A record's total of ``name``, top-coded at max_splits · T when the policy caps splits."""
+    x = _q("__x_" + name)
+    k = plan.table.max_splits
+    if k is None:
+        return x
+    cap = _cell_threshold(plan, plan.table.measure(name), k)
+    # COALESCE: DuckDB's GREATEST skips a NULL argument, so a record whose values are all NULL
+    # would count as −cap; as 0 it adds nothing, as SQL's SUM ignores NULL. The low cap is its own
+    # literal (or CASE of literals), never -(…): the final check allows no negated expression.
+    low = _cell_threshold(plan, plan.table.measure(name), -k)
+    return f"LEAST({x}, {cap})" if name.startswith(ROWS) else f"LEAST(GREATEST(COALESCE({x}, 0), {low}), {cap})"
+
+
+def exact_sql(plan: Plan, parts: RowParts) -> str:
+    """The exact per-group primitives of a many-row table (steps 1-4 of the module's docstring)."""
+    sql, names, _ = _records_sql(plan, parts)
+    cols = list(names)
+    for i, p in enumerate(plan.primitives):
+        agg = "COUNT(*)" if p.kind == "count" else f"SUM({_capped(plan, p.column or '')})"
+        cols.append(f"{agg} AS {_q(primitive_column(i))}")
+    if plan.selection_count == "units":
+        cols.append('COUNT(*) AS "__n"')
+    sql += f"\nSELECT {', '.join(cols)}\nFROM __kept"
+    return sql + (f"\nGROUP BY {', '.join(names)}" if names else "")
+
+
+def reference_sql(plan: Plan, parts: RowParts) -> str:
+    """The same values over materialised split records: each kept (unit, group) record split as
+    paper 000 Algorithm 1 splits a record (m = max(1, ⌈|x|/T⌉ over the query's measures),
+    split i carrying sign(x)·clamp(|x| − (i−1)·T, 0, T)), then SUM over splits and COUNT(DISTINCT
+    unit). Shown by EXPLAIN; tests run it against :func:`exact_sql`."""
+    sql, names, measures = _records_sql(plan, parts)
+    vals = [f"{_capped(plan, m)} AS {_q('__c_' + m)}" for m in measures]
+    vals += [f"{_cell_threshold(plan, plan.table.measure(m), 1)} AS {_q('__t_' + m)}" for m in measures]
+    # |x| read as a DOUBLE and capped at 2^53 (as rewrite.splits_sql): an uncapped HUGEINT total cannot overflow the cast
+    counts = ", ".join(f"CAST(CEIL(LEAST(ABS(CAST({_q('__c_' + m)} AS DOUBLE)), {2**53}) / {_q('__t_' + m)}) AS BIGINT)"
+                       for m in measures)
+    splits = f"GREATEST(1, {counts})" if measures else "1"
+    sql += (f",\n__capped AS (SELECT {', '.join([*names, '__unit', *vals])} FROM __kept),\n"
+            f"__splits AS (SELECT *, UNNEST(RANGE(1, {splits} + 1)) AS __i FROM __capped)")
+    cols = list(names)
+    for i, p in enumerate(plan.primitives):
+        if p.kind == "count":
+            agg = "COUNT(DISTINCT __unit)"
+        else:
+            c, th = _q("__c_" + (p.column or "")), _q("__t_" + (p.column or ""))
+            agg = f"SUM(SIGN({c}) * LEAST(GREATEST(ABS({c}) - (__i - 1) * {th}, 0), {th}))"
+        cols.append(f"{agg} AS {_q(primitive_column(i))}")
+    if plan.selection_count == "units":
+        cols.append('COUNT(DISTINCT __unit) AS "__n"')
+    sql += f"\nSELECT {', '.join(cols)}\nFROM __splits"
+    return sql + (f"\nGROUP BY {', '.join(names)}" if names else "")
