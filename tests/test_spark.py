@@ -1,8 +1,10 @@
 """The Spark engine (docs/scale.md): the same exact values as DuckDB over the same Parquet data,
 on the demo tables and on hostile rows, and the guarantee's walls on Spark.
 
-One Spark session (``local[2]``) serves the whole module. pyspark is an optional extra: outside
-CI these tests skip without it; in CI (``CI=true``) its absence fails them.
+One Spark session serves the whole module, on a real standalone cluster (a master and a worker
+on loopback, tests/spark_cluster.py): ``--spark-master spark://…`` once ran on ``local[*]`` while
+every test ran ``local[2]``. pyspark is an optional extra: outside CI these tests skip without
+it; in CI (``CI=true``) its absence fails them.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ except ImportError:
 # Quantiles (grammar_tests/quantiles.sql) are refused on Spark, free, in phase 1: no HISTOGRAM
 # with bin bounds there (test_quantiles_are_refused_free_on_spark below).
 ACCEPTED = [c for c in load_cases() if c.expected is not None and "HISTOGRAM(" not in c.expected]
-MASTER = "local[2]"
+#: the cluster's master URL, set by the module's ``cluster`` fixture before the first session
+MASTER = ""
 
 
 def canon(rows):
@@ -67,6 +70,32 @@ def quick_jit():
     mp.setenv("JAVA_TOOL_OPTIONS", f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} -XX:TieredStopAtLevel=1".strip())
     yield
     mp.undo()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster(quick_jit, tmp_path_factory):
+    """A standalone master and worker for the whole module (the process's one Spark session is
+    built on the first use, on this master)."""
+    global MASTER
+    from spark_cluster import standalone_cluster
+
+    with standalone_cluster(tmp_path_factory.mktemp("spark_cluster")) as (url, master_log):
+        MASTER = url
+        yield url, master_log
+
+
+def test_the_session_runs_on_the_cluster_it_was_given(engines, cluster):
+    """The driver's master is the cluster's, and the master registered the application and
+    launched an executor on the worker (its own log says so): the queries below ran there."""
+    from dpsql.backends.spark import spark_session
+
+    url, master_log = cluster
+    engines[1].run("SELECT COUNT(*) FROM establishments")
+    context = spark_session().sparkContext
+    assert context.master == url
+    log = master_log.read_text()
+    assert f"Registered app dpsql with ID {context.applicationId}" in log
+    assert re.search(rf"Launching executor {re.escape(context.applicationId)}/\d+ on worker", log)
 
 
 @pytest.fixture(scope="module")
