@@ -216,3 +216,23 @@ def test_jdbc(server, tmp_path):
     assert any(line.startswith("refused 42501 ERROR: DP201") for line in lines), out.stdout
     assert any(line.startswith("wrong 28P01") for line in lines), out.stdout
     assert charges(server, "alice") == before + 1
+
+
+def test_show_budget_over_the_wire(server):
+    """psycopg asks what is left without spending (issue 33): SHOW dpsql.budget answers from the
+    server's ledger for this analyst, charges nothing itself, follows a charged query exactly, and
+    names no server path."""
+    import psycopg
+    from fractions import Fraction
+
+    before_charges = charges(server, "alice")
+    with psycopg.connect(server.dsn("alice", PASSWORD), autocommit=True) as con:
+        before = dict(con.execute("SHOW dpsql.budget").fetchall())
+        con.execute("SET dpsql.rho = 0.25")
+        con.execute("SELECT state, COUNT(*) FROM establishments GROUP BY state").fetchall()
+        after = dict(con.execute("SHOW dpsql.budget").fetchall())
+    assert charges(server, "alice") == before_charges + 1  # the query; neither SHOW
+    spent = Fraction(after["dpsql.budget.spent"]) - Fraction(before["dpsql.budget.spent"])
+    left = Fraction(before["dpsql.budget.remaining"]) - Fraction(after["dpsql.budget.remaining"])
+    assert spent == left == Fraction(1, 4)
+    assert not any("/" in v for v in after.values())

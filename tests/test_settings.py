@@ -130,3 +130,18 @@ def test_table1_rho_from_moe_targets(level):
     rho_total = 10 * a.rho
     assert f"{float(rho_total):.3f}" == total
     assert f"{0.9 * float(total):.3f}" == step2
+
+
+def test_show_budget_reads_the_ledger_and_charges_nothing(demo):
+    """SHOW dpsql.budget (for tools that only send SQL): spent, left and total in ρ and δ, the
+    guarantee of what was spent; it charges nothing and names no file."""
+    with dpsql.connect(*demo, rho="0.25", _random_source=seeded_random(3)) as con:
+        before = dict(con.execute("SHOW dpsql.budget").fetchall())
+        con.execute("SELECT state, COUNT(*) FROM establishments GROUP BY state").fetchall()
+        after = dict(con.execute("SHOW dpsql.budget").fetchall())
+        assert con.session.ledger.spent == Fraction(1, 4)  # the query's ρ, and nothing for the two SHOWs
+    assert before["dpsql.budget.spent"] == "0" and after["dpsql.budget.spent"] == "0.25"
+    total = Fraction(after["dpsql.budget.total"])
+    assert Fraction(after["dpsql.budget.remaining"]) == total - Fraction(1, 4)
+    assert {"dpsql.budget.delta_remaining", "dpsql.budget.epsilon"} <= set(after)
+    assert not any("/" in v or ".sqlite" in v for v in after.values())  # no ledger path

@@ -12,6 +12,8 @@ charge nothing. DuckDB's own settings stay refused (DP102).
     RESET dpsql.moe                   back to the default (also rho, epsilon, weights, error_columns,
                                       clamp_negative, all; the last two to the connection's options)
     SHOW dpsql.rho                    the current value
+    SHOW dpsql.budget                 this analyst's budget: spent, left, total, in ρ and δ, and the
+                                      (ε, δ) guarantee of what was spent — read, never charged
 
 The last two are output options (:mod:`dpsql.pipeline.output`): post-processing of noisy values.
 """
@@ -79,7 +81,7 @@ def _show(session: Session, name: str) -> str:
 def _unknown(name: str) -> QueryRefused:
     return QueryRefused(f"unknown dpsql setting {name!r}", code="DP119",
                         hint="settings: rho, epsilon, moe, moe_count, moe_<measure>, weights, error_columns, "
-                             "clamp_negative, mechanism (SHOW only).")
+                             "clamp_negative, mechanism and budget (SHOW only).")
 
 
 def _apply(session: Session, name: str, raw: str) -> Settings:
@@ -144,5 +146,8 @@ def handle(session: Session, sql: str) -> Result | None:
         return public_result(session, ["setting", "value"], ["VARCHAR", "VARCHAR"], [(f"dpsql.{name}", "default")])
     if m := _SHOW.match(sql):
         name = m.group(1).lower()
+        if name == "budget":  # the ledger's own figures for this analyst (no path: the server's is not theirs)
+            rows = [(f"dpsql.budget.{k}", v) for k, v in session.ledger.summary().items() if k != "ledger"]
+            return public_result(session, ["setting", "value"], ["VARCHAR", "VARCHAR"], rows)
         return public_result(session, ["setting", "value"], ["VARCHAR", "VARCHAR"], [(f"dpsql.{name}", _show(session, name))])
     return None
