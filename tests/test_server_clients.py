@@ -236,3 +236,31 @@ def test_show_budget_over_the_wire(server):
     left = Fraction(before["dpsql.budget.remaining"]) - Fraction(after["dpsql.budget.remaining"])
     assert spent == left == Fraction(1, 4)
     assert not any("/" in v for v in after.values())
+
+
+def test_dpsql_settings_in_the_startup_options(server):
+    """A BI tool that only takes a URL sets dpsql's options there (issue 33: they were silently
+    ignored): options=-c dpsql.error_columns=on adds the _moe95 columns, -c dpsql.rho=0.25 is what
+    the next query costs, and a bad value refuses the connection with the setting's own code."""
+    import psycopg
+    from fractions import Fraction
+
+    options = r"-c dpsql.error_columns=on --dpsql.rho=0.25 -c search_path=public"
+    with psycopg.connect(server.dsn("alice", PASSWORD), options=options, autocommit=True) as con:
+        before = dict(con.execute("SHOW dpsql.budget").fetchall())
+        assert con.execute("SHOW dpsql.rho").fetchall() == [("dpsql.rho", "0.25")]
+        cur = con.execute("SELECT state, COUNT(*) AS n FROM establishments GROUP BY state")
+        assert [d.name for d in cur.description] == ["state", "n", "n_moe95"]
+        after = dict(con.execute("SHOW dpsql.budget").fetchall())
+    assert Fraction(after["dpsql.budget.spent"]) - Fraction(before["dpsql.budget.spent"]) == Fraction(1, 4)
+    with pytest.raises(psycopg.OperationalError, match="DP119|DP302"):
+        psycopg.connect(server.dsn("alice", PASSWORD), options="-c dpsql.error_columns=maybe")
+
+
+def test_startup_options_are_read_as_libpq_writes_them():
+    from dpsql.faces.server.startup_options import dpsql_options
+
+    assert dpsql_options(r"-c dpsql.rho=0.5 -cdpsql.MOE=10 --dpsql.weights=SUM(payann)=2,\ COUNT(units)=1 "
+                         r"-c statement_timeout=5s -c  search_path=x --dpsql.nothing") == [
+        ("rho", "0.5"), ("moe", "10"), ("weights", "SUM(payann)=2, COUNT(units)=1")]
+    assert dpsql_options("") == [] and dpsql_options("-c") == []

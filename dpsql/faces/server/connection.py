@@ -31,6 +31,7 @@ from dpsql.faces.server.answers import Answer, StatementError, answer, for_analy
 from dpsql.faces.server.extended import ExtendedProtocol, Portal, Prepared
 from dpsql.faces.server.scram import ScramError, ScramServer
 from dpsql.faces.server.pgsession import REPORTED, PgSettings
+from dpsql.faces.server.startup_options import apply_options
 from dpsql.faces.server.statements import split
 from dpsql.faces.server.wire import ProtocolViolation
 
@@ -152,6 +153,10 @@ class Connection(ExtendedProtocol):
             self.session = await self.server.in_thread(self.server.served.open_session, user)
         except DpsqlError as exc:
             raise Fatal("58000", *for_analyst(exc)) from None
+        try:  # -c dpsql.<name>=<value> in the startup options: a URL-only BI tool's settings
+            await self.server.in_thread(apply_options, self.session, params.get("options", ""))
+        except DpsqlError as exc:
+            raise Fatal("22023", *for_analyst(exc)) from None
         out = [wire.auth_ok()] if not self._authenticated_by_scram else []
         out += [wire.parameter_status(k, self.pg.values[k]) for k in REPORTED if k in self.pg.values]
         out.append(wire.backend_key_data(self.pid, self.secret))
