@@ -264,3 +264,45 @@ def test_startup_options_are_read_as_libpq_writes_them():
                          r"-c statement_timeout=5s -c  search_path=x --dpsql.nothing") == [
         ("rho", "0.5"), ("moe", "10"), ("weights", "SUM(payann)=2, COUNT(units)=1")]
     assert dpsql_options("") == [] and dpsql_options("-c") == []
+
+
+def test_psql_copy_to_a_file(server, tmp_path):
+    """psql's \\copy (SELECT ...) TO 'f.csv' CSV HEADER (issue 33: refused, leaving an empty file):
+    the SELECT is answered and charged once, the file holds its header and rows; a public query
+    copies free; a COPY option dpsql does not read is refused before anything runs."""
+    _need("psql", shutil.which("psql") is not None)
+    env = {**os.environ, "PGPASSWORD": PASSWORD, "PGSSLMODE": "disable", "PGCONNECT_TIMEOUT": "20"}
+    base = ["psql", "-h", server.host, "-p", str(server.port), "-U", "alice", "-X", "-v", "ON_ERROR_STOP=1"]
+
+    def psql(command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*base, "-c", command], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+
+    before = charges(server, "alice")
+    done = psql("\\copy (SELECT state, COUNT(*) AS n FROM establishments GROUP BY state) TO 'n.csv' CSV HEADER")
+    assert done.returncode == 0, done.stderr
+    lines = (tmp_path / "n.csv").read_text().splitlines()
+    assert lines[0] == "state,n" and len(lines) == 52 and all(len(x.split(",")) == 2 for x in lines[1:])
+    assert charges(server, "alice") == before + 1
+    public = psql("\\copy (SELECT code, name FROM states ORDER BY code) TO 'states.txt'")
+    assert public.returncode == 0, public.stderr
+    first = (tmp_path / "states.txt").read_text().splitlines()[0].split("\t")
+    assert len(first) == 2 and first[0] == "AK"
+    assert charges(server, "alice") == before + 1
+    odd = psql("\\copy (SELECT state, COUNT(*) FROM establishments GROUP BY state) TO 'x.csv' WITH (FORMAT csv, DELIMITER ';')")
+    assert odd.returncode != 0 and "not supported" in odd.stderr
+    assert charges(server, "alice") == before + 1
+
+
+def test_copy_out_fields_escape_as_postgresql_writes_them():
+    from dpsql.faces.server.copy_out import CopyOptionError, _csv_field, _text_field, parse
+
+    assert _text_field(None) == b"\\N" and _text_field(b"a\tb\\c\nd") == b"a\\tb\\\\c\\nd"
+    assert _csv_field(None) == b"" and _csv_field(b"") == b'""' and _csv_field(b'say "hi", x') == b'"say ""hi"", x"'
+    req = parse("COPY ( SELECT 1 ) TO STDOUT WITH (FORMAT csv, HEADER true);")
+    assert req is not None and req.query.strip() == "SELECT 1" and req.csv and req.header
+    assert parse("COPY (SELECT 1) TO STDOUT").csv is False and parse("SELECT 1") is None
+    assert parse("COPY (SELECT 1) TO STDOUT CSV HEADER false").header is False
+    for bad in ("COPY (SELECT 1) TO STDOUT (FORMAT binary)", "COPY (SELECT 1) TO STDOUT CSV NULL 'x'",
+                "COPY (SELECT 1) TO STDOUT HEADER"):
+        with pytest.raises(CopyOptionError):
+            parse(bad)

@@ -25,7 +25,7 @@ import traceback
 from typing import TYPE_CHECKING, Any
 
 from dpsql.errors import DpsqlError
-from dpsql.faces.server import pgtypes, wire
+from dpsql.faces.server import copy_out, pgtypes, wire
 from dpsql.faces.server.host import Fatal, Host, Interrupted
 from dpsql.faces.server.answers import Answer, StatementError, answer, for_analyst, from_dpsql
 from dpsql.faces.server.extended import ExtendedProtocol, Portal, Prepared
@@ -282,15 +282,26 @@ class Connection(ExtendedProtocol):
         for sql in statements:
             offset = text.find(sql, offset)
             try:
-                ans = await self._run(sql, [], offset)
+                copy = copy_out.parse(sql)  # psql's \copy (SELECT ...) TO: the SELECT, answered as any
+                ans = await self._run(copy.query if copy else sql, [], offset)
+                if copy and ans.columns is None:
+                    raise StatementError("0A000", "COPY (...) TO STDOUT needs a query that returns rows")
+            except copy_out.CopyOptionError as exc:
+                ans, copy = None, None
+                err = StatementError("0A000", str(exc))
             except StatementError as exc:
+                ans, err = None, exc
+            if ans is None:
                 if self.pg.status == "T":
                     self.pg.status = "E"
-                await self._send(wire.error_response(exc.fields))
+                await self._send(wire.error_response(err.fields))
                 break
             out = [wire.parameter_status(k, v) for k, v in ans.report.items()]
             if ans.notice:
                 out.append(wire.notice_response({"S": "NOTICE", "V": "NOTICE", "C": "00000", "M": ans.notice}))
+            if copy is not None:
+                await self._send(*out, *copy_out.messages(copy, ans.columns or [], ans.types, ans.rows))
+                continue
             if ans.columns is not None:
                 oids = [pgtypes.oid_of(t) for t in ans.types]
                 out.append(wire.row_description((n, o, pgtypes.size_of(o), 0) for n, o in zip(ans.columns, oids)))
