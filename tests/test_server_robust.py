@@ -582,7 +582,9 @@ def test_startup_parameters_cannot_choose_the_analyst_or_the_ledger(srv, tmp_pat
     user = new_user(srv, "ines")
     new_user(srv, "ivo")
     other_db = tmp_path / "other.duckdb"
-    for params in ({"options": "-c session_authorization=ivo -c role=ivo -c dpsql.analyst=ivo"},
+    with pytest.raises(psycopg.OperationalError, match="DP119"):  # dpsql's options are applied, and no analyst is one
+        srv.connect(user, options="-c dpsql.analyst=ivo")
+    for params in ({"options": "-c session_authorization=ivo -c role=ivo"},
                    {"dbname": "ivo"}, {"dbname": str(other_db)}, {"dbname": str(tmp_path / "ivo.ledger.sqlite")},
                    {"application_name": "ivo"}):
         with srv.connect(user, **params) as conn:
