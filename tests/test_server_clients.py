@@ -294,7 +294,8 @@ def test_psql_copy_to_a_file(server, tmp_path):
 
 
 def test_copy_out_fields_escape_as_postgresql_writes_them():
-    from dpsql.faces.server.copy_out import CopyOptionError, _csv_field, _text_field, parse
+    from dpsql.faces.server.answers import StatementError
+    from dpsql.faces.server.copy_out import _csv_field, _text_field, parse
 
     assert _text_field(None) == b"\\N" and _text_field(b"a\tb\\c\nd") == b"a\\tb\\\\c\\nd"
     assert _csv_field(None) == b"" and _csv_field(b"") == b'""' and _csv_field(b'say "hi", x') == b'"say ""hi"", x"'
@@ -303,6 +304,6 @@ def test_copy_out_fields_escape_as_postgresql_writes_them():
     assert parse("COPY (SELECT 1) TO STDOUT").csv is False and parse("SELECT 1") is None
     assert parse("COPY (SELECT 1) TO STDOUT CSV HEADER false").header is False
     for bad in ("COPY (SELECT 1) TO STDOUT (FORMAT binary)", "COPY (SELECT 1) TO STDOUT CSV NULL 'x'",
-                "COPY (SELECT 1) TO STDOUT HEADER"):
-        with pytest.raises(CopyOptionError):
+                "COPY (SELECT 1) TO STDOUT HEADER", "COPY (SET x = 1) TO STDOUT"):
+        with pytest.raises(StatementError):
             parse(bad)

@@ -284,23 +284,17 @@ class Connection(ExtendedProtocol):
             try:
                 copy = copy_out.parse(sql)  # psql's \copy (SELECT ...) TO: the SELECT, answered as any
                 ans = await self._run(copy.query if copy else sql, [], offset)
-                if copy and ans.columns is None:
-                    raise StatementError("0A000", "COPY (...) TO STDOUT needs a query that returns rows")
-            except copy_out.CopyOptionError as exc:
-                ans, copy = None, None
-                err = StatementError("0A000", str(exc))
             except StatementError as exc:
-                ans, err = None, exc
-            if ans is None:
                 if self.pg.status == "T":
                     self.pg.status = "E"
-                await self._send(wire.error_response(err.fields))
+                await self._send(wire.error_response(exc.fields))
                 break
             out = [wire.parameter_status(k, v) for k, v in ans.report.items()]
             if ans.notice:
                 out.append(wire.notice_response({"S": "NOTICE", "V": "NOTICE", "C": "00000", "M": ans.notice}))
             if copy is not None:
-                await self._send(*out, *copy_out.messages(copy, ans.columns or [], ans.types, ans.rows))
+                out += await self.server.in_thread(copy_out.messages, copy, ans.columns or [], ans.types, ans.rows)
+                await self._send(*out)
                 continue
             if ans.columns is not None:
                 oids = [pgtypes.oid_of(t) for t in ans.types]

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpsql.faces.server import pgtypes, wire
+from dpsql.faces.server.answers import StatementError
 
 _COPY_OUT = re.compile(r"^\s*COPY\s*\((?P<query>.*)\)\s*TO\s+STDOUT\b(?P<options>.*?)\s*;?\s*$", re.I | re.S)
+_QUERY = re.compile(r"^\s*\(*\s*(SELECT|WITH)\b", re.I)
 _WORDS = {"WITH", "FORMAT", "CSV", "TEXT", "HEADER", "TRUE", "ON", "1", "FALSE", "OFF", "0"}
 
 
@@ -25,25 +27,25 @@ class CopyOut:
     header: bool
 
 
-class CopyOptionError(ValueError):
-    """A COPY option dpsql does not read."""
-
-
 def parse(sql: str) -> CopyOut | None:
-    """The COPY-out request ``sql`` makes, or None when it is not ``COPY (…) TO STDOUT``."""
+    """The COPY-out request ``sql`` makes, or None when it is not ``COPY (…) TO STDOUT``;
+    StatementError (0A000) for what dpsql does not read: an option, or a statement that is not a
+    query (so the answer always has rows to copy)."""
     m = _COPY_OUT.match(sql)
     if m is None:
         return None
+    if not _QUERY.match(m.group("query")):
+        raise StatementError("0A000", "COPY (...) TO STDOUT copies the rows of a SELECT")
     words = re.findall(r"[A-Za-z_0-9]+|\S", m.group("options"))
     bad = [w for w in words if w not in "(),=" and w.upper() not in _WORDS]
     if bad:
-        raise CopyOptionError(f"COPY option {bad[0]!r} is not supported: dpsql writes text or CSV, with HEADER")
+        raise StatementError("0A000", f"COPY option {bad[0]!r} is not supported: dpsql writes text or CSV, with HEADER")
     upper = [w.upper() for w in words]
     csv = "CSV" in upper
     header = "HEADER" in upper and not any(upper[i + 1] in ("FALSE", "OFF", "0")
                                            for i, w in enumerate(upper[:-1]) if w == "HEADER")
     if header and not csv:
-        raise CopyOptionError("COPY HEADER is available only in CSV mode (as in PostgreSQL)")
+        raise StatementError("0A000", "COPY HEADER is available only in CSV mode (as in PostgreSQL)")
     return CopyOut(m.group("query"), csv, header)
 
 
