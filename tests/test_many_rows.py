@@ -268,7 +268,6 @@ def test_unique_units_path_is_unchanged(tmp_path):
 @pytest.mark.parametrize("sql, words", [
     ("SELECT region, MEDIAN(amount) FROM visits GROUP BY region", "quantile"),
     ("SELECT COUNT(DISTINCT shop) FROM visits", "COUNT(DISTINCT column)"),
-    ("SELECT region, shop, COUNT(DISTINCT pid) FROM visits GROUP BY region, shop", "private key"),
 ])
 def test_forms_not_answered_yet_are_refused_free(tmp_path, sql, words):
     db, policy = _database(tmp_path, _rows())
@@ -278,6 +277,21 @@ def test_forms_not_answered_yet_are_refused_free(tmp_path, sql, words):
     spent = con.budget
     con.close()
     assert e.value.code == "DP211" and words in e.value.message
+    assert Fraction(spent["spent"]) == 0
+
+
+def test_truncated_geometric_selection_with_kappa_above_one_is_refused_free(tmp_path):
+    """Its noisy count is a count of units in one group: with κ > 1 it is not answered (DP211)."""
+    db, policy = _database(tmp_path, _rows())
+    policy.write_text(policy.read_text().replace("epsilon = 1", "epsilon = 1\nmethod = \"truncated_geometric\""))
+    con = dpsql.connect(db, policy, _random_source=seeded_random(1))
+    for sql in ("SELECT shop, COUNT(DISTINCT pid) FROM visits GROUP BY shop",
+                "SELECT region, shop, COUNT(DISTINCT pid) FROM visits GROUP BY region, shop"):
+        with pytest.raises(dpsql.ProgrammingError) as e:
+            con.cursor().execute(sql)
+        assert e.value.code == "DP211" and "selection.method" in e.value.message
+    spent = con.budget
+    con.close()
     assert Fraction(spent["spent"]) == 0
 
 

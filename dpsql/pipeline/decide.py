@@ -54,8 +54,7 @@ def decision(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, blo
             DP210 when they do not fit the memory budget (:func:`dpsql.pipeline.memory.bound`).
     """
     sel = policy.selection if plan.private_keys else None
-    rho_sel = sel.epsilon**2 / 2 if sel else Fraction(0)  # (ε, δ)-DP is δ-approx. ε²/2-zCDP
-    delta_q = sel.delta if sel else Fraction(0)
+    rho_sel, delta_q = selection_cost(plan, sel) if sel else (Fraction(0), Fraction(0))
     rho_q = sum((a.rho for a in allocs), Fraction(0)) + rho_sel
     eps_q = (sum((a.epsilon or Fraction(0) for a in allocs), Fraction(0))
              if any(a.epsilon is not None for a in allocs) else None)
@@ -105,22 +104,41 @@ def shared_count(plan: Plan, policy: Policy) -> Primitive | None:
     return None
 
 
+def selection_cost(plan: Plan, sel: Selection) -> tuple[Fraction, Fraction]:
+    """(ρ, δ) a query's partition selection is charged: ε²/2 and δ, as (ε, δ)-DP is δ-approximate
+    ε²/2-zCDP; for units in κ = max_groups > 1 groups, the charge of the method
+    :func:`dpsql.privacy.selection_gauss.plan` picks (π_opt at (ε/κ, δ/κ): ε²/2 and δ; discrete
+    Gaussian thresholding: κ/(2σ²) and δ_thr). Public: the policy and the table only."""
+    k = plan.table.max_groups or 1
+    if k > 1:
+        from dpsql.privacy.selection_gauss import plan as kappa_plan
+
+        how = kappa_plan(sel.epsilon, sel.delta, k)
+        return how.rho, how.delta
+    return sel.epsilon**2 / 2, sel.delta
+
+
 def selection_params(plan: Plan, policy: Policy) -> dict[str, Any]:
     """The public parameters of a query's partition selection (receipt and explain); counting
     split rows, also the bound K on a record's splits and the (Kε, δ_K) a record of K splits
     gets by group privacy (:func:`split_selection_delta`)."""
     sel = policy.selection
     out: dict[str, Any] = {"keys": [k.label for k in plan.private_keys], "method": sel.method, "count": sel.count,
-                           "epsilon": fmt_up(sel.epsilon), "delta": fmt_up(sel.delta), "rho": fmt(sel.epsilon**2 / 2)}
+                           "epsilon": fmt_up(sel.epsilon), "delta": fmt_up(sel.delta),
+                           "rho": fmt(selection_cost(plan, sel)[0])}
     if splits_selected(plan, policy):
         k = plan.table.max_splits
         out["max_splits"] = k
         out["group_privacy"] = ("none: no max_splits bounds a record's splits" if k is None else
                                 f"a record of up to {k} splits: epsilon_K = {fmt_up(k * sel.epsilon)}, "
                                 f"delta_K = delta*(e^(K*epsilon)-1)/(e^epsilon-1) = {_up(split_selection_delta(sel, k))}")
-    if (plan.table.max_groups or 1) > 1:  # units in up to κ groups: each kept at (ε/κ, δ/κ) (release.select_groups)
-        k = plan.table.max_groups
-        out["per_group"] = f"epsilon {fmt_up(sel.epsilon / k)}, delta {fmt_up(sel.delta / k)} (max_groups = {k})"
+    if (plan.table.max_groups or 1) > 1:  # units in up to κ groups: the method and its parameters (release.select_groups)
+        from dpsql.privacy.selection_gauss import plan as kappa_plan
+
+        how = kappa_plan(sel.epsilon, sel.delta, plan.table.max_groups)
+        out.update(how.params(sel.epsilon, sel.delta))
+        if how.method == "gaussian":
+            out["delta_charged"] = fmt_up(how.delta)
     return out
 
 
@@ -205,14 +223,15 @@ def policy_terms(plan: Plan, allocs: list[Allocation], policy: Policy) -> tuple[
         if plan.table.max_splits:
             term["max_splits"] = plan.table.max_splits
         terms.append(term)
-    const_rho = count_rho + (sel.epsilon**2 / 2 if sel is not None and not split_selection else 0)
+    rho_sel, delta_sel = selection_cost(plan, sel) if sel is not None else (Fraction(0), Fraction(0))
+    const_rho = count_rho + (rho_sel if sel is not None and not split_selection else 0)
     if const_rho:
         term = {"rho": fmt(const_rho), "rho_exact": str(const_rho), "scale": "1", "table": plan.table.name}
         if sel is not None and not split_selection:
-            term["delta_exact"] = str(sel.delta)
+            term["delta_exact"] = str(delta_sel)
         terms.append(term)
     if plan.table.many_rows:
-        return tuple(_per_unit(plan.table, t, sel.epsilon**2 / 2 if sel else Fraction(0)) for t in terms)
+        return tuple(_per_unit(plan.table, t, rho_sel) for t in terms)
     return tuple(terms)
 
 
@@ -220,8 +239,9 @@ def _per_unit(table: Any, term: dict[str, Any], rho_sel: Fraction) -> dict[str, 
     """A term of a table with many rows per unit (sql/units.py) is per (unit, group) record: the
     unit's loss P(u) sums it over the at most κ groups it keeps (docs/privacy.md, "Many rows per
     unit"), so its bound is κ·K²·ρ for a split term (K = max_splits; none without it), κ·ρ for
-    counts of units. A partition selection (units counted) costs a unit at most its ε²/2 in all:
-    each of its ≤ κ groups is kept at (ε/κ, δ/κ), and basic composition gives (ε, δ)."""
+    counts of units. A partition selection (units counted) costs a unit at most its charge in all
+    (:func:`selection_cost`): π_opt keeps each of its ≤ κ groups at (ε/κ, δ/κ), and basic
+    composition gives (ε, δ); Gaussian thresholding's κ/(2σ²) covers a shift in ≤ κ groups."""
     k, rho = table.max_groups, Fraction(term["rho_exact"])
     if term["scale"] != "1":
         bound = k * table.max_splits**2 * rho if table.max_splits else None

@@ -7,13 +7,14 @@ import math
 from fractions import Fraction
 
 from dpsql.pipeline import memory
-from dpsql.pipeline.decide import TSGD, policy_terms, selection_params
+from dpsql.pipeline.decide import TSGD, policy_terms, selection_cost, selection_params
 from dpsql.pipeline.domain import MAX_CELLS, PublicDomain
 from dpsql.policy.model import Policy
 from dpsql.privacy.allocate import EXPONENTIAL, Allocation
 from dpsql.privacy.budget import fmt, fmt_up
 from dpsql.privacy.mechanisms import discrete_laplace_variance
 from dpsql.privacy.selection_analysis import midpoint
+from dpsql.privacy.selection_gauss import plan as kappa_plan
 from dpsql.privacy.tsgd import tsgd_threshold
 from dpsql.pipeline.release import quantile_term
 from dpsql.pipeline.result import Explanation
@@ -51,13 +52,18 @@ def explain(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, doma
     notes = ["every key of the public keysets is returned (empty groups as noise on zero); other keys are dropped"] if public else []
     selection = None
     rho_sel = Fraction(0)
+    delta_sel = Fraction(0)
     if plan.private_keys:
         sel = policy.selection
-        rho_sel = sel.epsilon**2 / 2
-        k = plan.table.max_groups or 1  # many rows per unit: each group kept at (ε/κ, δ/κ)
+        rho_sel, delta_sel = selection_cost(plan, sel)
+        k = plan.table.max_groups or 1  # many rows per unit: the method selection_gauss.plan picks
         selection = {**selection_params(plan, policy), "midpoint": midpoint(sel.epsilon / k, sel.delta / k)}
+        how = "paper 002 Theorem 1" + (f", at (epsilon/{k}, delta/{k})" if k > 1 else "")
+        if selection.get("kappa_method") == "gaussian":
+            selection["midpoint"] = kappa_plan(sel.epsilon, sel.delta, k).gaussian_midpoint
+            how = f"Gaussian thresholding for units in up to {k} groups, paper 002 section 5"
         notes.append(f"groups of {', '.join(k.label for k in plan.private_keys)} are released by DP partition selection "
-                     f"(paper 002 Theorem 1): a group with n {'units' if sel.count == 'units' else 'split rows'} "
+                     f"({how}): a group with n {'units' if sel.count == 'units' else 'split rows'} "
                      f"is released with probability pi(n); pi reaches 1/2 at n = {selection['midpoint']}")
     cells = max(math.prod(len(rows) for _, rows in domain.blocks(plan)), 1)
     shown = memory.bound(plan, policy, cells, MAX_CELLS // cells)  # DP210 as the query itself would be
@@ -70,7 +76,7 @@ def explain(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, doma
                      + "; each private row meets at most one of their rows, so nothing costs more")
     return Explanation(sql=sql, table=plan.table.name, keys=tuple(k.label for k in plan.keys), public_keys=public,
                        exact_sql=exact_sql(plan, schema), reference_sql=reference_sql(plan, schema),
-                       selection=selection, delta=policy.selection.delta if plan.private_keys else Fraction(0),
+                       selection=selection, delta=delta_sel if plan.private_keys else Fraction(0),
                        noise=tuple(noise), rho=sum((a.rho for a in allocs), Fraction(0)) + rho_sel,
                        policy_terms=policy_terms(plan, allocs, policy),
                        finish_sql=plan.finish.sql("duckdb", pretty=False), notes=tuple(notes))

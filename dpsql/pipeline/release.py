@@ -253,7 +253,8 @@ def select_groups(counts: dict[tuple[Any, ...], int], sel: Selection, rng: Rando
     """The private-key groups released by DP partition selection, in a stable order, and —
     for the truncated geometric (paper 002 Theorems 5-6) — their noisy counts. ``counts``
     are exact and stay here. ``kappa``: the groups a unit may be in (a many-row table's
-    ``max_groups``, sql/units.py): each group is then kept at (ε/κ, δ/κ)."""
+    ``max_groups``, sql/units.py): each group is then kept by π_opt at (ε/κ, δ/κ) or by discrete
+    Gaussian thresholding, as :func:`dpsql.privacy.selection_gauss.plan` decides from (ε, δ, κ)."""
     import numpy as np
 
     from dpsql.privacy.selection import select
@@ -267,10 +268,12 @@ def select_groups(counts: dict[tuple[Any, ...], int], sel: Selection, rng: Rando
         keep, noisy = thresholded_release(n, sel.epsilon, sel.delta, rng)
         kept = [g for g, k in zip(groups, keep) if k]
         return sorted_groups(kept), dict(zip(kept, noisy.tolist()))
-    if kappa > 1:  # units in up to κ groups: basic composition over them (privacy/selection_kappa.py)
+    if kappa > 1:  # units in up to κ groups: the method phase 1 chose (privacy/selection_gauss.py)
+        from dpsql.privacy.selection_gauss import plan
         from dpsql.privacy.selection_kappa import select_kappa
 
-        keep = select_kappa(n, sel.epsilon, sel.delta, kappa, rng)
+        how = plan(sel.epsilon, sel.delta, kappa)
+        keep = how.gaussian.keep(n, rng) if how.method == "gaussian" else select_kappa(n, sel.epsilon, sel.delta, kappa, rng)
     else:
         keep = select(n, sel.epsilon, sel.delta, rng)  # the optimal primitive, Theorem 1
     return sorted_groups([g for g, k in zip(groups, keep) if k]), None

@@ -83,6 +83,12 @@ def _select(tree: exp.Expression, types: dict[str, str], ctes: set[str], partial
         value = item.this if isinstance(item, exp.Alias) else item
         if isinstance(value, exp.Star) and from_cte:
             continue  # the earlier step's columns, each checked where it was made
+        if isinstance(value, exp.Window):  # a rank (units.py's __first): numbering rows cannot fail
+            bad = _numbering(value, types)
+            if bad is not None:
+                return bad
+            types[item.alias_or_name] = "BIGINT"
+            continue
         if not (expression_total(value, types) or _resum(value, types, partial)):
             return value
     for join in tree.args.get("joins") or []:
@@ -142,6 +148,14 @@ def _bounding(node: exp.Expression, types: dict[str, str]) -> exp.Expression | N
     if not (isinstance(window, exp.Window) and isinstance(window.this, exp.RowNumber)
             and isinstance(node.expression, exp.Literal) and not node.expression.is_string):
         return node
+    return _numbering(window, types)
+
+
+def _numbering(window: exp.Window, types: dict[str, str]) -> exp.Expression | None:
+    """``ROW_NUMBER() OVER (PARTITION BY … ORDER BY …)`` and nothing else (no frame, no other
+    function): numbering rows cannot fail; its partition and order expressions must be total."""
+    if not isinstance(window.this, exp.RowNumber) or window.args.get("spec") is not None:
+        return window
     order = window.args.get("order")
     parts = list(window.args.get("partition_by") or []) + [o.this for o in (order.expressions if order else [])]
     return next((p for p in parts if not expression_total(p, types)), None)

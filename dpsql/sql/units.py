@@ -93,20 +93,39 @@ def rows(scopes: Any, table: TablePolicy, node: exp.Expression, column: str | No
 def check_plan(scopes: Any, select: exp.Select, table: TablePolicy, policy: Policy, keys: list[GroupKey]) -> None:
     """Refuse (DP211) a GROUP BY on a private key that partition selection cannot cover yet on a
     many-row table. Selection counts the kept units per private group. With κ = 1 a unit is in
-    one cell: the single-row selection holds. With κ > 1 each group is kept by pi_opt at (ε/κ,
-    δ/κ) (``release.select_groups``, ``privacy/selection_kappa.py``), which needs every key
-    private — with a public key too, one unit's κ cells could share a private group and move its
-    count by more than 1 — and the optimal method (the truncated geometric's noisy count is a
-    count of units in one group only)."""
+    one cell: the single-row selection holds. With κ > 1 each group is kept by π_opt at (ε/κ,
+    δ/κ) or by Gaussian thresholding (``release.select_groups``, ``privacy/selection_gauss.py``),
+    which needs ``selection.method = "optimal"`` (the default; the truncated geometric's noisy
+    count is a count of units in one group only). With public keys too, the count is of DISTINCT
+    units per private group (:func:`_first_sql`), so a unit still moves ≤ κ counts by 1 each."""
     private = [k for k in keys if not k.public]
     if not private:
         return
     sel = policy.selection
-    ok = sel.count == "units" and (table.max_groups == 1 or (len(private) == len(keys) and sel.method == "optimal"))
+    ok = sel.count == "units" and (table.max_groups == 1 or sel.method == "optimal")
     if not ok:
         raise scopes.refuse(select, "DP211", f"GROUP BY the private key {private[0].label} is not answered yet on a "
                             "table with many rows per unit with this policy: it needs selection.count = \"units\", and "
-                            "when max_groups > 1 every key private and selection.method = \"optimal\"", _HINT)
+                            "when max_groups > 1 selection.method = \"optimal\"", _HINT)
+
+
+def _mixed(plan: Plan) -> bool:
+    """Whether the selection of a κ > 1 query counts units per private group across public cells."""
+    return (plan.table.max_groups or 1) > 1 and plan.selection_count == "units" and any(k.public for k in plan.keys) \
+        and any(not k.public for k in plan.keys)
+
+
+def _first_sql(plan: Plan, names: list[str]) -> str:
+    """With public and private keys and κ > 1, a unit's kept cells can share a private group: the
+    selection must count the group's DISTINCT units, not sum the cells' counts (a unit in κ cells
+    of one private group would move it by κ). Each kept record gets its rank among the unit's
+    records of the same private group (``__r``, by the public keys); the cell's ``__n`` counts the
+    records ranked first, so the counts summed over the public cells of a private group
+    (``release.selection_counts``) are its distinct units, and a unit moves ≤ κ of them by 1."""
+    pub = [n for n, k in zip(names, plan.keys) if k.public]
+    priv = [n for n, k in zip(names, plan.keys) if not k.public]
+    return (f",\n__first AS (\n  SELECT *, ROW_NUMBER() OVER (PARTITION BY __unit, {', '.join(priv)} "
+            f"ORDER BY {', '.join(pub)}) AS __r\n  FROM __kept\n)")
 
 
 @dataclass(frozen=True)
@@ -214,9 +233,14 @@ def exact_sql(plan: Plan, parts: RowParts) -> str:
     for i, p in enumerate(plan.primitives):
         agg = "COUNT(*)" if p.kind == "count" else f"SUM({_capped(plan, p.column or '')})"
         cols.append(f"{agg} AS {_q(primitive_column(i))}")
-    if plan.selection_count == "units":
+    source = "__kept"
+    if _mixed(plan):
+        sql += _first_sql(plan, names)
+        source = "__first"
+        cols.append('SUM(CASE WHEN __r = 1 THEN 1 ELSE 0 END) AS "__n"')
+    elif plan.selection_count == "units":
         cols.append('COUNT(*) AS "__n"')
-    sql += f"\nSELECT {', '.join(cols)}\nFROM __kept"
+    sql += f"\nSELECT {', '.join(cols)}\nFROM {source}"
     return sql + (f"\nGROUP BY {', '.join(names)}" if names else "")
 
 
@@ -232,7 +256,11 @@ def reference_sql(plan: Plan, parts: RowParts) -> str:
     counts = ", ".join(f"CAST(CEIL(LEAST(ABS(CAST({_q('__c_' + m)} AS DOUBLE)), {2**53}) / {_q('__t_' + m)}) AS BIGINT)"
                        for m in measures)
     splits = f"GREATEST(1, {counts})" if measures else "1"
-    sql += (f",\n__capped AS (SELECT {', '.join([*names, '__unit', *vals])} FROM __kept),\n"
+    first = _mixed(plan)
+    if first:
+        sql += _first_sql(plan, names)
+    sql += (f",\n__capped AS (SELECT {', '.join([*names, '__unit', *vals, *(['__r'] if first else [])])} "
+            f"FROM {'__first' if first else '__kept'}),\n"
             f"__splits AS (SELECT *, UNNEST(RANGE(1, {splits} + 1)) AS __i FROM __capped)")
     cols = list(names)
     for i, p in enumerate(plan.primitives):
@@ -242,7 +270,9 @@ def reference_sql(plan: Plan, parts: RowParts) -> str:
             c, th = _q("__c_" + (p.column or "")), _q("__t_" + (p.column or ""))
             agg = f"SUM(SIGN({c}) * LEAST(GREATEST(ABS({c}) - (__i - 1) * {th}, 0), {th}))"
         cols.append(f"{agg} AS {_q(primitive_column(i))}")
-    if plan.selection_count == "units":
+    if first:
+        cols.append('COUNT(DISTINCT CASE WHEN __r = 1 THEN __unit END) AS "__n"')
+    elif plan.selection_count == "units":
         cols.append('COUNT(DISTINCT __unit) AS "__n"')
     sql += f"\nSELECT {', '.join(cols)}\nFROM __splits"
     return sql + (f"\nGROUP BY {', '.join(names)}" if names else "")

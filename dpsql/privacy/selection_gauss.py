@@ -1,0 +1,158 @@
+"""Partition selection for units in up to κ groups, as the query path runs it (issue 31).
+
+:func:`plan` decides, from public values only (the policy's ε, δ and the table's κ =
+``max_groups``), which of paper 002 §5's two methods a query's selection runs, and what it costs
+in the ledger's currency; :meth:`DiscreteThresholding.keep` runs Gaussian thresholding with the
+exact discrete Gaussian sampler (:func:`dpsql.privacy.samplers.sample_discrete_gaussian`: no
+float in any sampling decision). The mathematics of both methods is in
+:mod:`dpsql.privacy.selection_kappa`; docs/partition_selection.md, "κ > 1 on the query path",
+states what is charged and why.
+
+**Gaussian thresholding, discrete.** Keep a group of n units iff n + Z ≥ t, Z ~ N_Z(σ²)
+independent per group, t an integer:
+
+* σ² is the continuous method's σ (:func:`~dpsql.privacy.selection_kappa.gaussian_thresholding`,
+  calibrated to L2 sensitivity √κ) squared and rounded *up* to a multiple of 2⁻²⁰;
+* t is the smallest integer ≥ 2 with P[Z ≥ t − 1] ≤ 1 − (1 − δ_thr)^{1/κ}, the tail summed from
+  the discrete Gaussian's own mass (rounded up by a relative 10⁻⁹, far above the float error of
+  the sums): a group only the added unit is in has n = 1, so some one of its ≤ κ new groups is kept
+  with probability ≤ δ_thr.
+* **Charge: δ_thr-approximate κ/(2σ²)-zCDP** (ρ = κ/(2σ²) exactly, δ = δ_thr). For neighbours
+  D, D' = D + u with u in m ≤ κ groups: the groups of both sides shift by 1 in at most κ
+  coordinates; each coordinate's discrete Gaussian is 1/(2σ²)-zCDP for a shift of 1 (Canonne,
+  Kamath & Steinke 2020, Theorem 4), the coordinates are independent, so the Rényi divergences add
+  (Bun & Steinke 2016, Lemma 2.3; the argument of docs/privacy.md, "P(u)"): κ/(2σ²), and keeping
+  is post-processing. The new groups are the part of probability ≤ δ_thr.
+* The paper's rule compares the mid-points at equal (ε, δ); dpsql compares π_opt's at (ε/κ, δ/κ)
+  with the discrete mechanism's (t: P[n + Z ≥ t] ≥ 1/2 iff n ≥ t, Z being symmetric), ties to
+  π_opt. The rule is a public choice: whichever it picks, the ledger charges what that method costs.
+
+No I/O.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dpsql.privacy.randomness import RandomSource
+
+__all__ = ["DiscreteThresholding", "SelectionPlan", "plan", "tail"]
+
+_GRID = 2**20  # σ² is rounded up to a multiple of 1/_GRID
+_SLACK = 1e-9  # relative margin on the float sums of the discrete Gaussian's tail
+
+
+def tail(sigma2: Fraction, a: int) -> float:
+    """An upper bound on P[Z ≥ a] for Z ~ N_Z(σ²) (relative margin :data:`_SLACK`): the mass
+    e^{−x²/(2σ²)} summed over x ≥ a, over the whole-line sum, each to 60σ past where it matters."""
+    import numpy as np
+
+    s2 = float(sigma2)
+    reach = int(60 * math.sqrt(s2)) + 2
+    lo = max(a, -reach)
+    if lo > reach:
+        return 0.0
+    x = np.arange(lo, reach + 1, dtype=np.float64)
+    num = math.fsum(np.exp(-x * x / (2 * s2)).tolist())
+    y = np.arange(1, reach + 1, dtype=np.float64)
+    den = 1.0 + 2.0 * math.fsum(np.exp(-y * y / (2 * s2)).tolist())
+    return min(1.0, num / den * (1 + _SLACK))
+
+
+@dataclass(frozen=True)
+class DiscreteThresholding:
+    """Gaussian thresholding with the discrete Gaussian (the module docstring)."""
+
+    kappa: int
+    sigma2: Fraction
+    threshold: int
+    noise_delta: float
+    threshold_delta: float
+
+    @property
+    def charge(self) -> tuple[Fraction, Fraction]:
+        """(ρ, δ) in the ledger's currency: κ/(2σ²) and δ_thr, exact."""
+        return Fraction(self.kappa) / (2 * self.sigma2), Fraction(self.threshold_delta)
+
+    def keep_probability(self, n: int) -> float:
+        """P[n + Z ≥ t] (an upper bound, for the analysis; 0 at n = 0: such groups are never seen)."""
+        return 0.0 if n <= 0 else tail(self.sigma2, self.threshold - n)
+
+    def keep(self, n: Any, rng: RandomSource) -> Any:
+        """A bool array: keep group i iff n_i + Z_i ≥ t, Z_i exact discrete Gaussian draws."""
+        import numpy as np
+
+        from dpsql.privacy.samplers import sample_discrete_gaussian
+
+        counts = np.asarray(n, dtype=np.int64)
+        if counts.size == 0:
+            return np.zeros(0, dtype=bool)
+        z = sample_discrete_gaussian(self.sigma2, rng, size=int(counts.size))
+        return counts + z >= self.threshold  # counts < 2^62 and |z| small: no overflow
+
+
+@dataclass(frozen=True)
+class SelectionPlan:
+    """Which method a κ > 1 selection runs, and its charge (ρ, δ) in the ledger's currency."""
+
+    method: str  # "optimal" (π_opt at (ε/κ, δ/κ)) or "gaussian" (discrete Gaussian thresholding)
+    kappa: int
+    rho: Fraction
+    delta: Fraction
+    optimal_midpoint: int
+    gaussian_midpoint: int
+    gaussian: DiscreteThresholding
+
+    def params(self, epsilon: Fraction, delta: Fraction) -> dict[str, Any]:
+        """The public parameters a receipt and EXPLAIN state."""
+        from dpsql.privacy.budget import fmt, fmt_up
+
+        g = self.gaussian
+        out: dict[str, Any] = {"kappa_method": self.method, "rule": (
+            f"the lower mid-point: pi_opt at (epsilon/kappa, delta/kappa) keeps a group with probability 1/2 from "
+            f"{self.optimal_midpoint} units, Gaussian thresholding from {self.gaussian_midpoint}; ties go to pi_opt")}
+        if self.method == "gaussian":
+            out["gaussian"] = (f"keep iff units + N_Z(sigma^2) >= {g.threshold}, sigma = {math.sqrt(float(g.sigma2)):.6g} "
+                               f"(L2 sensitivity sqrt({g.kappa})), delta split: noise {fmt_up(g.noise_delta)}, "
+                               f"threshold {fmt_up(g.threshold_delta)}; charged rho = kappa/(2 sigma^2) = {fmt(self.rho)}, "
+                               f"delta = {fmt_up(self.delta)}")
+        else:
+            out["per_group"] = (f"epsilon {fmt_up(epsilon / self.kappa)}, delta {fmt_up(delta / self.kappa)} "
+                                f"(max_groups = {self.kappa})")
+        return out
+
+
+def _discrete(epsilon: Fraction, delta: Fraction, kappa: int) -> DiscreteThresholding:
+    from dpsql.privacy.selection_kappa import gaussian_thresholding
+
+    g = gaussian_thresholding(epsilon, delta, kappa)
+    s2 = Fraction(g.sigma) ** 2
+    sigma2 = Fraction(math.ceil(s2 * _GRID), _GRID)
+    p_max = -math.expm1(math.log1p(-g.threshold_delta) / kappa) * (1 - _SLACK)
+    t = max(2, math.floor(g.threshold) - 2)
+    while t > 2 and tail(sigma2, t - 2) <= p_max:  # start below the smallest t that passes
+        t -= 1
+    while tail(sigma2, t - 1) > p_max:
+        t += 1
+    return DiscreteThresholding(kappa, sigma2, t, g.noise_delta, g.threshold_delta)
+
+
+@functools.lru_cache(maxsize=64)
+def plan(epsilon: Fraction, delta: Fraction, kappa: int) -> SelectionPlan:
+    """The selection a query runs for units in up to ``kappa`` > 1 groups at the policy's
+    (ε, δ), and its charge: π_opt at (ε/κ, δ/κ) is (ε, δ)-DP per unit (basic composition) and is
+    charged ε²/2 and δ as every selection (docs/privacy.md, "Approximate zCDP"); Gaussian
+    thresholding is charged κ/(2σ²) and δ_thr (the module docstring)."""
+    from dpsql.privacy.selection_analysis import midpoint
+
+    g = _discrete(epsilon, delta, kappa)
+    opt = midpoint(epsilon / kappa, delta / kappa, "optimal")
+    if opt <= g.threshold:
+        return SelectionPlan("optimal", kappa, epsilon**2 / 2, delta, opt, g.threshold, g)
+    rho, d = g.charge
+    return SelectionPlan("gaussian", kappa, rho, d, opt, g.threshold, g)
