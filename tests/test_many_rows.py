@@ -12,6 +12,7 @@ exact values.
 
 from __future__ import annotations
 
+import math
 import random
 from fractions import Fraction
 from pathlib import Path
@@ -524,3 +525,164 @@ def test_the_many_row_sql_passes_the_final_check_and_tampered_forms_do_not(tmp_p
         with pytest.raises(QueryRefused) as err:
             check_final(bad, types)
         assert err.value.code == "DP122"
+
+
+# --- κ > 1: mixed public and private keys; Gaussian thresholding on the query path -----------------
+
+GAUSS_KAPPA = 8  # at ε = 1, δ = 1e-6 the rule picks Gaussian thresholding from κ = 4
+GAUSS = f"max_groups = {GAUSS_KAPPA}\nrow_threshold = {ROWS_T}"
+
+
+def _cell_hashes(db: Path, salt: int) -> dict[tuple, int]:
+    con = duckdb.connect(str(db), read_only=True)
+    out = {(u, g, s): h for u, g, s, h in con.execute(
+        f"SELECT pid, region, shop, HASH(pid, region, shop, {salt}) FROM (SELECT DISTINCT pid, region, shop FROM visits)"
+    ).fetchall()}
+    con.close()
+    return out
+
+
+def test_mixed_public_and_private_keys_with_kappa_three_equal_the_oracle(tmp_path):
+    """GROUP BY region (public keyset), shop (private) with κ = 3: a unit keeps its 3 (region,
+    shop) cells of smallest HASH(unit, region, shop, salt); every region is returned for each
+    released shop, and each cell's values are the two-level oracle's, computed here."""
+    r = random.Random(3)
+    shops = ["s0", "s1", "s2"]
+    rows = [(u, reg, 1, shops[u % 3]) for u in range(450) for reg in r.sample(REGIONS[:6], r.randint(1, 5))
+            for _ in range(r.randint(1, 3))]
+    rows += [(1000 + u, r.choice(REGIONS[:6]), 1, r.choice(shops)) for u in range(60) for _ in range(8)]  # across shops
+    db, policy = _database(tmp_path, rows)
+    answer, receipt = _answer(db, policy, "SELECT region, shop, COUNT(DISTINCT pid), COUNT(*) FROM visits "
+                                          "GROUP BY region, shop ORDER BY region, shop")
+    hashes = _cell_hashes(db, _salt(11))
+    records: dict[tuple, int] = {}
+    for u, g, _, s in rows:
+        records[(u, g, s)] = records.get((u, g, s), 0) + 1
+    kept: set[tuple] = set()
+    for u in {k[0] for k in records}:
+        cells = sorted((k for k in records if k[0] == u), key=lambda k: (hashes[k], k[1], k[2]))
+        kept |= set(cells[:KAPPA])
+    oracle = [(g, s, sum(1 for k in kept if k[1:] == (g, s)), sum(min(records[k], K * ROWS_T) for k in kept if k[1:] == (g, s)))
+              for g in REGIONS for s in shops]
+    assert answer == oracle
+    assert receipt.selection["kappa_method"] == "optimal" and receipt.selection["released_groups"] == 3
+
+
+def test_mixed_keys_select_on_distinct_units_per_private_group(tmp_path):
+    """30 units, each in 3 regions of shop s9 (κ = 3 keeps all 3 cells): the selection counts 30
+    distinct units, not 90 cells. π_opt at (ε/3, δ/3) keeps a group of 30 with probability
+    0.0186 and one of 90 with probability 1 (paper 002 Theorem 1, evaluated here): over 20
+    queries s9 is released at most 5 times (P ≈ 3e-6 for a correct release), while 300 units
+    in one cell of s0 are always released."""
+    from dpsql.privacy.pi_opt import release_probability
+
+    p30, p90 = release_probability([30, 90], Fraction(1, KAPPA), Fraction(1, KAPPA * 10**6))
+    assert p30 < 0.02 and p90 == 1.0
+    rows = [(u, g, 1, "s9") for u in range(30) for g in "ABC"] + [(100 + u, "A", 1, "s0") for u in range(300)]
+    db, policy = _database(tmp_path, rows)
+    policy.write_text(policy.read_text().replace("total_rho = 1e15", "total_rho = 1e15\ntotal_delta = 0.001"))
+    con = dpsql.connect(db, policy, _random_source=seeded_random(4))
+    cur = con.cursor()
+    released = [{s for _, s, _ in cur.execute("SELECT region, shop, COUNT(DISTINCT pid) FROM visits GROUP BY region, shop").fetchall()}
+                for _ in range(20)]
+    con.close()
+    assert all("s0" in r for r in released)
+    assert sum("s9" in r for r in released) <= 5
+
+
+def _bw18_delta(sigma: float, eps: float, l2: float) -> float:
+    """Balle & Wang 2018 Theorem 8's δ of N(0, σ²) at L2 sensitivity l2, with math.erf."""
+    phi = lambda x: 0.5 * (1 + math.erf(x / math.sqrt(2)))  # noqa: E731
+    return phi(l2 / (2 * sigma) - eps * sigma / l2) - math.exp(eps) * phi(-l2 / (2 * sigma) - eps * sigma / l2)
+
+
+def _dgauss_tail(sigma2: Fraction, a: int) -> float:
+    """P[Z ≥ a] for Z ~ N_Z(σ²), summed from its mass over ±(a + 50σ) (naive, in the test)."""
+    s2 = float(sigma2)
+    reach = abs(a) + int(50 * math.sqrt(s2)) + 5
+    w = {x: math.exp(-x * x / (2 * s2)) for x in range(-reach, reach + 1)}
+    return sum(v for x, v in w.items() if x >= a) / sum(w.values())
+
+
+def test_gaussian_thresholding_runs_with_its_stated_parameters_and_charge(tmp_path):
+    """κ = 8 at ε = 1, δ = 1e-6: the rule picks Gaussian thresholding (mid-point 67 against π_opt's
+    106). The receipt and EXPLAIN state it; σ satisfies Balle-Wang's Theorem 8 at L2 sensitivity
+    √κ and (ε, noise δ) and is not 1e-4 larger than needed; the threshold t is the smallest
+    with P[Z ≥ t − 1] ≤ 1 − (1 − δ_thr)^(1/κ) (a new group has 1 unit); noise δ + δ_thr ≤ δ; the
+    charge is the noise's ρ plus κ/(2σ²), and δ_thr — each recomputed here."""
+    rows = [(u, "A", 1, f"s{u % 3}") for u in range(600)]
+    db, policy = _database(tmp_path, rows, table=GAUSS)
+    answer, receipt = _answer(db, policy, "SELECT shop, COUNT(DISTINCT pid) FROM visits GROUP BY shop ORDER BY shop")
+    sel = receipt.selection
+    assert sel["kappa_method"] == "gaussian" and "per_group" not in sel
+    assert [a[0] for a in answer] == ["s0", "s1", "s2"]
+    sigma2, t = Fraction(sel["sigma2_exact"]), sel["threshold"]
+    nd, td = float(sel["noise_delta"]), float(sel["threshold_delta"])
+    sigma = math.sqrt(sigma2)
+    assert Fraction(nd) + Fraction(td) <= Fraction(1, 10**6)
+    assert _bw18_delta(sigma, 1.0, math.sqrt(GAUSS_KAPPA)) <= nd * (1 + 1e-9)
+    assert _bw18_delta(sigma * (1 - 1e-4), 1.0, math.sqrt(GAUSS_KAPPA)) > nd
+    p_max = 1 - (1 - td) ** (1 / GAUSS_KAPPA)
+    assert _dgauss_tail(sigma2, t - 1) <= p_max < _dgauss_tail(sigma2, t - 2)
+    noise_rho = sum((n.rho for n in receipt.noise), Fraction(0))
+    assert receipt.rho == noise_rho + Fraction(GAUSS_KAPPA) / (2 * sigma2)
+    assert receipt.delta == Fraction(td)
+    con = dpsql.connect(db, policy, _random_source=seeded_random(1))
+    ex = con.explain("SELECT shop, COUNT(*) FROM visits GROUP BY shop")
+    con.close()
+    assert ex.selection["midpoint"] == t and "Gaussian thresholding" in " ".join(ex.notes)
+    assert ex.rho == receipt.rho and ex.delta == receipt.delta
+
+
+def test_gaussian_selection_rate_matches_the_discrete_gaussian_tail(tmp_path):
+    """Groups of n units, n around the threshold t, released over 10 queries (seeded): the rate
+    per n is P[n + Z ≥ t] = P[Z ≥ t − n] for the discrete Gaussian of the receipt's σ², summed
+    here, within 5 standard errors (400 draws per n)."""
+    con0 = dpsql.connect(*_database(tmp_path, [(0, "A", 1, "x")], table=GAUSS, name="probe"))
+    t = con0.explain("SELECT shop, COUNT(*) FROM visits GROUP BY shop").selection["threshold"]
+    con0.close()
+    sizes = [t - 8, t - 3, t, t + 3, t + 8]
+    rows, u = [], 0
+    for n in sizes:
+        for i in range(40):
+            rows += [(u + j, "A", 1, f"n{n}_{i}") for j in range(n)]
+            u += n
+    db, policy = _database(tmp_path, rows, table=GAUSS)
+    con = dpsql.connect(db, policy, _random_source=seeded_random(8))
+    cur = con.cursor()
+    kept = {n: 0 for n in sizes}
+    for _ in range(10):
+        for (shop, _) in cur.execute("SELECT shop, COUNT(DISTINCT pid) FROM visits GROUP BY shop").fetchall():
+            kept[int(shop[1:shop.index("_")])] += 1
+        sigma2 = Fraction(cur.receipt.selection["sigma2_exact"])
+    con.close()
+    for n in sizes:
+        p = _dgauss_tail(sigma2, t - n)
+        assert abs(kept[n] / 400 - p) <= 5 * math.sqrt(p * (1 - p) / 400), (n, kept[n], p)
+
+
+def test_neighbours_with_a_unit_in_1e5_groups_keep_the_outcome_kind_under_gaussian_thresholding(tmp_path):
+    """κ = 8, Gaussian thresholding: a unit in 10⁵ groups of a private key, a unit with 10⁵ rows
+    and huge amounts, NULL units; removing either whole unit keeps the outcome's kind (answered,
+    same columns, the same three groups released), by private keys alone and mixed with a public one."""
+    base = ("SELECT u, 'A', 1, 's' || (u % 3) FROM range(900) t(u)",
+            "SELECT NULL, 'A', 10, 's0' FROM range(1000)")
+    heavy = f"SELECT {HEAVY}, 'B', {HUGE}, 's0' FROM range(100000)"
+    wide = f"SELECT {HEAVY + 1}, 'C', 1, 'z' || g FROM range(100000) t(g)"
+    queries = ("SELECT shop, COUNT(*), COUNT(DISTINCT pid), SUM(amount) FROM visits GROUP BY shop",
+               "SELECT region, shop, COUNT(DISTINCT pid) FROM visits GROUP BY region, shop")
+    outcomes = []
+    for name, parts in (("all", (*base, heavy, wide)), ("no_heavy", (*base, wide)), ("no_wide", (*base, heavy))):
+        db, policy = _database(tmp_path, [], table=GAUSS, name=name)
+        con = duckdb.connect(str(db))
+        for part in parts:
+            con.execute(f"INSERT INTO visits {part}")
+        con.close()
+        kinds = []
+        for q in queries:
+            answer, receipt = _answer(db, policy, q)
+            assert receipt.selection["kappa_method"] == "gaussian"
+            shop = 0 if q.startswith("SELECT shop") else 1
+            kinds.append((sorted({r[shop] for r in answer}), len(answer), len(answer[0])))
+        outcomes.append(kinds)
+    assert outcomes[0] == outcomes[1] == outcomes[2] == [(["s0", "s1", "s2"], 3, 4), (["s0", "s1", "s2"], 30, 3)]

@@ -121,6 +121,8 @@ class SelectionPlan:
                                f"(L2 sensitivity sqrt({g.kappa})), delta split: noise {fmt_up(g.noise_delta)}, "
                                f"threshold {fmt_up(g.threshold_delta)}; charged rho = kappa/(2 sigma^2) = {fmt(self.rho)}, "
                                f"delta = {fmt_up(self.delta)}")
+            out.update({"sigma2_exact": str(g.sigma2), "threshold": g.threshold, "noise_delta": repr(g.noise_delta),
+                        "threshold_delta": repr(g.threshold_delta)})
         else:
             out["per_group"] = (f"epsilon {fmt_up(epsilon / self.kappa)}, delta {fmt_up(delta / self.kappa)} "
                                 f"(max_groups = {self.kappa})")
