@@ -310,3 +310,106 @@ def test_optimal_selection_release_rate(demo_files, tmp_path):
             released += [exact[r[0]] for r in rows]
     expected, var = 5 * p.sum(), 5 * float(np.sum(p * (1 - p)))
     assert abs(len(released) - expected) <= Z * math.sqrt(var) + 1, (len(released), expected)
+
+
+# ----------------------------------------------------------------------------- many rows per unit, κ > 1
+
+
+MANY_POLICY = """
+[budget]
+default_rho = 1
+total_rho = 1000000
+total_delta = 0.5
+ledger = {ledger}
+[selection]
+epsilon = 1
+[tables.visits]
+privacy_unit = "pid"
+max_groups = {kappa}
+row_threshold = 4
+max_splits = 5
+[tables.visits.measures]
+amount = {{ threshold = 50, range = [0, 1000] }}
+[tables.visits.keys]
+region = {{ keyset = {regions} }}
+shop = {{}}
+"""
+MANY_REGIONS = [f"R{i:02d}" for i in range(50)]
+
+
+def many_rows_db(tmp_path: Path, kappa: int, rows: list[tuple]) -> tuple[Path, Path]:
+    db, policy = tmp_path / f"many{kappa}.duckdb", tmp_path / f"many{kappa}.policy.toml"
+    csv = tmp_path / f"many{kappa}.csv"
+    csv.write_text("".join(f"{u},{g},{a},{sh}\n" for u, g, a, sh in rows))  # executemany is slow at this size
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE visits(pid INTEGER, region VARCHAR, amount BIGINT, shop VARCHAR)")
+    con.execute(f"INSERT INTO visits SELECT * FROM read_csv('{csv}', header = false, columns = "
+                "{'pid': 'INTEGER', 'region': 'VARCHAR', 'amount': 'BIGINT', 'shop': 'VARCHAR'})")
+    con.close()
+    policy.write_text(MANY_POLICY.format(ledger=json.dumps(str(tmp_path / f"many{kappa}.ledger.sqlite")),
+                                         kappa=kappa, regions=json.dumps(MANY_REGIONS)))
+    return db, policy
+
+
+#: the two-level exact answer, written here: per (unit, region) rows and amounts, top-coded at
+#: K·R = 20 rows and ±K·T = ±250, then summed per region (no unit is in more than κ regions)
+MANY_EXACT = """
+SELECT region, SUM(LEAST(n, 20)), COUNT(*), SUM(GREATEST(LEAST(s, 250), -250))
+FROM (SELECT pid, region, COUNT(*) AS n, COALESCE(SUM(amount), 0) AS s FROM visits
+      WHERE pid IS NOT NULL GROUP BY pid, region) GROUP BY region
+"""
+
+
+def test_many_rows_kappa_three_spread(tmp_path):
+    """A table with many rows per unit, κ = 3 (each unit in 1-3 regions, 1-9 rows each, so the
+    bounding keeps every row and the exact answer needs no salt): COUNT(*) (rows, split at R = 4),
+    COUNT(DISTINCT pid) and SUM(amount) (T = 50) over 50 public regions, 30 queries = 1 500 cells
+    each. The receipt's σ is Δ/√(2ρ) of its own noise term with Δ = R, 1, T — per (unit, group)
+    record, as P(u) accounts it — and the released values spread by that σ."""
+    import random
+
+    r = random.Random(5)
+    rows = [(u, g, r.randint(0, 120), "s") for u in range(3000) for g in r.sample(MANY_REGIONS, r.randint(1, 3))
+            for _ in range(r.randint(1, 9))]
+    db, policy = many_rows_db(tmp_path, 3, rows)
+    exact = {g: (n, u, s) for g, n, u, s in raw(db, MANY_EXACT)}
+    sql = "SELECT region, COUNT(*) AS n, COUNT(DISTINCT pid) AS u, SUM(amount) AS s FROM visits GROUP BY region"
+    z: dict[str, list[float]] = {"n": [], "u": [], "s": []}
+    with dpsql.connect(db, policy, _random_source=seeded_random(77)) as con:
+        for _ in range(30):
+            cur = con.execute(sql)
+            got = cur.fetchall()
+            assert len(got) == 50
+            terms = {t.aggregate: t for t in cur.receipt.noise}
+            for i, (name, label, delta) in enumerate((("n", "COUNT(*) rows", 4), ("u", "COUNT(units)", 1),
+                                                       ("s", "SUM(amount)", 50))):
+                sig = cur.receipt.columns[name].sigma
+                assert sig[0] == pytest.approx(delta / math.sqrt(2 * float(terms[label].rho)), rel=1e-12)
+                z[name] += zs(got, sig, {(g,): v[i] for g, v in exact.items()}, 1, 1 + i)
+    for name in z:
+        assert_spread(z[name], GAUSSIAN_KURTOSIS, f"κ = 3, {name}")
+
+
+def test_many_rows_gaussian_selection_spread(tmp_path):
+    """κ = 8, private key shop: the selection runs Gaussian thresholding (the rule's choice at
+    ε = 1, δ = 1e-6), and the released groups' COUNT(DISTINCT pid) and COUNT(*) spread by the
+    receipt's σ = Δ/√(2ρ) (Δ = 1 and R = 4): selection decides which groups, never their noise.
+    60 shops of 150 units (always kept: n is 7σ above the threshold) × 25 queries = 1 500 cells."""
+    rows = [(u, "R00", 1, f"s{u % 60:02d}") for u in range(9000) for _ in range(1 + u % 3)]
+    db, policy = many_rows_db(tmp_path, 8, rows)
+    exact = {(s,): (n, u) for s, n, u in raw(db, "SELECT shop, SUM(LEAST(n, 20)), COUNT(*) FROM (SELECT pid, shop, "
+                                                  "COUNT(*) AS n FROM visits GROUP BY pid, shop) GROUP BY shop")}
+    sql = "SELECT shop, COUNT(*) AS n, COUNT(DISTINCT pid) AS u FROM visits GROUP BY shop"
+    z: dict[str, list[float]] = {"n": [], "u": []}
+    with dpsql.connect(db, policy, _random_source=seeded_random(78)) as con:
+        for _ in range(25):
+            cur = con.execute(sql)
+            got = cur.fetchall()
+            assert len(got) == 60 and cur.receipt.selection["kappa_method"] == "gaussian"
+            terms = {t.aggregate: t for t in cur.receipt.noise}
+            for i, (name, label, delta) in enumerate((("n", "COUNT(*) rows", 4), ("u", "COUNT(units)", 1))):
+                sig = cur.receipt.columns[name].sigma
+                assert sig[0] == pytest.approx(delta / math.sqrt(2 * float(terms[label].rho)), rel=1e-12)
+                z[name] += zs(got, sig, {k: v[i] for k, v in exact.items()}, 1, 1 + i)
+    for name in z:
+        assert_spread(z[name], GAUSSIAN_KURTOSIS, f"κ = 8, Gaussian selection, {name}")

@@ -223,6 +223,68 @@ def test_gaussian_unit_loss_per_groups():
 
 
 # ---------------------------------------------------------------------------------------------
+# On the query path: discrete Gaussian thresholding and the rule (dpsql/privacy/selection_gauss.py)
+# ---------------------------------------------------------------------------------------------
+
+
+def dgauss_tail(sigma2: Fraction, a: int) -> float:
+    """P[Z >= a], Z ~ N_Z(sigma^2), from its mass summed naively over +-(|a| + 50 sigma)."""
+    s2 = float(sigma2)
+    reach = abs(a) + int(50 * math.sqrt(s2)) + 5
+    w = [math.exp(-x * x / (2 * s2)) for x in range(-reach, reach + 1)]
+    return sum(w[a + reach:]) / sum(w)
+
+
+@pytest.mark.parametrize("eps, delta, kappa", [(1, Fraction(1, 10**6), 8), (Fraction(1, 10), D5, 4),
+                                               (Fraction(1, 2), Fraction(1, 10**8), 16)])
+def test_discrete_thresholding_parameters_and_charge(eps, delta, kappa):
+    """sigma^2 >= the continuous sigma's square (rounded up, so [BW18] at sqrt(kappa) still holds);
+    t is the smallest integer with P[Z >= t - 1] <= 1 - (1 - delta_thr)^(1/kappa), the tail summed
+    here; the charge is kappa/(2 sigma^2) and delta_thr; the rule compares the mid-points."""
+    from dpsql.privacy.selection_analysis import midpoint
+    from dpsql.privacy.selection_gauss import plan
+
+    how = plan(Fraction(eps), Fraction(delta), kappa)
+    g = how.gaussian
+    sigma = math.sqrt(g.sigma2)
+    assert g.sigma2 >= Fraction(gaussian_thresholding(eps, delta, kappa).sigma) ** 2
+    assert bw18_delta(sigma, float(eps), math.sqrt(kappa)) <= g.noise_delta * (1 + 1e-9)
+    assert Fraction(g.noise_delta) + Fraction(g.threshold_delta) <= delta
+    p_max = 1 - (1 - g.threshold_delta) ** (1 / kappa)
+    assert dgauss_tail(g.sigma2, g.threshold - 1) <= p_max < dgauss_tail(g.sigma2, g.threshold - 2)
+    assert g.charge == (Fraction(kappa) / (2 * g.sigma2), Fraction(g.threshold_delta))
+    opt = midpoint(Fraction(eps) / kappa, Fraction(delta) / kappa)
+    assert (how.method, how.optimal_midpoint, how.gaussian_midpoint) == (
+        "optimal" if opt <= g.threshold else "gaussian", opt, g.threshold)
+    assert (how.rho, how.delta) == (g.charge if how.method == "gaussian" else (Fraction(eps) ** 2 / 2, delta))
+
+
+def test_the_rule_on_the_query_path_picks_pi_opt_for_small_kappa_and_gaussian_beyond():
+    from dpsql.privacy.selection_gauss import plan
+
+    methods = [plan(Fraction(1), Fraction(1, 10**6), k).method for k in range(2, 9)]
+    assert methods == ["optimal", "optimal"] + ["gaussian"] * 5
+
+
+def test_discrete_thresholding_keeps_with_the_closed_form_probability():
+    """Seeded: 40,000 groups of each n around t; the frequency kept is P[Z >= t - n] (the
+    discrete Gaussian's tail, summed here) within 5 standard errors; and a unit new to kappa
+    groups (n = 1 in each) makes some of them appear with frequency <= delta_thr, measured at a
+    delta large enough to see it (delta = 0.2)."""
+    from dpsql.privacy.selection_gauss import plan
+
+    g = plan(Fraction(1), Fraction(1, 10**6), 8).gaussian
+    rng, trials = seeded_random(31), 40_000
+    for n in (g.threshold - 10, g.threshold - 1, g.threshold, g.threshold + 6):
+        kept = g.keep(np.full(trials, n, dtype=np.int64), rng).mean()
+        p = dgauss_tail(g.sigma2, g.threshold - n)
+        assert abs(kept - p) <= 5 * math.sqrt(p * (1 - p) / trials), (n, kept, p)
+    big = plan(Fraction(1), Fraction(1, 5), 3).gaussian
+    some = big.keep(np.ones(3 * trials, dtype=np.int64), rng).reshape(trials, 3).any(axis=1).mean()
+    assert some <= big.threshold_delta + 5 * math.sqrt(big.threshold_delta / trials)
+
+
+# ---------------------------------------------------------------------------------------------
 # P(u) = sum_g rho |A_g(u)|^2
 # ---------------------------------------------------------------------------------------------
 
