@@ -1,5 +1,6 @@
 """Units in up to kappa groups: partition selection for kappa > 1 (issue 31; select_kappa
-is on the query path for many-row tables, dpsql/sql/units.py and pipeline/release.py; choose is not yet).
+is on the query path for many-row tables, dpsql/sql/units.py and pipeline/release.py; the rule runs
+there as dpsql/privacy/selection_gauss.py, with a discrete Gaussian threshold).
 
 Setting (issue 31; docs/privacy.md, "Many rows per unit"): a privacy unit may have many rows;
 neighbouring data sets differ by one unit with all its rows. After the bounding transformation a
