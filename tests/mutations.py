@@ -229,6 +229,12 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/sql/units.py", """cols.append('SUM(CASE WHEN __r = 1 THEN 1 ELSE 0 END) AS "__n"')""",
                     """cols.append('COUNT(*) AS "__n"')"""),),
              (f"{MANY}::test_mixed_keys_select_on_distinct_units_per_private_group",)),
+    Mutation("final_check_any_window_projection",
+             "the final check admits any window function as a projection, not only ROW_NUMBER() without a frame",
+             (Patch("dpsql/sql/final_check.py",
+                    'if not isinstance(window.this, exp.RowNumber) or window.args.get("spec") is not None:',
+                    "if False:"),),
+             (f"{MANY}::test_the_mixed_key_rank_passes_the_final_check_and_tampered_forms_do_not",)),
     Mutation("capped_null_becomes_minus_cap",
              "with max_splits a NULL measure is top-coded to −K·T (DuckDB's GREATEST skips NULL): its record moves "
              "a SUM by K splits while P(r) charges one",

@@ -686,3 +686,33 @@ def test_neighbours_with_a_unit_in_1e5_groups_keep_the_outcome_kind_under_gaussi
             kinds.append((sorted({r[shop] for r in answer}), len(answer), len(answer[0])))
         outcomes.append(kinds)
     assert outcomes[0] == outcomes[1] == outcomes[2] == [(["s0", "s1", "s2"], 3, 4), (["s0", "s1", "s2"], 30, 3)]
+
+
+def test_the_mixed_key_rank_passes_the_final_check_and_tampered_forms_do_not(tmp_path):
+    """The rank of mixed public/private keys (``__first``: ROW_NUMBER() OVER (PARTITION BY unit,
+    private keys ORDER BY public keys)) and the count of first-ranked records pass the final
+    totality check; another window function, a window frame, a partition expression that can fail,
+    or arithmetic on the rank do not (DP122)."""
+    from dpsql.errors import QueryRefused
+    from dpsql.sql.final_check import check_final
+    from dpsql.sql.rewrite import exact_sql
+
+    db, policy = _database(tmp_path, [(1, "A", 5, "a"), (1, "B", 7, "a"), (2, "A", 3, "b")])
+    with dpsql.connect(db, policy) as con:
+        s = con.session
+        plan = s.plan("SELECT region, shop, COUNT(DISTINCT pid) FROM visits GROUP BY region, shop")
+        types = dict(s.schema["visits"])
+        sql = exact_sql(plan, types)
+    check_final(sql, types)
+    rank = 'ROW_NUMBER() OVER (PARTITION BY __unit, "shop" ORDER BY "region")'
+    count = "SUM(CASE WHEN __r = 1 THEN 1 ELSE 0 END)"
+    assert rank in sql and count in sql
+    tampered = [sql.replace(rank, 'SUM(__unit) OVER (PARTITION BY __unit, "shop" ORDER BY "region")', 1),
+                sql.replace(rank, rank[:-1] + " ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)", 1),
+                sql.replace(rank, 'ROW_NUMBER() OVER (PARTITION BY __unit, "shop" || \'x\' ORDER BY "region")', 1),
+                sql.replace(count, "SUM(CASE WHEN __r = 1 THEN __r * 4611686018427387904 ELSE 0 END)", 1)]
+    for bad in tampered:
+        assert bad != sql
+        with pytest.raises(QueryRefused) as err:
+            check_final(bad, types)
+        assert err.value.code == "DP122"
