@@ -642,12 +642,12 @@ def test_gaussian_selection_rate_matches_the_discrete_gaussian_tail(tmp_path):
     t = con0.explain("SELECT shop, COUNT(*) FROM visits GROUP BY shop").selection["threshold"]
     con0.close()
     sizes = [t - 8, t - 3, t, t + 3, t + 8]
-    rows, u = [], 0
-    for n in sizes:
-        for i in range(40):
-            rows += [(u + j, "A", 1, f"n{n}_{i}") for j in range(n)]
-            u += n
-    db, policy = _database(tmp_path, rows, table=GAUSS)
+    db, policy = _database(tmp_path, [], table=GAUSS)
+    raw = duckdb.connect(str(db))
+    for k, n in enumerate(sizes):  # 40 groups of n units, one row each
+        raw.execute(f"INSERT INTO visits SELECT {k * 10**6} + i * {n} + j, 'A', 1, 'n{n}_' || i "
+                    f"FROM range(40) a(i), range({n}) b(j)")
+    raw.close()
     con = dpsql.connect(db, policy, _random_source=seeded_random(8))
     cur = con.cursor()
     kept = {n: 0 for n in sizes}
