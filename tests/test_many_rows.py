@@ -625,8 +625,12 @@ def test_gaussian_thresholding_runs_with_its_stated_parameters_and_charge(tmp_pa
     p_max = 1 - (1 - td) ** (1 / GAUSS_KAPPA)
     assert _dgauss_tail(sigma2, t - 1) <= p_max < _dgauss_tail(sigma2, t - 2)
     noise_rho = sum((n.rho for n in receipt.noise), Fraction(0))
-    assert receipt.rho == noise_rho + Fraction(GAUSS_KAPPA) / (2 * sigma2)
+    rho_sel = Fraction(GAUSS_KAPPA) / (2 * sigma2)
+    assert receipt.rho == noise_rho + rho_sel
     assert receipt.delta == Fraction(td)
+    const, = receipt.policy_terms  # per unit: the count's ρ in each of ≤ κ groups, the selection's once
+    assert Fraction(const["unit_bound_exact"]) == GAUSS_KAPPA * noise_rho + rho_sel
+    assert Fraction(const["delta_exact"]) == Fraction(td)
     con = dpsql.connect(db, policy, _random_source=seeded_random(1))
     ex = con.explain("SELECT shop, COUNT(*) FROM visits GROUP BY shop")
     con.close()
