@@ -202,7 +202,8 @@ MUTATIONS: tuple[Mutation, ...] = (
              "partition selection on a many-row table keeps each group at (ε, δ) although a unit is in κ groups",
              (Patch("dpsql/pipeline/release.py", "select_kappa(n, sel.epsilon, sel.delta, kappa, rng)",
                     "select_kappa(n, sel.epsilon, sel.delta, 1, rng)"),),
-             (f"{MANY}::test_selection_runs_at_epsilon_over_kappa",)),
+             (f"{MANY}::test_selection_runs_at_epsilon_over_kappa",
+              f"{MANY}::test_optimal_selection_rate_with_kappa_three_matches_theorem_1")),
     # κ > 1 selection on the query path (privacy/selection_gauss.py, sql/units.py's __first)
     Mutation("kappa_discrete_threshold_delta_not_split",
              "discrete Gaussian thresholding gives each of a unit's κ new groups the whole threshold δ",

@@ -720,3 +720,43 @@ def test_the_mixed_key_rank_passes_the_final_check_and_tampered_forms_do_not(tmp
         with pytest.raises(QueryRefused) as err:
             check_final(bad, types)
         assert err.value.code == "DP122"
+
+
+def _pi_theorem1(n: int, eps: float, delta: float) -> float:
+    """Paper 002 Theorem 1's closed form of π_opt, written here from the paper."""
+    e = math.exp(eps)
+    n1 = 1 + math.floor(math.log((e + 2 * delta - 1) / ((e + 1) * delta)) / eps)
+    p1 = delta * (math.exp(n1 * eps) - 1) / (e - 1)
+    n2 = n1 + math.floor(math.log(1 + (e - 1) / delta * (1 - p1)) / eps)
+    if n <= n1:
+        return delta * (math.exp(n * eps) - 1) / (e - 1)
+    if n <= n2:
+        m = n - n1
+        return (1 - math.exp(-m * eps)) * (1 + delta / (e - 1)) + math.exp(-m * eps) * p1
+    return 1.0
+
+
+def test_optimal_selection_rate_with_kappa_three_matches_theorem_1(tmp_path):
+    """κ = 3 (the rule keeps π_opt): groups of n units around the mid-point, released over 10
+    seeded queries, 400 draws per n; the rate is π_opt(n) at (ε/3, δ/3) (Theorem 1's closed
+    form, written here) within 5 standard errors — and far from π_opt(n) at (ε, δ) (≈ 1)."""
+    sizes = [33, 38, 42, 48]
+    db, policy = _database(tmp_path, [])
+    policy.write_text(policy.read_text().replace("total_rho = 1e15", "total_rho = 1e15\ntotal_delta = 0.001"))
+    raw = duckdb.connect(str(db))
+    for k, n in enumerate(sizes):
+        raw.execute(f"INSERT INTO visits SELECT {k * 10**6} + i * {n} + j, 'A', 1, 'n{n}_' || i "
+                    f"FROM range(40) a(i), range({n}) b(j)")
+    raw.close()
+    con = dpsql.connect(db, policy, _random_source=seeded_random(12))
+    cur = con.cursor()
+    kept = {n: 0 for n in sizes}
+    for _ in range(10):
+        for (shop, _) in cur.execute("SELECT shop, COUNT(DISTINCT pid) FROM visits GROUP BY shop").fetchall():
+            kept[int(shop[1:shop.index("_")])] += 1
+        assert cur.receipt.selection["kappa_method"] == "optimal"
+    con.close()
+    for n in sizes:
+        p = _pi_theorem1(n, 1 / KAPPA, 1e-6 / KAPPA)
+        assert abs(kept[n] / 400 - p) <= 5 * math.sqrt(p * (1 - p) / 400) + 1e-9, (n, kept[n], p)
+        assert _pi_theorem1(n, 1.0, 1e-6) > 0.999999
