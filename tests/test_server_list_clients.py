@@ -53,6 +53,11 @@ def test_psycopg_list_parameters(server):
         rows = con.execute("SELECT state, COUNT(*) AS n FROM establishments WHERE employees = ANY(%s) GROUP BY state",
                            ([1, 2],)).fetchall()
         assert len(rows) == 51
+        cur = con.execute("SET dpsql.rho = 0.1")  # PostgreSQL's tag and no rows; the value as a NOTICE
+        assert cur.statusmessage == "SET" and cur.description is None
+        assert con.execute("RESET dpsql.rho").statusmessage == "RESET"
+        with pytest.raises(psycopg.errors.UndefinedTable, match='relation "establishm" does not exist'):
+            con.execute("SELECT * FROM establishm")
         kinds = con.execute("SELECT relname FROM pg_catalog.pg_class WHERE relkind = ANY(%s) ORDER BY relname",
                             (["r", "p"],)).fetchall()
         assert ("establishments",) in kinds and ("states",) in kinds
