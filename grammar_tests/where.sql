@@ -230,3 +230,17 @@ SELECT COUNT(*) FROM establishments WHERE CASE WHEN naics2 IN ('72', '44') THEN 
 SELECT COUNT(*) AS "__p0"
 FROM "establishments"
 WHERE CASE WHEN "naics2" IN ('72', '44') THEN "employees" > 5 ELSE FALSE END;
+
+# title: = ANY of an array of literals is IN of its values (psycopg2 writes a list this way)
+# execute: true
+SELECT state, COUNT(*) FROM establishments WHERE state = ANY(ARRAY['CA', 'NY']) GROUP BY state;
+SELECT "state" AS "state", COUNT(*) AS "__p0" FROM "establishments" WHERE "state" IN ('CA', 'NY') GROUP BY "state";
+
+# title: <> ALL of an array of literals is NOT IN of its values
+# execute: true
+SELECT COUNT(*) FROM establishments WHERE employees <> ALL(ARRAY[1, 2, 3]);
+SELECT COUNT(*) AS "__p0" FROM "establishments" WHERE NOT "employees" IN (1, 2, 3);
+
+# title: = ANY of an empty array matches no row, as in PostgreSQL
+SELECT COUNT(*) FROM establishments WHERE state = ANY(ARRAY[]);
+SELECT COUNT(*) AS "__p0" FROM "establishments" WHERE FALSE;

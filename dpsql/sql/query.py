@@ -40,7 +40,7 @@ def plan_query(sql: str, parameters: Any, policy: Policy, schema: dict[str, dict
         line, column = parameter_position(sql)
         raise QueryRefused("the query has ? parameters but no values were given", code="DP118", line=line, column=column,
                            hint="pass the values with the query (cursor.execute(sql, [value, ...])) or write literals.")
-    select = check_statement(inline_derived_tables(postgres_date_literals(tree), sql), sql)
+    select = check_statement(inline_derived_tables(postgres_date_literals(any_as_in(tree)), sql), sql)
     return build_plan(select, sql, policy, schema, not_null)
 
 
@@ -58,9 +58,48 @@ def bind_parameters(tree: exp.Expression, parameters: Any) -> exp.Expression:
     return tree
 
 
+def any_as_in(tree: exp.Expression) -> exp.Expression:
+    """``x = ANY(ARRAY[a, b])`` as ``x IN (a, b)``, and ``x <> ALL(ARRAY[a, b])`` as ``x NOT IN (a,
+    b)``: the same truth values, NULLs included (PostgreSQL evaluates both sides the same way), for
+    an array of literals. That is how drivers send a list: psycopg2 writes the ARRAY literal into
+    the text, psycopg 3 and asyncpg bind an array parameter (:func:`literal` makes it the ARRAY).
+    An empty array is FALSE for ANY and TRUE for ALL, as in PostgreSQL. Other arrays stay as they
+    are, and validation refuses them with its code."""
+    for node in list(tree.find_all(exp.EQ, exp.NEQ)):
+        quantified = node.expression
+        if isinstance(quantified, exp.Anonymous) and quantified.name.upper() == "ALL" and len(quantified.expressions) == 1:
+            inner = quantified.expressions[0]  # DuckDB's grammar in sqlglot reads ALL(...) as a function call
+        elif isinstance(quantified, (exp.Any, exp.All)):
+            inner = quantified.this
+        else:
+            continue
+        if isinstance(node, exp.EQ) != isinstance(quantified, exp.Any):
+            continue
+        array = inner.unnest() if isinstance(inner, exp.Paren) else inner
+        if not isinstance(array, exp.Array) or not all(_is_literal(e) for e in array.expressions):
+            continue
+        if not array.expressions:
+            node.replace(exp.false() if isinstance(node, exp.EQ) else exp.true())
+            continue
+        test = exp.In(this=node.this, expressions=list(array.expressions))
+        node.replace(test if isinstance(node, exp.EQ) else exp.Not(this=test))
+    return tree
+
+
+def _is_literal(node: exp.Expression) -> bool:
+    return isinstance(node, (exp.Literal, exp.Null, exp.Boolean)) or (
+        isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal)) or (
+        isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal))
+
+
 def literal(value: Any) -> exp.Expression:
     """The SQL literal of one parameter value: None, bool, int, float, Decimal, str, and PEP
-    249's Date / Time / Timestamp (``datetime``) and Binary (``bytes``) as typed literals."""
+    249's Date / Time / Timestamp (``datetime``) and Binary (``bytes``) as typed literals; a list
+    or tuple of those as an ARRAY (for ``= ANY(?)``: :func:`any_as_in`)."""
+    if isinstance(value, (list, tuple)):
+        if any(isinstance(v, (list, tuple)) for v in value):
+            raise QueryRefused("a parameter value may be a list of values, not a list of lists", code="DP118")
+        return exp.Array(expressions=[literal(v) for v in value])
     if value is None:
         return exp.Null()
     if isinstance(value, bool):
@@ -79,7 +118,7 @@ def literal(value: Any) -> exp.Expression:
         return _typed(value.isoformat(), "TIMETZ" if value.tzinfo is not None else "TIME")
     if isinstance(value, (bytes, bytearray, memoryview)):
         return _typed("".join(f"\\x{b:02X}" for b in bytes(value)), "BLOB")
-    raise QueryRefused("parameter values must be numbers, strings, dates, times, timestamps, bytes or None, "
+    raise QueryRefused("parameter values must be numbers, strings, dates, times, timestamps, bytes, None or a list of those, "
                        f"got {type(value).__name__}", code="DP118")
 
 

@@ -11,6 +11,8 @@ because nothing private is in it.
 
 from __future__ import annotations
 
+import re
+
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -135,6 +137,12 @@ def _answer(sql: str, parameters: list[Any], session: Session, catalog: PublicCa
         guard()  # the server's ledger is still the one it adopted
     result = execute(session, qmark, values)
     charged = result.receipt.charge_id is not None
+    first = qmark.split(None, 1)[0].upper() if qmark.strip() else ""
+    if first in ("SET", "RESET") and not charged:
+        # PostgreSQL's SET returns no rows and the tag SET (psql prints it, drivers expect it):
+        # the value dpsql now holds travels as a NOTICE instead of a result set
+        said = "; ".join(f"{r[0]} = {r[1]}" for r in result.rows if len(r) == 2)
+        return Answer(None, [], [], first, notice=f"dpsql: {said}" if said else "")
     tag = _tag(qmark, result)
     return Answer(list(result.columns) or None, list(result.types), result.rows, tag,
                   notice=receipt_notice(result) if charged else "")
@@ -180,7 +188,12 @@ def _catalog(sql: str, parameters: list[Any], catalog: PublicCatalog, pg: PgSett
             return names, [_OID.get(t, t) for t in types], rows
         return catalog.run(sql, parameters or None)
     except CatalogQueryError as exc:
-        raise StatementError(getattr(exc, "sqlstate", "42000"), str(exc).split("\n")[0]) from None
+        first = str(exc).split("\n")[0]
+        missing = re.match(r"Catalog Error: Table with name (.+?) does not exist", first)
+        if missing:  # as PostgreSQL says it (42P01); the catalog twin holds public names only
+            raise StatementError("42P01", f'relation "{missing.group(1)}" does not exist',
+                                 "the tables served are the policy's: \\dt lists them.") from None
+        raise StatementError(getattr(exc, "sqlstate", "42000"), first) from None
 
 
 def _value(parameters: list[Any], number: int) -> Any:
@@ -190,7 +203,4 @@ def _value(parameters: list[Any], number: int) -> Any:
 
 
 def _tag(sql: str, result: Result) -> str:
-    first = sql.split(None, 1)[0].upper() if sql.strip() else ""
-    if first in ("SET", "RESET") and not result.columns:
-        return first
     return f"SELECT {len(result.rows)}"

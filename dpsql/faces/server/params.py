@@ -3,8 +3,8 @@
 PostgreSQL infers them from where each parameter stands; clients such as asyncpg then encode
 their values by the types the server describes. dpsql reads them from the schema the same
 way, from public information only: a parameter compared with a column (``=``, ``<``, ``IN``,
-``BETWEEN``, ``LIKE``) takes that column's type, one in ``LIMIT``/``OFFSET`` is a bigint,
-and anything else is text.
+``BETWEEN``, ``LIKE``) takes that column's type, one in ``= ANY($n)`` an array of it, one in
+``LIMIT``/``OFFSET`` is a bigint, and anything else is text.
 """
 
 from __future__ import annotations
@@ -47,6 +47,12 @@ def infer_types(sql: str, given: list[int], column_type: Callable[[str], str | N
 
 def _from_context(node: exp.Expression, column_type: Callable[[str], str | None]) -> int | None:
     parent = node.parent
+    while isinstance(parent, exp.Paren):
+        parent = parent.parent
+    if isinstance(parent, (exp.Any, exp.All)) or (isinstance(parent, exp.Anonymous) and parent.name.upper() == "ALL"):
+        # `col = ANY($1)`: an array of the column's type (text[] when the column is not known)
+        element = _from_context(parent, column_type)
+        return pgtypes.ARRAYS.get(element if element is not None else pgtypes.TEXT, pgtypes.ARRAYS[pgtypes.TEXT])
     if isinstance(parent, (exp.Limit, exp.Offset)):
         return pgtypes.INT8
     if isinstance(parent, exp.Cast):  # UINTEGER: PostgreSQL's oid, as the catalog rewrite spells it

@@ -94,6 +94,12 @@ def _array_literal(text: str, element: str) -> exp.Expression:
 
 
 def resolve_casts(tree: exp.Expression, ctx: Context) -> exp.Expression:
+    for quantified in list(tree.find_all(exp.Any, exp.All)):
+        # `relkind = ANY('{r,p}')`: an untyped array text, as psycopg's sql.Literal writes a list
+        # (pgcli's \dt); PostgreSQL reads it as an array of the left side's type, DuckDB as text
+        inner = quantified.this.unnest() if isinstance(quantified.this, exp.Paren) else quantified.this
+        if isinstance(inner, exp.Literal) and inner.is_string and inner.this.strip().startswith("{"):
+            inner.replace(_array_literal(inner.this, "VARCHAR"))
     for cast in list(tree.find_all(exp.Cast)):
         kind, array = _type_name(cast.to)
         value = cast.this
