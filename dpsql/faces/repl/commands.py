@@ -213,7 +213,8 @@ def _budget(repl: ReplState, arg: str) -> str:
              (f"delta spent by partition selection: {b['delta_spent']} of {b['delta_total']}, "
               f"{b['delta_remaining']} left{more}."),
              (f"A GROUP BY on a private key adds rho={fmt(sel.epsilon ** 2 / 2)} and delta={fmt_up(sel.delta)} for "
-              "partition selection; \\explain shows a query's cost before it runs."),
+              "partition selection with the optimal method (a table with many rows per unit may run Gaussian "
+              "thresholding instead, at its own cost); \\explain shows a query's cost before it runs."),
              (f"Everything spent so far is ({b['epsilon']}, {b['delta']})-DP for a record never split (\\policy "
               f"gives a split record's P(r)): epsilon converts the rho spent at delta'={b['conversion_delta']} "
               f"(tight; the analytic bound gives {b['epsilon_analytic']}), delta adds the delta spent. "
