@@ -104,12 +104,49 @@ def advise(args: argparse.Namespace) -> int:
             rows.append({"quantile": float(q), "threshold": t, "splits_share": float(1 - q), "resolved": resolved,
                          "splits_share_pm": (rank / n) if rank is not None and n and n > 0 else None,
                          "sum_sigma": float(t) / math.sqrt(2 * float(at_rho))})
-        chosen = next(r for r in rows if Fraction(r["quantile"]).limit_denominator(10_000) == target)
-        report["measures"][m] = {"candidates": rows, "recommended": chosen["threshold"], "resolved": chosen["resolved"]}
-    if args.write:
-        report["written"] = str(write_thresholds(Path(session.policy.path or ""), table,
-                                                 {m: v["recommended"] for m, v in report["measures"].items()}))
+        report["measures"][m] = recommend(rows, target)
+    return _finish(args, report, Path(session.policy.path or ""), table)
+
+
+def flag_order(rows: list[dict[str, Any]], value: str = "threshold") -> None:
+    """Flag (``monotone`` false, so not ``ok``) each candidate whose value is below one of a lower
+    quantile: quantiles of one set of values cannot decrease with q, so at most one of the two is
+    near its true quantile, and printing them as they are would mislead."""
+    top = None
+    for r in rows:
+        r["monotone"] = top is None or r[value] >= top
+        r["ok"] = r["resolved"] and r["monotone"]
+        top = r[value] if top is None else max(top, r[value])
+
+
+def recommend(rows: list[dict[str, Any]], target: Fraction, value: str = "threshold") -> dict[str, Any]:
+    """The candidate at ``target``; when it is flagged (unresolved or out of order), the largest
+    unflagged one below it (it splits more than the share asked for, never fewer by accident); None
+    when every candidate up to ``target`` is flagged: then nothing may be written."""
+    flag_order(rows, value)
+    upto = [r for r in rows if Fraction(r["quantile"]).limit_denominator(10_000) <= target]
+    chosen = upto[-1]
+    good = [r for r in upto if r["ok"]]
+    pick = good[-1] if good else None
+    return {"candidates": rows, "at_target": chosen[value], "resolved": chosen["ok"],
+            "recommended": pick[value] if pick else None,
+            "recommended_quantile": pick["quantile"] if pick else None}
+
+
+def _finish(args: argparse.Namespace, report: dict[str, Any], policy: Path, table: str,
+            values: dict[str, Any] | None = None) -> int:
+    """Print the report; with --write, write every recommendation, or nothing when one of them
+    is flagged (DP406: a flagged quantile may be any grid value beyond the data)."""
+    values = values if values is not None else {m: v["recommended"] for m, v in report["measures"].items()}
+    unresolved = sorted(m for m, v in values.items() if v is None)
+    if args.write and not unresolved:
+        report["written"] = str(write_thresholds(policy, table, values))
     print(to_json(report) if args.json else _text(report))
+    if args.write and unresolved:
+        raise QueryRefused(f"dpsql advise --write: wrote nothing: no candidate for {', '.join(unresolved)} is resolved "
+                           "at this budget (each is flagged above)", code="DP406",
+                           hint="run advise with a larger --rho or a larger --split-share, or set the value by hand "
+                                "(docs/own_data.md, \"Choosing T\").")
     return 0
 
 
@@ -165,14 +202,11 @@ def _text(r: dict[str, Any]) -> str:
         for c in v["candidates"]:
             pm = f" ± {100 * c['splits_share_pm']:.2g}%" if c["splits_share_pm"] is not None else ""
             sig = f"{c['sum_sigma']:,.4g}"
-            flag = "" if c["resolved"] else "  (not resolved: its rank error exceeds the units above it)"
+            flag = ("" if c["ok"] else "  (not resolved: its rank error exceeds the units above it)" if not c["resolved"]
+                    else "  (out of order: below a lower quantile, so not reliable)")
             lines.append(f"  {100 * c['quantile']:>8g}%  {c['threshold']:>14,}  {100 * c['splits_share']:>7g}%{pm:<8}  {sig:>28}"
                          + flag)
-        lines.append(f"  recommended: T = {v['recommended']:,} (splits about {100 * float(r['split_share']):g}% of units; "
-                     "--split-share to choose another share)")
-        if not v["resolved"]:
-            lines.append("  WARNING: the recommended quantile is not resolved at this budget (too few units above it for "
-                         "its rank error); give advise a larger --rho, or a larger --split-share.")
+        lines += _recommendation(f"T = ", v, r["split_share"])
         lines.append("")
     lines.append("A unit above T is split into ceil(|v|/T) records and pays rho*ceil(|v|/T)^2; the others pay rho "
                  "(paper 000 Algorithm 1).")
@@ -181,6 +215,18 @@ def _text(r: dict[str, Any]) -> str:
     else:
         lines.append("--write puts the recommended thresholds into the policy file.")
     return "\n".join(lines)
+
+
+def _recommendation(name: str, v: dict[str, Any], share: float) -> list[str]:
+    if v["resolved"]:
+        return [f"  recommended: {name}{v['recommended']:,} (splits about {100 * float(share):g}% of units; "
+                "--split-share to choose another share)"]
+    out = [f"  WARNING: the quantile at {100 * (1 - float(share)):g}% ({v['at_target']:,}) is flagged at this budget; "
+           "give advise a larger --rho, or a larger --split-share."]
+    if v["recommended"] is None:
+        return out + ["  recommended: none (every candidate up to it is flagged; --write writes nothing)"]
+    return out + [f"  recommended: {name}{v['recommended']:,}, the largest resolved candidate (the "
+                  f"{100 * v['recommended_quantile']:g}% quantile: it splits more units than asked)"]
 
 
 _PLACEHOLDER_NOTE = re.compile(r"PLACEHOLDER split threshold, not read from the data: [^;]*")
