@@ -56,6 +56,8 @@ def add_command(sub: Any) -> None:
                    help="the share of units you accept to split (pay more than rho); default 0.01, paper 000's "
                         "Conservative scheme")
     p.add_argument("--at-rho", metavar="R", default="1", help="the rho at which to show a SUM's noise (default 1)")
+    p.add_argument("--by", metavar="KEYS", help="a table with many rows per unit: the grouping its advice assumes, "
+                                                "comma-separated keys (default: its text keys together)")
     p.add_argument("--write", action="store_true", help="write the recommended thresholds into the policy file")
     p.add_argument("--json", action="store_true", help="print JSON")
 
@@ -80,18 +82,34 @@ def advise(args: argparse.Namespace) -> int:
     with connect(args.db, args.policy, rho=args.rho) as con:
         session = con.session
         table, measures = _chosen(session.policy, args.table, args.measure)
-        qs = sorted(set(QUANTILES) | {target})
-        session.policy = _with_grids(session.policy, table, measures)
-        items = ["COUNT(*) AS units"] + [f"QUANTILE_CONT({m}, {_dec(q)}) AS {m}_q{i}" for m in measures for i, q in enumerate(qs)]
-        cur = con.cursor()
-        cur.execute(f"SELECT {', '.join(items)} FROM {table}")
-        row = dict(zip([d[0] for d in cur.description], cur.fetchall()[0]))
-        receipt = cur.receipt
+        policy, database = session.policy, Path(session.database)
+        if not policy.tables[table].many_rows:
+            report = release(con, table, {m: m for m in measures}, target, share, at_rho)
+            return _finish(args, report, Path(policy.path or ""), table)
+    from dpsql.faces.advise_units import advise_units  # many rows per unit: kappa, R and T, per unit
+
+    return advise_units(args, policy, database, table, measures, (share, at_rho, target), release, _finish)
+
+
+def release(con: Any, table: str, columns: dict[str, str], target: Fraction, share: Fraction,
+            at_rho: Fraction) -> dict[str, Any]:
+    """One charged query on ``con``: COUNT(*) and the quantiles :data:`QUANTILES` (and
+    ``target``) of each column of ``table`` (name in the report -> column), read on each measure's
+    grid or :data:`ADVICE_GRID`; the report with each column's candidates and recommendation."""
+    session = con.session
+    qs = sorted(set(QUANTILES) | {target})
+    session.policy = _with_grids(session.policy, table, list(columns.values()))
+    items = ["COUNT(*) AS units"] + [f"QUANTILE_CONT({c}, {_dec(q)}) AS {c}_q{i}" for c in columns.values()
+                                     for i, q in enumerate(qs)]
+    cur = con.cursor()
+    cur.execute(f"SELECT {', '.join(items)} FROM {table}")
+    row = dict(zip([d[0] for d in cur.description], cur.fetchall()[0]))
+    receipt = cur.receipt
     terms = {t.aggregate: t for t in receipt.noise}
     n = row["units"]
     report: dict[str, Any] = {"table": table, "units": n, "rho": fmt(receipt.rho), "charge_id": receipt.charge_id,
                               "split_share": float(share), "at_rho": float(at_rho), "measures": {}}
-    for m in measures:
+    for name, m in columns.items():
         rows = []
         for i, q in enumerate(qs):
             value = row[f"{m}_q{i}"]
@@ -104,8 +122,8 @@ def advise(args: argparse.Namespace) -> int:
             rows.append({"quantile": float(q), "threshold": t, "splits_share": float(1 - q), "resolved": resolved,
                          "splits_share_pm": (rank / n) if rank is not None and n and n > 0 else None,
                          "sum_sigma": float(t) / math.sqrt(2 * float(at_rho))})
-        report["measures"][m] = recommend(rows, target)
-    return _finish(args, report, Path(session.policy.path or ""), table)
+        report["measures"][name] = recommend(rows, target)
+    return report
 
 
 def flag_order(rows: list[dict[str, Any]], value: str = "threshold") -> None:
@@ -134,13 +152,15 @@ def recommend(rows: list[dict[str, Any]], target: Fraction, value: str = "thresh
 
 
 def _finish(args: argparse.Namespace, report: dict[str, Any], policy: Path, table: str,
-            values: dict[str, Any] | None = None) -> int:
-    """Print the report; with --write, write every recommendation, or nothing when one of them
-    is flagged (DP406: a flagged quantile may be any grid value beyond the data)."""
-    values = values if values is not None else {m: v["recommended"] for m, v in report["measures"].items()}
+            fields: tuple[str, ...] = ()) -> int:
+    """Print the report; with --write, write every recommendation (``fields``: those that are
+    fields of the table, max_groups and row_threshold, not measures' thresholds), or nothing when
+    one of them is flagged (DP406: a flagged quantile may be any grid value beyond the data)."""
+    values = {m: v["recommended"] for m, v in report["measures"].items()}
     unresolved = sorted(m for m, v in values.items() if v is None)
     if args.write and not unresolved:
-        report["written"] = str(write_thresholds(policy, table, values))
+        report["written"] = str(write_thresholds(policy, table, {m: v for m, v in values.items() if m not in fields},
+                                                 {f: values[f] for f in fields}))
     print(to_json(report) if args.json else _text(report))
     if args.write and unresolved:
         raise QueryRefused(f"dpsql advise --write: wrote nothing: no candidate for {', '.join(unresolved)} is resolved "
@@ -196,7 +216,7 @@ def _text(r: dict[str, Any]) -> str:
     lines = [f"dpsql advise: {r['table']}, about {r['units']:,} units (noisy); charged rho={r['rho']} "
              f"(ledger charge {r['charge_id']})", ""]
     for m, v in r["measures"].items():
-        lines.append(f"{m}: threshold T = the quantile of the units' values")
+        lines.append(v.get("title", f"{m}: threshold T = the quantile of the units' values"))
         noise_head = f"SUM noise sigma at rho={r['at_rho']:g}"
         lines.append(f"  {'quantile':>9}  {'T':>14}  {'units split':>16}  {noise_head:>28}")
         for c in v["candidates"]:
@@ -206,7 +226,7 @@ def _text(r: dict[str, Any]) -> str:
                     else "  (out of order: below a lower quantile, so not reliable)")
             lines.append(f"  {100 * c['quantile']:>8g}%  {c['threshold']:>14,}  {100 * c['splits_share']:>7g}%{pm:<8}  {sig:>28}"
                          + flag)
-        lines += _recommendation(f"T = ", v, r["split_share"])
+        lines += _recommendation(v.get("name", "T = "), v, r["split_share"])
         lines.append("")
     lines.append("A unit above T is split into ceil(|v|/T) records and pays rho*ceil(|v|/T)^2; the others pay rho "
                  "(paper 000 Algorithm 1).")
@@ -232,10 +252,13 @@ def _recommendation(name: str, v: dict[str, Any], share: float) -> list[str]:
 _PLACEHOLDER_NOTE = re.compile(r"PLACEHOLDER split threshold, not read from the data: [^;]*")
 
 
-def write_thresholds(path: Path, table: str, thresholds: dict[str, int | float]) -> Path:
+def write_thresholds(path: Path, table: str, thresholds: dict[str, int | float],
+                     fields: dict[str, int] | None = None) -> Path:
     """Set ``threshold = T`` of each measure in the policy file's text (inline ``m = { threshold
     = ... }`` under ``[tables.TABLE.measures]``, or ``threshold = ...`` under
-    ``[tables.TABLE.measures.m]``), check the result loads, and replace the file atomically."""
+    ``[tables.TABLE.measures.m]``) and each of ``fields`` (``max_groups``, ``row_threshold``)
+    under ``[tables.TABLE]``, check the result loads, and replace the file atomically."""
+    fields = fields or {}
     text = path.read_text()
     lines = text.split("\n")
     section = None
@@ -245,6 +268,12 @@ def write_thresholds(path: Path, table: str, thresholds: dict[str, int | float])
         if head:
             section = head.group(1).strip().lower()
             continue
+        for f, v in fields.items():
+            if section == f"tables.{table}":
+                new, found = re.subn(rf"^(\s*{f}\s*=\s*)[0-9]+", rf"\g<1>{v}", line, count=1)
+                if found:
+                    lines[i] = re.sub(r"#\s*PLACEHOLDER[^:]*:\s*", "# from dpsql advise (a DP quantile): ", new)
+                    done.add(f)
         for m, t in thresholds.items():
             value = f"{t}"
             if section == f"tables.{table}.measures":
@@ -257,7 +286,7 @@ def write_thresholds(path: Path, table: str, thresholds: dict[str, int | float])
             if found:
                 lines[i] = _PLACEHOLDER_NOTE.sub("split threshold T, from dpsql advise (a DP quantile)", new)
                 done.add(m)
-    missing = sorted(set(thresholds) - done)
+    missing = sorted((set(thresholds) | set(fields)) - done)
     if missing:
         raise PolicyFileError(f"{path}: could not find the threshold of {', '.join(missing)} to rewrite; "
                               "set it by hand (the advice above is unchanged)")
