@@ -113,10 +113,13 @@ def test_write_refuses_when_nothing_is_resolved(tmp_path, capsys):
 
 
 def test_out_of_order_quantiles_are_flagged():
-    """A candidate below a lower quantile's value is flagged, and never recommended."""
+    """Both candidates of a pair out of order are flagged (which one is wrong is not known), and
+    never recommended: here a wild 80% value, or a 90% value below the 80%'s."""
     from dpsql.faces.advise_cmd import recommend
 
     rows = [{"quantile": q, "threshold": t, "resolved": True} for q, t in ((0.5, 10), (0.8, 30), (0.9, 20), (0.99, 40))]
     r = recommend(rows, Fraction(9, 10))
-    assert [c["ok"] for c in rows] == [True, True, False, True]
-    assert (r["resolved"], r["recommended"], r["recommended_quantile"]) == (False, 30, 0.8)
+    assert [c["ok"] for c in rows] == [True, False, False, True]
+    assert (r["resolved"], r["recommended"], r["recommended_quantile"]) == (False, 10, 0.5)
+    rows = [{"quantile": q, "threshold": t, "resolved": True} for q, t in ((0.5, 4), (0.8, 4), (0.95, 10**10), (0.99, 4))]
+    assert recommend(rows, Fraction(19, 20))["recommended"] == 4  # the wild value beyond the data is not written

@@ -71,22 +71,28 @@ def import_table(source: Path, database: Path, table: str, *, progress: bool = F
     return int(rows)
 
 
-def per_unit_table(source: Path, table: str, unit: str, keys: list[str], measures: list[str], target: Path) -> None:
+def per_unit_table(source: Path, table: str, unit: str, keys: list[str], measures: dict[str, float],
+                   target: Path) -> None:
     """``dpsql advise`` on a many-row table (the data owner's machine): a new DuckDB file
     ``target`` with one row per non-NULL unit of ``source``'s ``table``: ``unit``, ``groups``
     (its number of distinct values of ``keys`` together), ``rows`` (its most rows in one such
-    group) and, per measure ``m``, ``m_<m>``: its largest |total| in one group. One unit's rows decide only its
-    own row, so a release over this table is a release about units (docs/own_data.md)."""
+    group) and, per measure ``m``, ``m_<m>``: its largest |total| in one group. Each plus the same
+    fraction in [0, 1), of ``granularity`` for a measure, from a hash of the unit: values then tie
+    only by chance, so the exponential mechanism's rank error bounds how far a quantile can fall
+    (with many units tied at the top, every value above it would score almost as well), and the
+    whole part is the statistic. One unit's rows decide only its own row, so a release over this
+    table is a release about units (docs/own_data.md)."""
     q = (lambda c: '"' + c.replace('"', '""') + '"')
     group = ", ".join(["__unit", *(q(k) for k in keys)])
-    sums = "".join(f", SUM({q(m)}) AS {q('__s_' + m)}" for m in measures)
-    tops = "".join(f", MAX(ABS({q('__s_' + m)})) AS {q('m_' + m)}" for m in measures)
+    sums = "".join(f", SUM({q(m)}) AS {q('__s_' + m)}" for m in measures)  # HUGEINT / DOUBLE: no overflow
+    j = "(hash(__unit) % 1000) / 1000.0"  # the same fraction for every column of a unit
+    tops = "".join(f", MAX(ABS({q('__s_' + m)})) + {j} * {g!r} AS {q('m_' + m)}" for m, g in measures.items())
     con = duckdb.connect(str(target))
     try:
         con.execute(f"ATTACH '{_quote(source)}' AS src (READ_ONLY)")
         con.execute(f"CREATE TABLE per_unit AS WITH r AS (SELECT {q(unit)} AS __unit{''.join(', ' + q(k) for k in keys)}, "
                     f"COUNT(*) AS __n{sums} FROM src.{q(table)} WHERE {q(unit)} IS NOT NULL GROUP BY {group}) "
-                    f"SELECT __unit AS unit, COUNT(*) AS groups, MAX(__n) AS rows{tops} FROM r GROUP BY __unit")
+                    f"SELECT __unit AS unit, COUNT(*) + {j} AS groups, MAX(__n) + {j} AS rows{tops} FROM r GROUP BY __unit")
         con.execute("DETACH src")
         con.execute("CHECKPOINT")
     finally:

@@ -24,6 +24,7 @@ import math
 import os
 import re
 from dataclasses import replace
+from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
@@ -40,6 +41,9 @@ QUANTILES = (Fraction(1, 2), Fraction(4, 5), Fraction(9, 10), Fraction(19, 20), 
 #: the public grid of a measure whose policy declares none: 0, then 1 to 10^12 granularity units,
 #: 1,000 values evenly in log scale (about 2.8% apart)
 ADVICE_GRID = QuantileGrid(0, 10**12, "log", 1000)
+#: a candidate is resolved when its rank error at this confidence (the chance it is exceeded)
+#: is below the units the quantile leaves above it, so it lies within the data's range
+RESOLVE_BETA = 1e-5
 
 
 def add_command(sub: Any) -> None:
@@ -92,10 +96,12 @@ def advise(args: argparse.Namespace) -> int:
 
 
 def release(con: Any, table: str, columns: dict[str, str], target: Fraction, share: Fraction,
-            at_rho: Fraction) -> dict[str, Any]:
+            at_rho: Fraction, convert: Callable[[str, Any], int | float] | None = None) -> dict[str, Any]:
     """One charged query on ``con``: COUNT(*) and the quantiles :data:`QUANTILES` (and
     ``target``) of each column of ``table`` (name in the report -> column), read on each measure's
-    grid or :data:`ADVICE_GRID`; the report with each column's candidates and recommendation."""
+    grid or :data:`ADVICE_GRID`; the report with each column's candidates and recommendation.
+    ``convert(name, quantile)`` makes a candidate of a released quantile (default: the quantile in
+    the column's granularity, at least one step)."""
     session = con.session
     qs = sorted(set(QUANTILES) | {target})
     session.policy = _with_grids(session.policy, table, list(columns.values()))
@@ -115,10 +121,14 @@ def release(con: Any, table: str, columns: dict[str, str], target: Fraction, sha
             value = row[f"{m}_q{i}"]
             label = f"MEDIAN({m})" if q == Fraction(1, 2) else f"QUANTILE({m}, {float(q):g})"
             rank = terms[label].rank_error95 if label in terms else None
-            t = _threshold(value, session.policy.tables[table].measures[m])
+            measure = session.policy.tables[table].measures[m]
+            t = convert(name, value) if convert is not None else _threshold(value, measure)
             # A quantile whose rank error reaches past the units it leaves above is not resolved at
-            # this budget: the mechanism may return any grid value beyond the data's top.
-            resolved = rank is not None and n is not None and n > 0 and rank < float(1 - q) * n
+            # this budget: the mechanism may return any grid value beyond the data's top. The error
+            # is taken at confidence 1 - RESOLVE_BETA, not 95%: with dozens of candidates per
+            # advice, a 5% miss would be written about every other run.
+            resolved = (rank is not None and n is not None and n > 0
+                        and rank * _confidence(measure) < float(1 - q) * n)
             rows.append({"quantile": float(q), "threshold": t, "splits_share": float(1 - q), "resolved": resolved,
                          "splits_share_pm": (rank / n) if rank is not None and n and n > 0 else None,
                          "sum_sigma": float(t) / math.sqrt(2 * float(at_rho))})
@@ -126,15 +136,21 @@ def release(con: Any, table: str, columns: dict[str, str], target: Fraction, sha
     return report
 
 
+def _confidence(measure: Measure) -> float:
+    """rank_error95 (``privacy/quantile.py``: 2·max(q, 1−q)/ε · ln(20m) on m candidates, the
+    error exceeded with probability at most 1/20) scaled to the error exceeded with probability
+    at most :data:`RESOLVE_BETA`: 2·max(q, 1−q)/ε · ln(m/β)."""
+    m = len(measure.grid.candidates()) if measure.grid is not None else 2
+    return math.log(m / RESOLVE_BETA) / math.log(20 * m)
+
+
 def flag_order(rows: list[dict[str, Any]], value: str = "threshold") -> None:
-    """Flag (``monotone`` false, so not ``ok``) each candidate whose value is below one of a lower
-    quantile: quantiles of one set of values cannot decrease with q, so at most one of the two is
-    near its true quantile, and printing them as they are would mislead."""
-    top = None
-    for r in rows:
-        r["monotone"] = top is None or r[value] >= top
+    """Flag (``monotone`` false, so not ``ok``) both candidates of every pair out of order (a
+    higher quantile below a lower one): quantiles of one set of values cannot decrease with q, so
+    one of the two is far from its true quantile, and which one is not known."""
+    for i, r in enumerate(rows):
+        r["monotone"] = all(o[value] <= r[value] for o in rows[:i]) and all(o[value] >= r[value] for o in rows[i + 1:])
         r["ok"] = r["resolved"] and r["monotone"]
-        top = r[value] if top is None else max(top, r[value])
 
 
 def recommend(rows: list[dict[str, Any]], target: Fraction, value: str = "threshold") -> dict[str, Any]:
@@ -239,7 +255,7 @@ def _text(r: dict[str, Any]) -> str:
 
 def _recommendation(name: str, v: dict[str, Any], share: float) -> list[str]:
     if v["resolved"]:
-        return [f"  recommended: {name}{v['recommended']:,} (splits about {100 * float(share):g}% of units; "
+        return [f"  recommended: {name}{v['recommended']:,} (about {100 * float(share):g}% of units above it; "
                 "--split-share to choose another share)"]
     out = [f"  WARNING: the quantile at {100 * (1 - float(share)):g}% ({v['at_target']:,}) is flagged at this budget; "
            "give advise a larger --rho, or a larger --split-share."]

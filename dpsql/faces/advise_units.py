@@ -29,6 +29,7 @@ about that table's rows is a release about units, with the sensitivity the quant
 from __future__ import annotations
 
 import argparse
+import math
 import json
 import tempfile
 from fractions import Fraction
@@ -77,8 +78,8 @@ def advise_units(args: argparse.Namespace, policy: Policy, database: Path, table
     keys = grouping(args, policy, table, text)
     with tempfile.TemporaryDirectory(prefix="dpsql-advise-") as tmp:
         db, pol = Path(tmp) / "per_unit.duckdb", Path(tmp) / "per_unit.policy.toml"
-        per_unit_table(database, tp.name, names.get(tp.privacy_unit, tp.privacy_unit),
-                       [names.get(k, k) for k in keys], [names.get(m, m) for m in measures], db)
+        per_unit_table(database, tp.name, names.get(tp.privacy_unit, tp.privacy_unit), [names.get(k, k) for k in keys],
+                       {names.get(m, m): float(tp.measures[m].granularity) for m in measures}, db)
         pol.write_text(_policy(policy, table, measures))
         with connect(db, pol, rho=args.rho) as con:
             session = con.session
@@ -87,12 +88,22 @@ def advise_units(args: argparse.Namespace, policy: Policy, database: Path, table
             session.ledger = Ledger(ledger_path(policy), session.analyst, total_rho, policy.budget.dataset_rho,
                                     total_delta=total_delta, dataset_delta=policy.budget.dataset_delta)
             columns = {**FIELDS, **{m: f"m_{m}" for m in measures}}
-            report = release(con, "per_unit", columns, target, share, at_rho)
+            steps = {**{f: Fraction(1) for f in FIELDS}, **{m: tp.measures[m].granularity for m in measures}}
+            report = release(con, "per_unit", columns, target, share, at_rho,
+                             lambda name, value: _whole(value, steps[name]))
     report["table"] = table
     report["grouping"] = keys
     for f, title in _TITLES.items():
         report["measures"][f].update(title=title, name=f"{f} = ")
     return finish(args, report, Path(policy.path or ""), table, tuple(FIELDS))
+
+
+def _whole(value: Any, step: Fraction) -> int | float:
+    """A released quantile of a per-unit column as the statistic: its whole number of ``step``s
+    (the hash's fraction dropped), at least one step."""
+    units = max(1, math.floor(Fraction(str(value)) / step)) if value is not None else 1
+    t = units * step
+    return int(t) if t.denominator == 1 else float(t)
 
 
 def _policy(policy: Policy, table: str, measures: list[str]) -> str:
@@ -101,10 +112,9 @@ def _policy(policy: Policy, table: str, measures: list[str]) -> str:
     tp = policy.tables[table]
     lines = ["[budget]", f"default_rho = {float(policy.budget.default_rho)!r}", "total_rho = 1e9",
              "[tables.per_unit]", 'privacy_unit = "unit"', "[tables.per_unit.measures]",
-             "groups = { threshold = 1 }", "rows = { threshold = 1 }"]
-    for m in measures:
-        g = tp.measures[m].granularity
-        gran = f", granularity = {json.dumps(float(g))}" if g != Fraction(1) else ""
-        lines.append(f"m_{m} = {{ threshold = 1{gran} }}")
+             "groups = { threshold = 1, granularity = 0.001 }", "rows = { threshold = 1, granularity = 0.001 }"]
+    for m in measures:  # read at a thousandth of the measure's granularity: the hash's fraction is below it
+        g = tp.measures[m].granularity / 1000
+        lines.append(f"m_{m} = {{ threshold = {json.dumps(float(g * 1000))}, granularity = {json.dumps(float(g))} }}")
     return "\n".join(lines) + "\n"
 
