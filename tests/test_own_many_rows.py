@@ -88,6 +88,7 @@ def test_own_data_with_many_rows_per_unit_end_to_end(tmp_path):
     written = {"max_groups": spec["max_groups"], "row_threshold": spec["row_threshold"],
                **{m: spec["measures"][m]["threshold"] for m in ("dep_delay", "arr_delay", "distance")}}
     assert written == {k: v["recommended"] for k, v in report["measures"].items()}
+    assert "PLACEHOLDER" not in policy.read_text()  # every drafted placeholder was set
     # the oracle: each unit's statistics under the grouping (carrier, dest, origin), from the rows
     cells: dict[tuple, list[dict]] = defaultdict(list)
     for r in kept:

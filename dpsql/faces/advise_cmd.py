@@ -262,7 +262,7 @@ def _recommendation(name: str, v: dict[str, Any], share: float) -> list[str]:
     if v["recommended"] is None:
         return out + ["  recommended: none (every candidate up to it is flagged; --write writes nothing)"]
     return out + [f"  recommended: {name}{v['recommended']:,}, the largest resolved candidate (the "
-                  f"{100 * v['recommended_quantile']:g}% quantile: it splits more units than asked)"]
+                  f"{100 * v['recommended_quantile']:g}% quantile: more units above it than asked)"]
 
 
 _PLACEHOLDER_NOTE = re.compile(r"PLACEHOLDER split threshold, not read from the data: [^;]*")
@@ -288,6 +288,7 @@ def write_thresholds(path: Path, table: str, thresholds: dict[str, int | float],
             if section == f"tables.{table}":
                 new, found = re.subn(rf"^(\s*{f}\s*=\s*)[0-9]+", rf"\g<1>{v}", line, count=1)
                 if found:
+                    new = re.sub(r";\s*set it with dpsql advise --write[^;#]*?\(docs/own_data\.md\)", "", new)
                     lines[i] = re.sub(r"#\s*PLACEHOLDER[^:]*:\s*", "# from dpsql advise (a DP quantile): ", new)
                     done.add(f)
         for m, t in thresholds.items():
