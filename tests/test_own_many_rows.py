@@ -150,7 +150,8 @@ def test_own_data_with_many_rows_per_unit_end_to_end(tmp_path):
 @pytest.mark.parametrize("by,expected", [("dest", ["dest"]), ("origin,dest", ["origin", "dest"])])
 def test_advise_by_names_the_grouping(tmp_path, by, expected):
     """--by chooses the grouping κ, R and T are measured under; a key the policy does not have is
-    refused before anything is charged."""
+    refused before anything is charged; the one charge is in the policy's own ledger, its policy
+    terms naming the table."""
     _flights(tmp_path / "flights.csv", units=300)
     assert _dpsql("init", "flights.csv", "--unit", "tail", cwd=tmp_path).returncode == 0
     p = _dpsql("advise", "flights", "--db", "flights.duckdb", "--by", by, "--json", cwd=tmp_path)
@@ -159,4 +160,6 @@ def test_advise_by_names_the_grouping(tmp_path, by, expected):
     p = _dpsql("advise", "flights", "--db", "flights.duckdb", "--by", "nope", cwd=tmp_path)
     assert p.returncode == 1 and "not a key" in p.stderr
     p = _dpsql("ledger", "--db", "flights.duckdb", "--json", cwd=tmp_path)
-    assert p.returncode == 0 and len(json.loads(p.stdout)["charges"]) == 1, p.stdout[:500]
+    charges = json.loads(p.stdout)["charges"]
+    assert p.returncode == 0 and len(charges) == 1, p.stdout[:500]
+    assert "'table': 'flights'" in str(charges[0]["policy_terms"])  # the table's units paid rho, unsplit

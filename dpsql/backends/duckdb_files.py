@@ -74,7 +74,7 @@ def import_table(source: Path, database: Path, table: str, *, progress: bool = F
 def per_unit_table(source: Path, table: str, unit: str, keys: list[str], measures: dict[str, float],
                    target: Path) -> None:
     """``dpsql advise`` on a many-row table (the data owner's machine): a new DuckDB file
-    ``target`` with one row per non-NULL unit of ``source``'s ``table``: ``unit``, ``groups``
+    ``target`` whose table of the same name has one row per non-NULL unit of ``source``'s ``table``: ``unit``, ``groups``
     (its number of distinct values of ``keys`` together), ``rows`` (its most rows in one such
     group) and, per measure ``m``, ``m_<m>``: its largest |total| in one group. Each plus the same
     fraction in [0, 1), of ``granularity`` for a measure, from a hash of the unit: values then tie
@@ -90,7 +90,7 @@ def per_unit_table(source: Path, table: str, unit: str, keys: list[str], measure
     con = duckdb.connect(str(target))
     try:
         con.execute(f"ATTACH '{_quote(source)}' AS src (READ_ONLY)")
-        con.execute(f"CREATE TABLE per_unit AS WITH r AS (SELECT {q(unit)} AS __unit{''.join(', ' + q(k) for k in keys)}, "
+        con.execute(f"CREATE TABLE {q(table)} AS WITH r AS (SELECT {q(unit)} AS __unit{''.join(', ' + q(k) for k in keys)}, "
                     f"COUNT(*) AS __n{sums} FROM src.{q(table)} WHERE {q(unit)} IS NOT NULL GROUP BY {group}) "
                     f"SELECT __unit AS unit, COUNT(*) + {j} AS groups, MAX(__n) + {j} AS rows{tops} FROM r GROUP BY __unit")
         con.execute("DETACH src")

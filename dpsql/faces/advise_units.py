@@ -19,7 +19,8 @@ units more groups than κ.
 
 How: the data owner's machine writes one row per unit with these three kinds of values into a
 temporary DuckDB file (``backends/duckdb_files.per_unit_table``, a private temporary folder,
-removed at the end), and the usual advice query (``advise_cmd.release``: COUNT(*) and
+removed at the end; its table has the table's name, so the charge's policy terms name the table:
+ρ per unit, unsplit), and the usual advice query (``advise_cmd.release``: COUNT(*) and
 QUANTILE_CONT of each column, the exponential mechanism on a public grid) runs on it through a
 dpsql session whose ledger is the real policy's: the release is charged there, to the same
 analyst, under the same walls. A unit's rows decide only its own row of that table, so a release
@@ -89,7 +90,7 @@ def advise_units(args: argparse.Namespace, policy: Policy, database: Path, table
                                     total_delta=total_delta, dataset_delta=policy.budget.dataset_delta)
             columns = {**FIELDS, **{m: f"m_{m}" for m in measures}}
             steps = {**{f: Fraction(1) for f in FIELDS}, **{m: tp.measures[m].granularity for m in measures}}
-            report = release(con, "per_unit", columns, target, share, at_rho,
+            report = release(con, tp.name, columns, target, share, at_rho,
                              lambda name, value: _whole(value, steps[name]))
     report["table"] = table
     report["grouping"] = keys
@@ -110,8 +111,9 @@ def _policy(policy: Policy, table: str, measures: list[str]) -> str:
     """The per-unit table's policy: one row per unit, a column per value (thresholds unused:
     only quantiles are asked), each measure at its own granularity."""
     tp = policy.tables[table]
+    name = json.dumps(tp.name)  # the same name: the charge's policy terms are the table's (ρ per unit, unsplit)
     lines = ["[budget]", f"default_rho = {float(policy.budget.default_rho)!r}", "total_rho = 1e9",
-             "[tables.per_unit]", 'privacy_unit = "unit"', "[tables.per_unit.measures]",
+             f"[tables.{name}]", 'privacy_unit = "unit"', f"[tables.{name}.measures]",
              "groups = { threshold = 1, granularity = 0.001 }", "rows = { threshold = 1, granularity = 0.001 }"]
     for m in measures:  # read at a thousandth of the measure's granularity: the hash's fraction is below it
         g = tp.measures[m].granularity / 1000
