@@ -188,3 +188,41 @@ def test_many_rows_per_unit_with_max_groups(tmp_path):
         cur = con.cursor()
         cur.execute("SELECT region, COUNT(*), COUNT(DISTINCT plan), SUM(spend), AVG(visits) FROM visits GROUP BY region")
         assert len(cur.fetchall()) == 4 and cur.receipt.policy_terms[0]["max_groups"] == 2
+
+
+@pytest.mark.parametrize("name,profile,role", [
+    ("month", (12, 1, 12), "key"),            # a calendar field, by name
+    ("year", (1, 2013, 2013), "key"),         # even with one value far from 0
+    ("stars", (5, 1, 5), "key"),              # a few small values, each repeated
+    ("visits", (41, 0, 40), "measure"),       # more values than a key's small range
+    ("delay", (1300, -40, 1300), "measure"),  # negative values: an amount
+    ("flight", (3844, 1, 8500), "code"),      # thousands of values filling 45% of their range
+    ("payroll", (90000, 0, 10**7), "measure"),  # many values, sparse in a wide range: an amount
+    ("store_no", (30, 1, 30), "code"),        # named like an identifier
+])
+def test_whole_number_columns_are_drafted_by_role(name, profile, role):
+    """The rules of docs/own_data.md, "Which columns are what", on column profiles of a table of
+    1,000 rows; a threshold given for a column makes it a measure whatever its profile."""
+    from decimal import Decimal
+
+    from dpsql.faces.policy_draft import TableDraft
+
+    draft = TableDraft("t", "id", "", [("id", "BIGINT"), (name, "BIGINT")], profile={name: profile}, rows=1000)
+    got = draft.role(name, "BIGINT")
+    assert (got if got in ("key", "measure") else "code") == role
+    assert [c for c, _ in draft.measures()] == ([name] if role == "measure" else [])
+    assert [c for c, _ in draft.keys()] == ([name] if role == "key" else [])
+    assert [c for c, _ in draft.others()] == ([name] if role == "code" else [])
+    given = TableDraft("t", "id", "", [("id", "BIGINT"), (name, "BIGINT")], profile={name: profile}, rows=1000,
+                       thresholds={name: Decimal(5)})
+    assert [c for c, _ in given.measures()] == [name]
+
+
+def test_a_unit_column_with_nulls_only_is_said_so(tmp_path):
+    """No unit repeats but some rows have none: drafted as many rows per unit (rows without a unit
+    are left out), and said as it is."""
+    with open(tmp_path / "t.csv", "w") as f:
+        f.write("uid,amount\n" + "".join(f"{'' if i % 10 == 0 else i},{i}\n" for i in range(100)))
+    p = _dpsql("init", "t.csv", "--unit", "uid", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "t.uid has NULLs (no unit repeats): 100 rows of 90 units (10 rows have no unit" in p.stderr

@@ -205,7 +205,8 @@ def _drafts(args: argparse.Namespace, database: Path, public: list[str], thresho
 
 def _many_rows_note(table: str, unit: str, rows: int, units: int, no_unit: int) -> None:
     """Say, on the owner's terminal only, that the unit repeats and what the draft does about it."""
-    print(f"  {table}.{unit} repeats: {rows:,} rows of {units:,} units"
+    what = "repeats" if rows - no_unit > units else "has NULLs (no unit repeats)"
+    print(f"  {table}.{unit} {what}: {rows:,} rows of {units:,} units"
           + (f" ({no_unit:,} rows have no unit: they are left out of every answer)" if no_unit else "")
           + ".\n  Drafted as many rows per unit: max_groups and row_threshold are placeholders to review "
           "(dpsql advise --write sets them from DP quantiles). If each row should be its own unit, the column is "
