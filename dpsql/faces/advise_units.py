@@ -70,6 +70,10 @@ def advise_units(args: argparse.Namespace, policy: Policy, database: Path, table
     from dpsql.faces.dbapi import connect
 
     tp = policy.tables[table]
+    if policy.parquet:
+        raise QueryRefused(f"dpsql advise: {table!r} has many rows per unit and its rows are Parquet files; advice on "
+                           "such a table reads a DuckDB file", code="DP119",
+                           hint="dpsql init the Parquet data into a DuckDB file first (docs/own_data.md).")
     ins = Inspector(database)
     try:
         text = {c.lower() for c, t in ins.columns(tp.name) if t.upper() in ("VARCHAR", "TEXT", "STRING")}
