@@ -764,6 +764,17 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/sql/rewrite.py", "        check_final(sql, {**schema, **plan.public_types})",
                     "        pass"),),
              ("tests/test_hostile_schemas.py::test_many_row_sql_goes_through_the_final_check",)),
+    # ------------------------------------------------------------------ dpsql advise (issues 31, 33)
+    Mutation("advise_writes_flagged",
+             "advise --write writes a flagged quantile (unresolved or out of order: any grid value beyond the data)",
+             (Patch("dpsql/faces/advise_cmd.py", '    good = [r for r in upto if r["ok"]]', "    good = upto"),),
+             ("tests/test_advise.py::test_write_never_writes_a_flagged_quantile",
+              "tests/test_advise.py::test_out_of_order_quantiles_are_flagged")),
+    Mutation("advise_units_uncharged",
+             "advise on a many-row table charges a throwaway ledger, not the policy's: its release is never counted",
+             (Patch("dpsql/faces/advise_units.py", "session.ledger = Ledger(ledger_path(policy),",
+                    "session.ledger = Ledger(ledger_path(session.policy),"),),
+             ("tests/test_own_many_rows.py::test_advise_by_names_the_grouping",)),
 )
 
 

@@ -65,3 +65,61 @@ def test_refusals_charge_nothing(demo, capsys, argv, text):
     assert main(argv + ["--db", str(db), "--policy", str(policy)]) == 1
     assert text in capsys.readouterr().err
     assert _ledger(policy).charges == []
+
+
+def _small(tmp_path, n, top=575, seed=3):
+    """A one-row-per-unit table of n units whose measure is uniform on 0..top, drafted by init."""
+    import csv
+    import random
+
+    rng = random.Random(seed)
+    with open(tmp_path / "small.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["id", "delay"])
+        w.writerows([i, rng.randint(0, top)] for i in range(n))
+    assert main(["init", str(tmp_path / "small.csv"), "--unit", "id"]) == 0
+    return tmp_path / "small.duckdb", tmp_path / "small.policy.toml"
+
+
+def test_write_never_writes_a_flagged_quantile(tmp_path, capsys):
+    """Issue 33: advise --write wrote T = 1,998,026 for a column whose maximum is 575 although it
+    flagged it. With 400 units the 99th percentile (4 units above it) is not resolved at ρ = 0.1
+    (the exponential mechanism's rank error is tens of units): the largest resolved candidate is
+    written instead, it is within the data (≤ 575 up to the grid's 2.8% spacing), and it is said."""
+    db, policy = _small(tmp_path, 400)
+    capsys.readouterr()
+    assert main(["advise", "small", "--db", str(db), "--policy", str(policy), "--write", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    delay = report["measures"]["delay"]
+    at99 = next(c for c in delay["candidates"] if c["quantile"] == 0.99)
+    assert not at99["ok"] and not delay["resolved"]
+    assert delay["recommended_quantile"] < 0.99 and delay["recommended"] <= 575 * 1.03
+    picked = next(c for c in delay["candidates"] if c["quantile"] == delay["recommended_quantile"])
+    assert picked["ok"] and picked["threshold"] == delay["recommended"]
+    assert load_policy(policy).tables["small"].measures["delay"].threshold == delay["recommended"]
+
+
+def test_write_refuses_when_nothing_is_resolved(tmp_path, capsys):
+    """With 12 units no candidate is resolved: --write writes nothing (the file is byte-identical),
+    exits 1 with DP406 saying why; the advice query was charged (it ran) and is printed."""
+    db, policy = _small(tmp_path, 12)
+    before = policy.read_bytes()
+    capsys.readouterr()
+    assert main(["advise", "small", "--db", str(db), "--policy", str(policy), "--write"]) == 1
+    out, err = capsys.readouterr()
+    assert "recommended: none" in out and "DP406" in err and "wrote nothing" in err
+    assert policy.read_bytes() == before
+    assert len(_ledger(policy).charges) == 1
+
+
+def test_out_of_order_quantiles_are_flagged():
+    """Both candidates of a pair out of order are flagged (which one is wrong is not known), and
+    never recommended: here a wild 80% value, or a 90% value below the 80%'s."""
+    from dpsql.faces.advise_cmd import recommend
+
+    rows = [{"quantile": q, "threshold": t, "resolved": True} for q, t in ((0.5, 10), (0.8, 30), (0.9, 20), (0.99, 40))]
+    r = recommend(rows, Fraction(9, 10))
+    assert [c["ok"] for c in rows] == [True, False, False, True]
+    assert (r["resolved"], r["recommended"], r["recommended_quantile"]) == (False, 10, 0.5)
+    rows = [{"quantile": q, "threshold": t, "resolved": True} for q, t in ((0.5, 4), (0.8, 4), (0.95, 10**10), (0.99, 4))]
+    assert recommend(rows, Fraction(19, 20))["recommended"] == 4  # the wild value beyond the data is not written

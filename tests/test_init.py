@@ -61,7 +61,12 @@ def test_from_a_csv_file_to_answers(tmp_path):
     text = policy.read_text()
     spec = tomllib.loads(text)["tables"]["customers"]
     assert spec["privacy_unit"] == "customer_id"
-    assert spec["measures"] == {"spend": {"threshold": 500}, "visits": {"threshold": 1000}}
+    # quantile ranges: 0 (no negative value) to the power of ten at or above the largest value, on a log grid
+    top = {c: next(10**k for k in range(1, 20) if 10**k >= duckdb.sql(f"SELECT MAX({c}) FROM '{tmp_path / 'customers.csv'}'"
+                                                                    ).fetchall()[0][0]) for c in ("spend", "visits")}
+    assert spec["measures"] == {"spend": {"threshold": 500, "range": [0, top["spend"]], "grid": "log"},
+                                "visits": {"threshold": 1000, "range": [0, top["visits"]], "grid": "log"}}
+    assert top == {"spend": 10**4, "visits": 100}  # the data's, checked once by hand (lognormal(3, 1.5); 0..40)
     assert spec["keys"] == {"region": {"keyset": ["east", "north", "south", "west"]}, "plan": {}, "signup": {}}
     assert "PLACEHOLDER split threshold" in text and "signup = {}   # DATE: private key" in text
     assert all(line.startswith(("#", "[", " ")) or "#" in line for line in text.splitlines() if line.strip())
@@ -139,8 +144,8 @@ def test_refusals_leave_nothing_behind(tmp_path):
     assert p.returncode == 1 and "give --unit COLUMN" in p.stderr and "--unit customer_id" in p.stderr
     assert sorted(f.name for f in tmp_path.iterdir()) == ["customers.csv"]
     _customers(tmp_path / "dups.csv", n=300, duplicate=True)
-    p = _dpsql("init", "dups.csv", "--unit", "customer_id", cwd=tmp_path)  # not one row per unit
-    assert p.returncode == 1 and "repeated values or NULLs" in p.stderr
+    p = _dpsql("init", "dups.csv", "--unit", "customer_id", "--threshold", "nope=5", cwd=tmp_path)  # after the import
+    assert p.returncode == 1
     assert sorted(f.name for f in tmp_path.iterdir()) == ["customers.csv", "dups.csv"]
     p = _dpsql("init", "customers.csv", "--unit", "nope", cwd=tmp_path)
     assert p.returncode == 1 and "no such column" in p.stderr and "customer_id" in p.stderr
@@ -158,15 +163,22 @@ def test_a_data_file_given_as_the_database_says_to_init_it(tmp_path):
 
 
 def test_many_rows_per_unit_with_max_groups(tmp_path):
-    """A unit that repeats is refused with a hint naming --max-groups; with it, the draft declares
-    max_groups and a row threshold, and COUNT(*), COUNT(DISTINCT unit), SUM and AVG answer."""
+    """A unit that repeats is accepted and said to repeat, max_groups and row_threshold drafted as
+    placeholders for review (test_own_many_rows.py runs the chain); --row-threshold on a unit that
+    does not repeat is refused; with --max-groups the draft declares it, and COUNT(*),
+    COUNT(DISTINCT unit), SUM and AVG answer."""
     _customers(tmp_path / "visits.csv", n=600, duplicate=True)
     p = _dpsql("init", "visits.csv", "--unit", "customer_id", cwd=tmp_path)
-    assert p.returncode == 1 and "--max-groups" in p.stderr
-    p = _dpsql("init", "visits.csv", "--unit", "plan", "--row-threshold", "5", cwd=tmp_path)
-    assert p.returncode == 1 and "pass --max-groups K too" in p.stderr
+    assert p.returncode == 0, p.stderr
+    assert "visits.customer_id repeats: 600 rows of 599 units" in p.stderr
+    spec = tomllib.loads((tmp_path / "visits.policy.toml").read_text())["tables"]["visits"]
+    assert (spec["max_groups"], spec["row_threshold"]) == (1, 10)
+    assert "visits's row_threshold, visits's max_groups are placeholders" in p.stdout
+    _customers(tmp_path / "ones.csv", n=50)
+    p = _dpsql("init", "ones.csv", "--unit", "customer_id", "--row-threshold", "5", cwd=tmp_path)
+    assert p.returncode == 1 and "one row per unit" in p.stderr
     p = _dpsql("init", "visits.csv", "--unit", "plan", "--max-groups", "2", "--public", "region",
-               "--threshold", "spend=500", cwd=tmp_path)  # three units (free, pro, team) of many rows each
+               "--threshold", "spend=500", "--force", cwd=tmp_path)  # three units (free, pro, team) of many rows each
     assert p.returncode == 0, p.stderr
     assert "visits's row_threshold are placeholders" in p.stdout
     policy = tmp_path / "visits.policy.toml"
@@ -176,3 +188,41 @@ def test_many_rows_per_unit_with_max_groups(tmp_path):
         cur = con.cursor()
         cur.execute("SELECT region, COUNT(*), COUNT(DISTINCT plan), SUM(spend), AVG(visits) FROM visits GROUP BY region")
         assert len(cur.fetchall()) == 4 and cur.receipt.policy_terms[0]["max_groups"] == 2
+
+
+@pytest.mark.parametrize("name,profile,role", [
+    ("month", (12, 1, 12), "key"),            # a calendar field, by name
+    ("year", (1, 2013, 2013), "key"),         # even with one value far from 0
+    ("stars", (5, 1, 5), "key"),              # a few small values, each repeated
+    ("visits", (41, 0, 40), "measure"),       # more values than a key's small range
+    ("delay", (1300, -40, 1300), "measure"),  # negative values: an amount
+    ("flight", (3844, 1, 8500), "code"),      # thousands of values filling 45% of their range
+    ("payroll", (90000, 0, 10**7), "measure"),  # many values, sparse in a wide range: an amount
+    ("store_no", (30, 1, 30), "code"),        # named like an identifier
+])
+def test_whole_number_columns_are_drafted_by_role(name, profile, role):
+    """The rules of docs/own_data.md, "Which columns are what", on column profiles of a table of
+    1,000 rows; a threshold given for a column makes it a measure whatever its profile."""
+    from decimal import Decimal
+
+    from dpsql.faces.policy_draft import TableDraft
+
+    draft = TableDraft("t", "id", "", [("id", "BIGINT"), (name, "BIGINT")], profile={name: profile}, rows=1000)
+    got = draft.role(name, "BIGINT")
+    assert (got if got in ("key", "measure") else "code") == role
+    assert [c for c, _ in draft.measures()] == ([name] if role == "measure" else [])
+    assert [c for c, _ in draft.keys()] == ([name] if role == "key" else [])
+    assert [c for c, _ in draft.others()] == ([name] if role == "code" else [])
+    given = TableDraft("t", "id", "", [("id", "BIGINT"), (name, "BIGINT")], profile={name: profile}, rows=1000,
+                       thresholds={name: Decimal(5)})
+    assert [c for c, _ in given.measures()] == [name]
+
+
+def test_a_unit_column_with_nulls_only_is_said_so(tmp_path):
+    """No unit repeats but some rows have none: drafted as many rows per unit (rows without a unit
+    are left out), and said as it is."""
+    with open(tmp_path / "t.csv", "w") as f:
+        f.write("uid,amount\n" + "".join(f"{'' if i % 10 == 0 else i},{i}\n" for i in range(100)))
+    p = _dpsql("init", "t.csv", "--unit", "uid", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "t.uid has NULLs (no unit repeats): 100 rows of 90 units (10 rows have no unit" in p.stderr

@@ -71,6 +71,34 @@ def import_table(source: Path, database: Path, table: str, *, progress: bool = F
     return int(rows)
 
 
+def per_unit_table(source: Path, table: str, unit: str, keys: list[str], measures: dict[str, float],
+                   target: Path) -> None:
+    """``dpsql advise`` on a many-row table (the data owner's machine): a new DuckDB file
+    ``target`` whose table of the same name has one row per non-NULL unit of ``source``'s ``table``: ``unit``, ``groups``
+    (its number of distinct values of ``keys`` together), ``rows`` (its most rows in one such
+    group) and, per measure ``m``, ``m_<m>``: its largest |total| in one group. Each plus the same
+    fraction in [0, 1), of ``granularity`` for a measure, from a hash of the unit: values then tie
+    only by chance, so the exponential mechanism's rank error bounds how far a quantile can fall
+    (with many units tied at the top, every value above it would score almost as well), and the
+    whole part is the statistic. One unit's rows decide only its own row, so a release over this
+    table is a release about units (docs/own_data.md)."""
+    q = (lambda c: '"' + c.replace('"', '""') + '"')
+    group = ", ".join(["__unit", *(q(k) for k in keys)])
+    sums = "".join(f", SUM({q(m)}) AS {q('__s_' + m)}" for m in measures)  # HUGEINT / DOUBLE: no overflow
+    j = "(hash(__unit) % 1000) / 1000.0"  # the same fraction for every column of a unit
+    tops = "".join(f", MAX(ABS({q('__s_' + m)})) + {j} * {g!r} AS {q('m_' + m)}" for m, g in measures.items())
+    con = duckdb.connect(str(target))
+    try:
+        con.execute(f"ATTACH '{_quote(source)}' AS src (READ_ONLY)")
+        con.execute(f"CREATE TABLE {q(table)} AS WITH r AS (SELECT {q(unit)} AS __unit{''.join(', ' + q(k) for k in keys)}, "
+                    f"COUNT(*) AS __n{sums} FROM src.{q(table)} WHERE {q(unit)} IS NOT NULL GROUP BY {group}) "
+                    f"SELECT __unit AS unit, COUNT(*) + {j} AS groups, MAX(__n) + {j} AS rows{tops} FROM r GROUP BY __unit")
+        con.execute("DETACH src")
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+
+
 class Inspector:
     """A DuckDB file opened read-only to draft its policy (its owner's machine)."""
 
@@ -100,6 +128,21 @@ class Inspector:
         """Whether ``column`` has no NULL and no repeated value (a candidate privacy unit)."""
         q = f'SELECT COUNT(*) = COUNT(DISTINCT "{column}") AND COUNT(*) = COUNT("{column}") FROM "{table}"'
         return bool(self._con.execute(q).fetchone()[0])
+
+    def unit_rows(self, table: str, unit: str) -> tuple[int, int, int]:
+        """(rows, distinct non-NULL units, rows whose unit is NULL): whether the unit repeats."""
+        row = self._con.execute(f'SELECT COUNT(*), COUNT(DISTINCT "{unit}"), COUNT(*) - COUNT("{unit}") '
+                                f'FROM "{table}"').fetchone()
+        return int(row[0]), int(row[1]), int(row[2])
+
+    def profile(self, table: str, columns: list[str]) -> dict[str, tuple[int, Any, Any]]:
+        """column -> (distinct values, lowest, highest) of numeric columns, in one scan (the draft's
+        roles of whole-number columns and the ends of measures' quantile ranges)."""
+        if not columns:
+            return {}
+        items = [f'COUNT(DISTINCT "{c}"), MIN("{c}"), MAX("{c}")' for c in columns]
+        row = self._con.execute(f'SELECT {", ".join(items)} FROM "{table}"').fetchone()
+        return {c: (int(row[3 * i]), row[3 * i + 1], row[3 * i + 2]) for i, c in enumerate(columns)}
 
     def values(self, table: str, column: str, limit: int) -> list[Any] | None:
         """The distinct non-NULL values of a column the owner declares public, sorted; None when

@@ -24,6 +24,7 @@ import math
 import os
 import re
 from dataclasses import replace
+from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
@@ -40,6 +41,9 @@ QUANTILES = (Fraction(1, 2), Fraction(4, 5), Fraction(9, 10), Fraction(19, 20), 
 #: the public grid of a measure whose policy declares none: 0, then 1 to 10^12 granularity units,
 #: 1,000 values evenly in log scale (about 2.8% apart)
 ADVICE_GRID = QuantileGrid(0, 10**12, "log", 1000)
+#: a candidate is resolved when its rank error at this confidence (the chance it is exceeded)
+#: is below the units the quantile leaves above it, so it lies within the data's range
+RESOLVE_BETA = 1e-5
 
 
 def add_command(sub: Any) -> None:
@@ -56,6 +60,8 @@ def add_command(sub: Any) -> None:
                    help="the share of units you accept to split (pay more than rho); default 0.01, paper 000's "
                         "Conservative scheme")
     p.add_argument("--at-rho", metavar="R", default="1", help="the rho at which to show a SUM's noise (default 1)")
+    p.add_argument("--by", metavar="KEYS", help="a table with many rows per unit: the grouping its advice assumes, "
+                                                "comma-separated keys (default: its text keys together)")
     p.add_argument("--write", action="store_true", help="write the recommended thresholds into the policy file")
     p.add_argument("--json", action="store_true", help="print JSON")
 
@@ -80,36 +86,103 @@ def advise(args: argparse.Namespace) -> int:
     with connect(args.db, args.policy, rho=args.rho) as con:
         session = con.session
         table, measures = _chosen(session.policy, args.table, args.measure)
-        qs = sorted(set(QUANTILES) | {target})
-        session.policy = _with_grids(session.policy, table, measures)
-        items = ["COUNT(*) AS units"] + [f"QUANTILE_CONT({m}, {_dec(q)}) AS {m}_q{i}" for m in measures for i, q in enumerate(qs)]
-        cur = con.cursor()
-        cur.execute(f"SELECT {', '.join(items)} FROM {table}")
-        row = dict(zip([d[0] for d in cur.description], cur.fetchall()[0]))
-        receipt = cur.receipt
+        policy, database = session.policy, Path(session.database)
+        if not policy.tables[table].many_rows:
+            report = release(con, table, {m: m for m in measures}, target, share, at_rho)
+            return _finish(args, report, Path(policy.path or ""), table)
+    from dpsql.faces.advise_units import advise_units  # many rows per unit: kappa, R and T, per unit
+
+    return advise_units(args, policy, database, table, measures, (share, at_rho, target), release, _finish)
+
+
+def release(con: Any, table: str, columns: dict[str, str], target: Fraction, share: Fraction,
+            at_rho: Fraction, convert: Callable[[str, Any], int | float] | None = None) -> dict[str, Any]:
+    """One charged query on ``con``: COUNT(*) and the quantiles :data:`QUANTILES` (and
+    ``target``) of each column of ``table`` (name in the report -> column), read on each measure's
+    grid or :data:`ADVICE_GRID`; the report with each column's candidates and recommendation.
+    ``convert(name, quantile)`` makes a candidate of a released quantile (default: the quantile in
+    the column's granularity, at least one step)."""
+    session = con.session
+    qs = sorted(set(QUANTILES) | {target})
+    session.policy = _with_grids(session.policy, table, list(columns.values()))
+    items = ["COUNT(*) AS units"] + [f"QUANTILE_CONT({c}, {_dec(q)}) AS {c}_q{i}" for c in columns.values()
+                                     for i, q in enumerate(qs)]
+    cur = con.cursor()
+    cur.execute(f"SELECT {', '.join(items)} FROM {table}")
+    row = dict(zip([d[0] for d in cur.description], cur.fetchall()[0]))
+    receipt = cur.receipt
     terms = {t.aggregate: t for t in receipt.noise}
     n = row["units"]
     report: dict[str, Any] = {"table": table, "units": n, "rho": fmt(receipt.rho), "charge_id": receipt.charge_id,
                               "split_share": float(share), "at_rho": float(at_rho), "measures": {}}
-    for m in measures:
+    for name, m in columns.items():
         rows = []
         for i, q in enumerate(qs):
             value = row[f"{m}_q{i}"]
             label = f"MEDIAN({m})" if q == Fraction(1, 2) else f"QUANTILE({m}, {float(q):g})"
             rank = terms[label].rank_error95 if label in terms else None
-            t = _threshold(value, session.policy.tables[table].measures[m])
+            measure = session.policy.tables[table].measures[m]
+            t = convert(name, value) if convert is not None else _threshold(value, measure)
             # A quantile whose rank error reaches past the units it leaves above is not resolved at
-            # this budget: the mechanism may return any grid value beyond the data's top.
-            resolved = rank is not None and n is not None and n > 0 and rank < float(1 - q) * n
+            # this budget: the mechanism may return any grid value beyond the data's top. The error
+            # is taken at confidence 1 - RESOLVE_BETA, not 95%: with dozens of candidates per
+            # advice, a 5% miss would be written about every other run.
+            resolved = (rank is not None and n is not None and n > 0
+                        and rank * _confidence(measure) < float(1 - q) * n)
             rows.append({"quantile": float(q), "threshold": t, "splits_share": float(1 - q), "resolved": resolved,
                          "splits_share_pm": (rank / n) if rank is not None and n and n > 0 else None,
                          "sum_sigma": float(t) / math.sqrt(2 * float(at_rho))})
-        chosen = next(r for r in rows if Fraction(r["quantile"]).limit_denominator(10_000) == target)
-        report["measures"][m] = {"candidates": rows, "recommended": chosen["threshold"], "resolved": chosen["resolved"]}
-    if args.write:
-        report["written"] = str(write_thresholds(Path(session.policy.path or ""), table,
-                                                 {m: v["recommended"] for m, v in report["measures"].items()}))
+        report["measures"][name] = recommend(rows, target)
+    return report
+
+
+def _confidence(measure: Measure) -> float:
+    """rank_error95 (``privacy/quantile.py``: 2·max(q, 1−q)/ε · ln(20m) on m candidates, the
+    error exceeded with probability at most 1/20) scaled to the error exceeded with probability
+    at most :data:`RESOLVE_BETA`: 2·max(q, 1−q)/ε · ln(m/β)."""
+    m = len(measure.grid.candidates()) if measure.grid is not None else 2
+    return math.log(m / RESOLVE_BETA) / math.log(20 * m)
+
+
+def flag_order(rows: list[dict[str, Any]], value: str = "threshold") -> None:
+    """Flag (``monotone`` false, so not ``ok``) both candidates of every pair out of order (a
+    higher quantile below a lower one): quantiles of one set of values cannot decrease with q, so
+    one of the two is far from its true quantile, and which one is not known."""
+    for i, r in enumerate(rows):
+        r["monotone"] = all(o[value] <= r[value] for o in rows[:i]) and all(o[value] >= r[value] for o in rows[i + 1:])
+        r["ok"] = r["resolved"] and r["monotone"]
+
+
+def recommend(rows: list[dict[str, Any]], target: Fraction, value: str = "threshold") -> dict[str, Any]:
+    """The candidate at ``target``; when it is flagged (unresolved or out of order), the largest
+    unflagged one below it (it splits more than the share asked for, never fewer by accident); None
+    when every candidate up to ``target`` is flagged: then nothing may be written."""
+    flag_order(rows, value)
+    upto = [r for r in rows if Fraction(r["quantile"]).limit_denominator(10_000) <= target]
+    chosen = upto[-1]
+    good = [r for r in upto if r["ok"]]
+    pick = good[-1] if good else None
+    return {"candidates": rows, "at_target": chosen[value], "resolved": chosen["ok"],
+            "recommended": pick[value] if pick else None,
+            "recommended_quantile": pick["quantile"] if pick else None}
+
+
+def _finish(args: argparse.Namespace, report: dict[str, Any], policy: Path, table: str,
+            fields: tuple[str, ...] = ()) -> int:
+    """Print the report; with --write, write every recommendation (``fields``: those that are
+    fields of the table, max_groups and row_threshold, not measures' thresholds), or nothing when
+    one of them is flagged (DP406: a flagged quantile may be any grid value beyond the data)."""
+    values = {m: v["recommended"] for m, v in report["measures"].items()}
+    unresolved = sorted(m for m, v in values.items() if v is None)
+    if args.write and not unresolved:
+        report["written"] = str(write_thresholds(policy, table, {m: v for m, v in values.items() if m not in fields},
+                                                 {f: values[f] for f in fields}))
     print(to_json(report) if args.json else _text(report))
+    if args.write and unresolved:
+        raise QueryRefused(f"dpsql advise --write: wrote nothing: no candidate for {', '.join(unresolved)} is resolved "
+                           "at this budget (each is flagged above)", code="DP406",
+                           hint="run advise with a larger --rho or a larger --split-share, or set the value by hand "
+                                "(docs/own_data.md, \"Choosing T\").")
     return 0
 
 
@@ -159,20 +232,17 @@ def _text(r: dict[str, Any]) -> str:
     lines = [f"dpsql advise: {r['table']}, about {r['units']:,} units (noisy); charged rho={r['rho']} "
              f"(ledger charge {r['charge_id']})", ""]
     for m, v in r["measures"].items():
-        lines.append(f"{m}: threshold T = the quantile of the units' values")
+        lines.append(v.get("title", f"{m}: threshold T = the quantile of the units' values"))
         noise_head = f"SUM noise sigma at rho={r['at_rho']:g}"
         lines.append(f"  {'quantile':>9}  {'T':>14}  {'units split':>16}  {noise_head:>28}")
         for c in v["candidates"]:
             pm = f" ± {100 * c['splits_share_pm']:.2g}%" if c["splits_share_pm"] is not None else ""
             sig = f"{c['sum_sigma']:,.4g}"
-            flag = "" if c["resolved"] else "  (not resolved: its rank error exceeds the units above it)"
+            flag = ("" if c["ok"] else "  (not resolved: its rank error exceeds the units above it)" if not c["resolved"]
+                    else "  (out of order: below a lower quantile, so not reliable)")
             lines.append(f"  {100 * c['quantile']:>8g}%  {c['threshold']:>14,}  {100 * c['splits_share']:>7g}%{pm:<8}  {sig:>28}"
                          + flag)
-        lines.append(f"  recommended: T = {v['recommended']:,} (splits about {100 * float(r['split_share']):g}% of units; "
-                     "--split-share to choose another share)")
-        if not v["resolved"]:
-            lines.append("  WARNING: the recommended quantile is not resolved at this budget (too few units above it for "
-                         "its rank error); give advise a larger --rho, or a larger --split-share.")
+        lines += _recommendation(v.get("name", "T = "), v, r["split_share"])
         lines.append("")
     lines.append("A unit above T is split into ceil(|v|/T) records and pays rho*ceil(|v|/T)^2; the others pay rho "
                  "(paper 000 Algorithm 1).")
@@ -183,13 +253,28 @@ def _text(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _recommendation(name: str, v: dict[str, Any], share: float) -> list[str]:
+    if v["resolved"]:
+        return [f"  recommended: {name}{v['recommended']:,} (about {100 * float(share):g}% of units above it; "
+                "--split-share to choose another share)"]
+    out = [f"  WARNING: the quantile at {100 * (1 - float(share)):g}% ({v['at_target']:,}) is flagged at this budget; "
+           "give advise a larger --rho, or a larger --split-share."]
+    if v["recommended"] is None:
+        return out + ["  recommended: none (every candidate up to it is flagged; --write writes nothing)"]
+    return out + [f"  recommended: {name}{v['recommended']:,}, the largest resolved candidate (the "
+                  f"{100 * v['recommended_quantile']:g}% quantile: more units above it than asked)"]
+
+
 _PLACEHOLDER_NOTE = re.compile(r"PLACEHOLDER split threshold, not read from the data: [^;]*")
 
 
-def write_thresholds(path: Path, table: str, thresholds: dict[str, int | float]) -> Path:
+def write_thresholds(path: Path, table: str, thresholds: dict[str, int | float],
+                     fields: dict[str, int] | None = None) -> Path:
     """Set ``threshold = T`` of each measure in the policy file's text (inline ``m = { threshold
     = ... }`` under ``[tables.TABLE.measures]``, or ``threshold = ...`` under
-    ``[tables.TABLE.measures.m]``), check the result loads, and replace the file atomically."""
+    ``[tables.TABLE.measures.m]``) and each of ``fields`` (``max_groups``, ``row_threshold``)
+    under ``[tables.TABLE]``, check the result loads, and replace the file atomically."""
+    fields = fields or {}
     text = path.read_text()
     lines = text.split("\n")
     section = None
@@ -199,6 +284,13 @@ def write_thresholds(path: Path, table: str, thresholds: dict[str, int | float])
         if head:
             section = head.group(1).strip().lower()
             continue
+        for f, v in fields.items():
+            if section == f"tables.{table}":
+                new, found = re.subn(rf"^(\s*{f}\s*=\s*)[0-9]+", rf"\g<1>{v}", line, count=1)
+                if found:
+                    new = re.sub(r";\s*set it with dpsql advise --write[^;#]*?\(docs/own_data\.md\)", "", new)
+                    lines[i] = re.sub(r"#\s*PLACEHOLDER[^:]*:\s*", "# from dpsql advise (a DP quantile): ", new)
+                    done.add(f)
         for m, t in thresholds.items():
             value = f"{t}"
             if section == f"tables.{table}.measures":
@@ -211,7 +303,7 @@ def write_thresholds(path: Path, table: str, thresholds: dict[str, int | float])
             if found:
                 lines[i] = _PLACEHOLDER_NOTE.sub("split threshold T, from dpsql advise (a DP quantile)", new)
                 done.add(m)
-    missing = sorted(set(thresholds) - done)
+    missing = sorted((set(thresholds) | set(fields)) - done)
     if missing:
         raise PolicyFileError(f"{path}: could not find the threshold of {', '.join(missing)} to rewrite; "
                               "set it by hand (the advice above is unchanged)")

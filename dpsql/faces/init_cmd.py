@@ -19,7 +19,7 @@ from typing import Any
 
 from dpsql.backends.files import kind_of
 from dpsql.errors import DatabaseFileError, PolicyFileError
-from dpsql.faces.policy_draft import TableDraft, is_date, is_integer, is_text, policy_text
+from dpsql.faces.policy_draft import DRAFT_DELTA, DRAFT_RHO, DRAFT_TOTAL_RHO, TableDraft, is_date, is_integer, is_numeric, is_text, policy_text
 from dpsql.policy.loader import default_policy_path
 
 #: a keyset read from a public column may hold at most this many values
@@ -119,8 +119,6 @@ def init(args: argparse.Namespace) -> int:
                                   hint="pass --force to replace it, or --db / --policy to write elsewhere.")
     public = [c.strip() for c in args.public.split(",") if c.strip()]
     thresholds = _thresholds(args.threshold)
-    if args.row_threshold is not None and args.max_groups is None:
-        raise PolicyFileError("--row-threshold applies to many rows per unit: pass --max-groups K too")
     ledger = policy.with_name(policy.stem + ".ledger.sqlite")  # made by the check below, if new
     written: list[Path] = [] if ledger.exists() else [ledger]
     try:
@@ -164,14 +162,17 @@ def _drafts(args: argparse.Namespace, database: Path, public: list[str], thresho
             if args.unit and len(tables) > 1 and args.unit not in {c for c, _ in columns}:
                 continue  # a DuckDB file's other tables (reference data, say) are left out
             unit, note = _unit(args, ins, table, columns)
-            if args.max_groups is None and not ins.identifies_rows(table, unit):
-                raise PolicyFileError(f"{table}.{unit} has repeated values or NULLs, so it cannot be the privacy unit "
-                                      "of a table of one row per unit",
-                                      hint="if a unit has many rows (visits, payments), pass --max-groups K (the groups "
-                                           "of a query a unit keeps; docs/own_data.md); else give the column that "
-                                           "identifies a person (firm, device).")
+            rows, units, no_unit = ins.unit_rows(table, unit)
+            many = args.max_groups is not None or rows != units
+            if args.row_threshold is not None and not many:
+                raise PolicyFileError(f"--row-threshold applies to many rows per unit, and {table}.{unit} is one row "
+                                      "per unit", hint="leave it out, or pass --max-groups K for a table whose unit repeats.")
+            if many and args.max_groups is None:
+                _many_rows_note(table, unit, rows, units, no_unit)
             draft = TableDraft(table, unit, note, columns, thresholds={c: t for c, t in thresholds.items()},
-                               max_groups=args.max_groups, row_threshold=args.row_threshold)
+                               max_groups=args.max_groups, row_threshold=args.row_threshold, many_rows=many,
+                               rows=rows, profile=ins.profile(table, [c for c, t in columns
+                                                                      if c != unit and is_numeric(t)]))
             for col in public:
                 typ = dict(columns).get(col)
                 if typ is None:
@@ -202,6 +203,16 @@ def _drafts(args: argparse.Namespace, database: Path, public: list[str], thresho
         ins.close()
 
 
+def _many_rows_note(table: str, unit: str, rows: int, units: int, no_unit: int) -> None:
+    """Say, on the owner's terminal only, that the unit repeats and what the draft does about it."""
+    what = "repeats" if rows - no_unit > units else "has NULLs (no unit repeats)"
+    print(f"  {table}.{unit} {what}: {rows:,} rows of {units:,} units"
+          + (f" ({no_unit:,} rows have no unit: they are left out of every answer)" if no_unit else "")
+          + ".\n  Drafted as many rows per unit: max_groups and row_threshold are placeholders to review "
+          "(dpsql advise --write sets them from DP quantiles). If each row should be its own unit, the column is "
+          "not the privacy unit: pass the one that identifies a person (firm, device).", file=sys.stderr)
+
+
 def _check(database: Path, policy: Path, drafts: list[TableDraft]) -> None:
     """Open the pair as an analyst would and explain a first query (free): the policy loads, the
     unit column is one row per unit, and a query over it plans."""
@@ -223,13 +234,27 @@ def first_query(t: TableDraft) -> str:
     return f"SELECT {', '.join(select)} FROM \"{t.name}\""
 
 
+def budget_meaning(many_rows: bool) -> str:
+    """The drafted budget in (ε, δ)-DP terms (the tight conversion of ρ-zCDP, paper 004 Lemma 4)."""
+    from dpsql.privacy.accounting import epsilon_tight
+
+    who = "a unit (with all its rows)" if many_rows else "a unit"
+    per, total = (epsilon_tight(DRAFT_RHO, DRAFT_DELTA), epsilon_tight(DRAFT_TOTAL_RHO, DRAFT_DELTA))
+    return (f"The drafted budget: each query rho={DRAFT_RHO:g}, that is ({per:.3g}, {DRAFT_DELTA:g})-DP for {who} whose "
+            f"values no threshold splits; an analyst's total rho={DRAFT_TOTAL_RHO:g}, that is ({total:.3g}, "
+            f"{DRAFT_DELTA:g})-DP over every answer, plus the delta of partition selections (total_delta). A unit "
+            "split into k parts pays k^2 times as much (dpsql policy shows P(r)). Change them under [budget].")
+
+
 def _tell(database: Path, policy: Path, drafts: list[TableDraft], thresholds: dict[str, Decimal]) -> None:
     placeholders = [c for d in drafts for c, _ in d.measures() if c not in thresholds]
-    placeholders += [f"{d.name}'s row_threshold" for d in drafts if d.max_groups is not None and d.row_threshold is None]
+    placeholders += [f"{d.name}'s row_threshold" for d in drafts if d.many_rows and d.row_threshold is None]
+    placeholders += [f"{d.name}'s max_groups" for d in drafts if d.many_rows and d.max_groups is None]
     print(f"database: {database}\npolicy:   {policy}")
     if placeholders:
         print(f"\nReview the policy first: the split thresholds of {', '.join(placeholders)} are placeholders "
               "(set them from DP quantiles with `dpsql advise TABLE --db DATABASE --write`, one charged query, or by "
               "hand: docs/own_data.md, choosing T).")
+    print("\n" + budget_meaning(any(d.many_rows for d in drafts)))
     print(f"\nNext: dpsql {database}                      (the prompt)\n"
           f"      dpsql query '{first_query(drafts[0])}' {database}")

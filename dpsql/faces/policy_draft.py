@@ -5,7 +5,16 @@ What the draft takes from the rows, and why (docs/own_data.md, "What comes from 
 the policy is public, so nothing read from private rows is written into it except the values of
 columns the owner declares public (``--public``). The split thresholds are therefore not
 computed from the data: the owner gives them (``--threshold col=T``), or the draft writes a
-placeholder and says so on the line (docs/own_data.md says how to choose them).
+placeholder and says so on the line (docs/own_data.md says how to choose them); so are a many-row
+table's ``max_groups`` and ``row_threshold``. A measure's quantile ``range`` is the one exception
+the owner reviews: its ends are powers of ten around the column's values (the order of magnitude
+of its largest value, read from the data), so that MEDIAN answers on fresh data.
+
+Whole-number columns are not all measures (docs/own_data.md, "Which columns are what"): one
+named like a calendar field (year, month, day, hour...) or with a few small values (at most
+:data:`SMALL_RANGE` of them, each repeated) is a key; one named like an identifier, or dense in a
+range of thousands (flight numbers, times of day written as HHMM), is neither: it is commented
+out with the reason, since its SUM means nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +30,16 @@ from typing import Any
 PLACEHOLDER_THRESHOLD = 1000
 #: the row threshold a draft of a many-row table writes when the owner gives none
 PLACEHOLDER_ROWS = 10
+#: the drafted budget: rho per query, an analyst's total rho, and the delta of the (ε, δ) it is stated in
+DRAFT_RHO, DRAFT_TOTAL_RHO, DRAFT_DELTA = 0.1, 5.0, 1e-6
+#: the max_groups a draft of a many-row table writes when the owner gives none
+PLACEHOLDER_GROUPS = 1
+#: a whole-number column with at most this many values from 0 up, each repeated, is drafted as a key
+SMALL_RANGE = 24
+#: a whole-number column with at least this many distinct values filling at least 40% of its range is id-like
+DENSE_IDS = 1000
+_CALENDAR = re.compile(r"^(year|quarter|month|week|weekday|dow|day|hour|minute|second)s?$", re.IGNORECASE)
+_ID_NAME = re.compile(r"(^|_)(id|key|uuid|number|no|num|code)$", re.IGNORECASE)
 _INTEGER = re.compile(r"^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|INT[1248]|U?HUGEINT)$")
 _DECIMAL = re.compile(r"^DECIMAL\((\d+),\s*(\d+)\)$")
 _FLOAT = {"FLOAT", "DOUBLE", "REAL", "FLOAT4", "FLOAT8"}
@@ -68,20 +87,50 @@ class TableDraft:
     public: dict[str, list[Any]] = field(default_factory=dict)   # column -> keyset (declared public)
     ranges: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # DATE/TIMESTAMP column -> days (public)
     thresholds: dict[str, Decimal] = field(default_factory=dict)  # given by the owner
-    max_groups: int | None = None  # many rows per unit (--max-groups)
+    max_groups: int | None = None  # many rows per unit (--max-groups, else a placeholder when the unit repeats)
     row_threshold: int | None = None  # given by the owner, else a placeholder
+    many_rows: bool = False  # the unit repeats: max_groups is drafted (a placeholder unless given)
+    #: numeric column -> (distinct values, lowest, highest), read by init (the owner's machine)
+    profile: dict[str, tuple[int, Any, Any]] = field(default_factory=dict)
+    rows: int = 0
+
+    def role(self, c: str, t: str) -> str:
+        """How a whole-number column is drafted: "measure", "key", or the reason it is neither."""
+        if c in self.thresholds or not is_integer(t) or c not in self.profile:
+            return "measure"
+        distinct, lo, hi = self.profile[c]
+        if _ID_NAME.search(c):
+            return "named like an identifier: its SUM means nothing"
+        if _CALENDAR.match(c) or (lo is not None and lo >= 0 and hi - lo < SMALL_RANGE and 2 * distinct <= self.rows):
+            return "key"
+        if lo is not None and lo >= 0 and distinct >= DENSE_IDS and 5 * distinct >= 2 * (hi - lo + 1):
+            return ("thousands of distinct whole numbers filling much of their range: a code or identifier (a flight "
+                    "number, a time written as HHMM), not an amount; add it under measures if its SUM means something")
+        return "measure"
 
     def measures(self) -> list[tuple[str, str]]:
-        return [(c, t) for c, t in self.columns if c != self.unit and c not in self.public and is_numeric(t)]
+        return [(c, t) for c, t in self.columns if c != self.unit and c not in self.public and is_numeric(t)
+                and self.role(c, t) == "measure"]
 
     def keys(self) -> list[tuple[str, str]]:
         return [(c, t) for c, t in self.columns
                 if c != self.unit and (c in self.public or (is_text(t) and not is_numeric(t)) or t.upper() == "BOOLEAN"
-                                       or is_date(t))]
+                                       or is_date(t) or (is_integer(t) and self.role(c, t) == "key"))]
 
     def others(self) -> list[tuple[str, str]]:
         taken = {c for c, _ in self.measures()} | {c for c, _ in self.keys()} | {self.unit}
         return [(c, t) for c, t in self.columns if c not in taken]
+
+    def quantile_range(self, c: str) -> tuple[int, int] | None:
+        """Powers of ten around a measure's values: [0 or -10^k, 10^k] with 10^k at or above its
+        largest |value| (at least 10); None when it holds no value."""
+        if c not in self.profile or self.profile[c][1] is None:
+            return None
+        _, lo, hi = self.profile[c]
+        top = 10
+        while top < max(abs(lo), abs(hi)):
+            top *= 10
+        return (0 if lo >= 0 else -top, top)
 
 
 def _toml_key(name: str) -> str:
@@ -108,8 +157,8 @@ def policy_text(database: str, source: str, tables: list[TableDraft]) -> str:
            "# \\describe) and it decides what is protected. Each field: docs/policy.md. This draft: docs/own_data.md.",
            "",
            "[budget]",
-           "default_rho = 0.1     # zCDP rho charged per query unless the analyst asks for another (SET dpsql.rho)",
-           "total_rho = 5.0       # what one analyst may spend in all; durable, restarts do not restore it",
+           f"default_rho = {DRAFT_RHO}     # zCDP rho charged per query unless the analyst asks for another (SET dpsql.rho)",
+           f"total_rho = {DRAFT_TOTAL_RHO}       # what one analyst may spend in all; durable, restarts do not restore it",
            "total_delta = 1e-6    # delta of partition selections (GROUP BY a private key, 1e-7 each here):",
            "                      # keep it well below 1 / (number of units)",
            "",
@@ -120,18 +169,21 @@ def policy_text(database: str, source: str, tables: list[TableDraft]) -> str:
            'mechanism = "discrete_gaussian"   # zCDP; "geometric" for pure epsilon-DP',
            ""]
     for t in tables:
-        if t.max_groups is None:
+        if t.max_groups is None and not t.many_rows:
             out += [f"[tables.{_toml_key(t.name)}]",
                     f"privacy_unit = {_value(t.unit)}   # {t.unit_note}; each unit is one row, checked when dpsql connects",
                     ""]
         else:
             rows = (f"{t.row_threshold}   # COUNT(*) splits a unit's rows in a group at this many, given by the data owner"
                     if t.row_threshold else f"{PLACEHOLDER_ROWS}   # PLACEHOLDER: COUNT(*) splits a unit's rows in a group "
-                    "at this many; set it like a threshold T (docs/own_data.md)")
+                    "at this many; set it with dpsql advise --write, or like a threshold T (docs/own_data.md)")
+            groups = (f"{t.max_groups}   # each query keeps at most this many of a unit's groups (chosen at random per "
+                      "query beyond it), given by the data owner" if t.max_groups is not None else
+                      f"{PLACEHOLDER_GROUPS}   # PLACEHOLDER, review: each query keeps at most this many of a unit's groups "
+                      "(chosen at random per query beyond it); set it with dpsql advise --write (docs/own_data.md)")
             out += [f"[tables.{_toml_key(t.name)}]",
                     f"privacy_unit = {_value(t.unit)}   # {t.unit_note}; a unit may have many rows (max_groups)",
-                    f"max_groups = {t.max_groups}   # each query keeps at most this many of a unit's groups "
-                    "(chosen at random per query beyond it)",
+                    f"max_groups = {groups}",
                     f"row_threshold = {rows}", ""]
         measures = t.measures()
         out.append(f"[tables.{_toml_key(t.name)}.measures]")
@@ -145,6 +197,11 @@ def policy_text(database: str, source: str, tables: list[TableDraft]) -> str:
                 thr, note = Decimal(PLACEHOLDER_THRESHOLD), ("PLACEHOLDER split threshold, not read from the data: "
                                                              "set it, or run dpsql advise --write (docs/own_data.md, choosing T)")
             fields = [f"threshold = {_number(thr)}"]
+            ends = t.quantile_range(c)
+            if ends is not None:
+                fields += [f"range = [{ends[0]}, {ends[1]}]"] + (['grid = "log"'] if ends[0] == 0 else ["points = 10000"])
+                note += ("; range: MEDIAN/QUANTILE answer on this public grid, its ends powers of ten around the values "
+                         "(review: they tell the order of magnitude of the largest value)")
             if gran is not None:
                 fields.append(f"granularity = {_number(gran)}")
                 note += f"; noised in whole units of {_number(gran)}, as its type {typ} states"
@@ -169,12 +226,17 @@ def policy_text(database: str, source: str, tables: list[TableDraft]) -> str:
                 values = ", ".join(_value(v) for v in t.public[c])
                 out.append(f"{_toml_key(c)} = {{ keyset = [{values}] }}   # {typ}: public keyset "
                            f"({len(t.public[c])} values, read from the data because you declared the column public)")
+            elif is_integer(typ):
+                out.append(f"{_toml_key(c)} = {{}}   # {typ}: a key (a calendar field, or a few small whole numbers), "
+                           "private: GROUP BY it goes through DP partition selection; if its values are public, "
+                           "list them: keyset = [1, 2, ...] (init --public reads them)")
             else:
                 out.append(f"{_toml_key(c)} = {{}}   # {typ}: private key, GROUP BY it goes through DP partition "
                            "selection; delete the line if it is not for grouping (names, e-mails)")
         for c, typ in t.others():
+            role = t.role(c, typ) if is_integer(typ) else "measure"
             why = "a time of day, interval or zoned timestamp is not a key yet" if _TIME.match(typ.upper()) else \
-                "neither a measure nor a key"
+                role if role not in ("measure", "key") else "neither a measure nor a key"
             out.append(f"# {c}: {typ}, {why}; usable in WHERE")
         out.append("")
     return "\n".join(out)

@@ -7,7 +7,7 @@
     points = 1000            # how many candidates (default 1000)
 
 The grid is public, like the threshold: the data owner declares it from what is known about the
-measure, never from the private rows (``dpsql init`` leaves it commented out). Without ``range``,
+measure (``dpsql init`` drafts powers of ten around the column's values, for review). Without ``range``,
 MEDIAN / QUANTILE_CONT of the measure are refused at planning. Values outside the range count
 at its ends (a median below 0 is reported as 0).
 """
