@@ -143,7 +143,7 @@ class FinishRewriter:
         return out, (direct if is_single and ratio is None else None), (ratio if is_single else None)
 
     def aggregate(self, node: exp.Expression) -> int | tuple[int, int]:
-        if self.table.many_rows and (isinstance(node, exp.Count) or is_quantile(node)):  # sql/units.py
+        if self.table.many_rows and isinstance(node, exp.Count):  # sql/units.py
             return self.primitive(units.count(self.scopes, self.table, node, self.not_null.get(self.table.name, set())))
         if is_quantile(node):
             return self.quantile(node)

@@ -54,6 +54,17 @@ class Primitive:
         return f"SUM({self.column})"
 
 
+def count_sensitivity(table: TablePolicy, p: Primitive) -> int:
+    """Δ of a count primitive per group: 1 (a unit is one row, or one kept (unit, group) record),
+    except COUNT(DISTINCT col) on a table with many rows per unit: each kept (unit, group) adds at
+    most ``row_threshold`` distinct values (a keyed sample of its own, sql/units.py), so adding
+    or removing the unit moves the group's count by at most that (docs/privacy.md)."""
+    if p.kind == "count" and p.distinct and table.many_rows:
+        assert table.row_threshold is not None, "planning refuses COUNT(DISTINCT col) without a row threshold"
+        return table.row_threshold
+    return 1
+
+
 @dataclass(frozen=True)
 class Join:
     """A public table joined to the query's private table (or to a public table joined before
