@@ -16,7 +16,8 @@ AVG(m)                SUM(m) / COUNT(m), each noisy (COUNT(m) is     ρ_s·|A(r)
 ====================  =============================================  ==================
 
 On a table with many rows per unit (``max_groups``) counts are of rows or units and AVG divides
-by the rows where the measure is not NULL: :mod:`dpsql.sql.units`.
+by the rows where the measure is not NULL; quantiles and COUNT(DISTINCT col) read a keyed sample
+of each unit's rows per group: :mod:`dpsql.sql.units`.
 """
 
 from __future__ import annotations

@@ -27,10 +27,12 @@ class Primitive:
 
     kind "count": distinct privacy units (``column`` None) or units with ``column`` not NULL;
     with ``distinct``, the number of distinct non-NULL values of ``column`` — sensitivity 1 too,
-    as each unit is one row: adding or removing a unit adds or removes at most one value.
+    as each unit is one row: adding or removing a unit adds or removes at most one value (on a
+    table with many rows per unit, R: :func:`count_sensitivity`).
     kind "sum": the sum of measure ``column`` over split records.
     kind "quantile": the ``q`` quantile of measure ``column`` over units, one of the public
-    candidates of its grid (``privacy/quantile.py``); not split: each unit is one value.
+    candidates of its grid (``privacy/quantile.py``); not split: each unit is one value (on a
+    table with many rows per unit, at most ``quantile_rows`` values per group: sql/units.py).
     """
 
     kind: str

@@ -16,11 +16,17 @@ unit", states the model and its proofs; in short, one query runs in DuckDB as:
 4. per group: the SUM of each record's total, top-coded at max_splits·T (paper 000 Algorithm 1:
    a record's splits sum to its value, so the sum over splits is the sum of the capped totals),
    the same for row counts at ``row_threshold``, and COUNT(*) of the kept records (distinct units).
+5. for a quantile or COUNT(DISTINCT col): the rows of the kept records (DENSE_RANK of the row's
+   group in the bounding's own order), a keyed sample per (unit, group) of at most
+   ``quantile_rows`` values or ``row_threshold`` distinct values, per group the histogram or
+   COUNT(DISTINCT), joined to step 4's groups on the keys (:func:`_sampled_sql`).
 
 The analyst's aggregates map onto primitives here (:func:`aggregate`): ``COUNT(*)`` is the row
 count (a "sum" of ``#rows``, split at ``row_threshold``), ``COUNT(DISTINCT unit)`` the count of
 units, ``SUM(m)`` the sum of per-(unit, group) totals, ``AVG(m)`` their noisy ratio with the
-rows where m is not NULL. What is not answered yet is refused in phase 1 (DP211).
+rows where m is not NULL, a quantile the exponential mechanism over the sampled values at ε/r
+(``decide.quantile_rows``), ``COUNT(DISTINCT col)`` the sampled distinct values with noise at Δ = R
+(``plan.count_sensitivity``). What is not answered yet is refused in phase 1 (DP211).
 
 No I/O here.
 """
