@@ -266,16 +266,15 @@ def _sampled_sql(plan: Plan, names: list[str]) -> tuple[str, dict[int, str]]:
 
 
 def _with_sampled(plan: Plan, sql: str, names: list[str], cols: list[str], source: str) -> str:
-    """The final SELECT of ``cols`` per group over ``source``; with quantiles or COUNT(DISTINCT col),
-    that SELECT becomes the step ``__agg`` and each sampled primitive's step is LEFT JOINed to it
+    """The final SELECT of ``cols`` per group over ``source`` (every primitive's but the sampled
+    ones'); with quantiles or COUNT(DISTINCT col), that SELECT becomes the step ``__agg`` and each sampled primitive's step is LEFT JOINed to it
     on the keys (NULL matches NULL): every sampled row is in a kept record, so every group of a
     sampled step is a group of ``__agg``; a group without a sampled value reads NULL (0 values)."""
     group = f"\nGROUP BY {', '.join(names)}" if names else ""
     extra, steps = _sampled_sql(plan, names)
     if not steps:
         return f"{sql}\nSELECT {', '.join(cols)}\nFROM {source}{group}"
-    kept = [c for c in cols if not any(c.endswith(f" AS {_q(primitive_column(i))}") for i in steps)]
-    sql += f"{extra},\n__agg AS (\n  SELECT {', '.join([*kept, 'COUNT(*) AS __kept_records'])}\n  FROM {source}{group}\n)"
+    sql += f"{extra},\n__agg AS (\n  SELECT {', '.join([*cols, 'COUNT(*) AS __kept_records'])}\n  FROM {source}{group}\n)"
     out = [f"__agg.{n}" for n in names]
     for i in range(len(plan.primitives)):
         out.append(f"{steps.get(i, '__agg')}.{_q(primitive_column(i))}")
@@ -293,6 +292,8 @@ def exact_sql(plan: Plan, parts: RowParts) -> str:
     sql, names, _ = _records_sql(plan, parts)
     cols = list(names)
     for i, p in enumerate(plan.primitives):
+        if p.kind == "quantile" or p.distinct:
+            continue  # step 5 (:func:`_sampled_sql`), joined by :func:`_with_sampled`
         agg = "COUNT(*)" if p.kind == "count" else f"SUM({_capped(plan, p.column or '')})"
         cols.append(f"{agg} AS {_q(primitive_column(i))}")
     if plan.selection_count == "units":
@@ -317,8 +318,8 @@ def reference_sql(plan: Plan, parts: RowParts) -> str:
     cols = list(names)
     for i, p in enumerate(plan.primitives):
         if p.kind == "quantile" or p.distinct:
-            agg = "NULL"  # step 5 (:func:`_sampled_sql`), joined by :func:`_with_sampled`
-        elif p.kind == "count":
+            continue  # step 5 (:func:`_sampled_sql`), joined by :func:`_with_sampled`
+        if p.kind == "count":
             agg = "COUNT(DISTINCT __unit)"
         else:
             c, th = _q("__c_" + (p.column or "")), _q("__t_" + (p.column or ""))
