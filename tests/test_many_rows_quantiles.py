@@ -318,3 +318,25 @@ def test_the_sampled_sql_passes_the_final_check_and_tampered_forms_do_not(tmp_pa
         with pytest.raises(QueryRefused) as err:
             check_final(bad, types)
         assert err.value.code == "DP122"
+
+
+def test_over_the_wire_with_psql_and_psycopg(start_server, tmp_path):
+    """A real ``dpsql serve`` answers a median and a distinct count of a many-row table to psql
+    and psycopg: one row per region, each median a value of the grid (0..200), and charges the
+    analyst's ledger what one query costs."""
+    import shutil
+    import subprocess
+
+    db, policy = _database(tmp_path, _rows(), rho="0.5")
+    srv = start_server(users=("erin",), policy=policy, database=db)
+    sql = "SELECT region, MEDIAN(amount) AS m, COUNT(DISTINCT shop) AS d FROM visits GROUP BY region ORDER BY region"
+    with srv.connect("erin") as conn:
+        rows = conn.execute(sql).fetchall()
+    assert [r[0] for r in rows] == REGIONS
+    assert all(float(m) == int(float(m)) and 0 <= float(m) <= 200 for _, m, _ in rows)
+    assert srv.spent("erin") == Fraction(1, 2)
+    if shutil.which("psql"):
+        out = subprocess.run(["psql", srv.dsn("erin"), "-A", "-t", "-c", sql], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert [line.split("|")[0] for line in out.stdout.strip().splitlines()] == REGIONS
+        assert srv.spent("erin") == 1
