@@ -77,37 +77,41 @@ def _rows(seed: int = 5) -> list[tuple]:
     return rows
 
 
-def _oracle(db: Path, rows: list[tuple], salt: int, r: int, c: int) -> dict[str, tuple[Counter, int]]:
-    """Per region: (the multiset of sampled amounts, the count of distinct sampled shops)."""
+def _oracle(db: Path, rows: list[tuple], salt: int, r: int, c: int, key: str = "region",
+            other: str = "shop") -> dict[object, tuple[Counter, int]]:
+    """Per group of ``key``: (the multiset of sampled amounts, the count of distinct sampled
+    values of ``other``); a NULL key is a group of its own (as GROUP BY makes it)."""
+    col = {"region": 1, "shop": 3}
+    k, o = col[key], col[other]
     raw = duckdb.connect(str(db), read_only=True)
     group_hash = dict(((u, g), h) for u, g, h in raw.execute(
-        f"SELECT DISTINCT pid, region, HASH(pid, region, {salt}) FROM visits WHERE pid IS NOT NULL").fetchall())
+        f"SELECT DISTINCT pid, {key}, HASH(pid, {key}, {salt}) FROM visits WHERE pid IS NOT NULL").fetchall())
     value_hash = dict(((u, g, v), h) for u, g, v, h in raw.execute(
-        f"SELECT DISTINCT pid, region, amount, HASH(pid, region, amount, {salt}) FROM visits "
+        f"SELECT DISTINCT pid, {key}, amount, HASH(pid, {key}, amount, {salt}) FROM visits "
         "WHERE pid IS NOT NULL AND amount IS NOT NULL").fetchall())
-    shop_hash = dict(((u, g, s), h) for u, g, s, h in raw.execute(
-        f"SELECT DISTINCT pid, region, shop, HASH(pid, region, shop, {salt}) FROM visits "
-        "WHERE pid IS NOT NULL AND shop IS NOT NULL").fetchall())
+    other_hash = dict(((u, g, s), h) for u, g, s, h in raw.execute(
+        f"SELECT DISTINCT pid, {key}, {other}, HASH(pid, {key}, {other}, {salt}) FROM visits "
+        f"WHERE pid IS NOT NULL AND {other} IS NOT NULL").fetchall())
     raw.close()
-    groups: dict[int, set[str]] = {}
-    for u, g, _, _ in rows:
-        if u is not None:
-            groups.setdefault(u, set()).add(g)
-    kept = {(u, g) for u, gs in groups.items() for g in sorted(gs, key=lambda g: (group_hash[(u, g)], g))[:KAPPA]}
+    groups: dict[int, set] = {}
+    for row in rows:
+        if row[0] is not None:
+            groups.setdefault(row[0], set()).add(row[k])
+    kept = {(u, g) for u, gs in groups.items() for g in sorted(gs, key=lambda g: (group_hash[(u, g)], g is None, g or ""))[:KAPPA]}
     out = {}
-    for region in REGIONS:
+    for group in {g for _, g in kept} | (set(REGIONS) if key == "region" else set()):
         values: Counter = Counter()
-        shops: set[str] = set()
+        seen: set = set()
         for u, g in kept:
-            if g != region:
+            if g != group:
                 continue
-            mine = sorted((a for uu, gg, a, _ in rows if (uu, gg) == (u, g) and a is not None),
+            mine = sorted((row[2] for row in rows if (row[0], row[k]) == (u, g) and row[2] is not None),
                           key=lambda a: (value_hash[(u, g, a)], a))
             values.update(mine[:r])
-            distinct = sorted({s for uu, gg, _, s in rows if (uu, gg) == (u, g) and s is not None},
-                              key=lambda s: (shop_hash[(u, g, s)], s))
-            shops |= set(distinct[:c])
-        out[region] = (values, len(shops))
+            distinct = sorted({row[o] for row in rows if (row[0], row[k]) == (u, g) and row[o] is not None},
+                              key=lambda s: (other_hash[(u, g, s)], s))
+            seen |= set(distinct[:c])
+        out[group] = (values, len(seen))
     return out
 
 
@@ -147,6 +151,30 @@ def test_the_bounded_histogram_and_distinct_count_equal_the_python_oracle(tmp_pa
             assert bins == _bins(values, bounds), g
             assert (d or 0) == distinct, g
         assert sum(sum(v.values()) for v, _ in oracle.values()) > 0
+    raw.close()
+
+
+def test_a_private_key_with_null_groups_equals_the_oracle(tmp_path):
+    """GROUP BY a private key (shop) with NULL shops: the NULL group is a group (kept or not by the
+    same keyed hash), its sample and its distinct regions match the oracle, and the join of the
+    sampled steps matches NULL with NULL."""
+    from dpsql.sql.units import SALT
+
+    rows = _rows()
+    db, policy = _database(tmp_path, rows)
+    sql = "SELECT shop, MEDIAN(amount), COUNT(DISTINCT region) FROM visits GROUP BY shop"
+    with dpsql.connect(db, policy, _random_source=seeded_random(1)) as con:
+        ex = con.explain(sql)
+        bounds = con.session.policy.tables["visits"].measures["amount"].grid.bounds()
+    raw = duckdb.connect(str(db), read_only=True)
+    for salt in (3, 2**61 + 5):
+        got = {g: (h, d) for g, h, d, _ in raw.execute(ex.exact_sql.replace(SALT, str(salt))).fetchall()}
+        oracle = _oracle(db, rows, salt, RQ, R, key="shop", other="region")
+        assert None in got and set(got) == set(oracle)
+        for g, (values, distinct) in oracle.items():
+            hist, d = got[g]
+            bins = {} if hist is None or hist[0] is None else dict(zip(hist[0], hist[1]))
+            assert bins == _bins(values, bounds) and (d or 0) == distinct, g
     raw.close()
 
 
