@@ -55,6 +55,7 @@ CRASH = "tests/test_ledger_crash_points.py"
 ORCON = "tests/test_oracles_consumed.py"
 WALL = "tests/test_server_wall.py"
 MANY = "tests/test_many_rows.py"
+MANYQ = "tests/test_many_rows_quantiles.py"
 
 
 @dataclass(frozen=True)
@@ -185,6 +186,31 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/policy/model.py", "return Measure(name, self.row_threshold)", "return Measure(name, 1)"),),
              (f"{MANY}::test_receipt_states_the_per_unit_bound_and_row_sensitivity",
               f"{MANY}::test_row_count_noise_has_the_stated_spread")),
+    Mutation("many_rows_quantile_rows_unbounded",
+             "a kept (unit, group) adds all its rows to the quantile's histogram, not r: one unit moves a score by more than r·Δ",
+             (Patch("dpsql/sql/units.py", "limit, grouped, agg = t.quantile_rows,", "limit, grouped, agg = t.quantile_rows + 10**6,"),),
+             (f"{MANYQ}::test_the_bounded_histogram_and_distinct_count_equal_the_python_oracle",
+              f"{MANYQ}::test_the_heavy_unit_adds_r_values_to_each_of_kappa_groups")),
+    Mutation("many_rows_quantile_epsilon_not_divided",
+             "the exponential mechanism runs at ε although one unit moves a group's score by r·Δ (ε·r-DP per group)",
+             (Patch("dpsql/pipeline/decide.py", "return replace(a, em_epsilon=a.em_epsilon / plan.table.quantile_rows)",
+                    "return a"),),
+             (f"{MANYQ}::test_the_sampler_receives_epsilon_over_r",
+              f"{MANYQ}::test_the_released_median_follows_the_exponential_mechanism_at_epsilon_over_r")),
+    Mutation("many_rows_distinct_values_unbounded",
+             "a kept (unit, group) adds all its distinct values to COUNT(DISTINCT col), not R: its noise at Δ = R is too small",
+             (Patch("dpsql/sql/units.py", "limit, grouped, agg = t.row_threshold,", "limit, grouped, agg = t.row_threshold + 10**6,"),),
+             (f"{MANYQ}::test_the_bounded_histogram_and_distinct_count_equal_the_python_oracle",
+              f"{MANYQ}::test_the_heavy_unit_adds_r_values_to_each_of_kappa_groups")),
+    Mutation("many_rows_distinct_sensitivity_one",
+             "COUNT(DISTINCT col) over many rows is calibrated to Δ = 1 although a unit adds up to row_threshold values",
+             (Patch("dpsql/sql/plan.py", "        return table.row_threshold\n", "        return 1\n"),),
+             (f"{MANYQ}::test_the_sampler_receives_epsilon_over_r",)),
+    Mutation("many_rows_sample_outside_kept_groups",
+             "quantile and distinct samples read rows of all a unit's groups, not only its κ kept ones",
+             (Patch("dpsql/sql/units.py", "OVER (PARTITION BY __unit ORDER BY HASH(__unit, {by}, {SALT}), {by}) <= {t.max_groups}",
+                    "OVER (PARTITION BY __unit ORDER BY HASH(__unit, {by}, {SALT}), {by}) <= {t.max_groups} + 1000"),),
+             (f"{MANYQ}::test_the_heavy_unit_adds_r_values_to_each_of_kappa_groups",)),
     Mutation("many_rows_unit_check_skipped",
              "repeated units are accepted although the table does not declare max_groups (single-row sensitivity)",
              (Patch("dpsql/policy/check.py", "    if tp.many_rows:", "    if True:"),),

@@ -267,11 +267,13 @@ def test_unique_units_path_is_unchanged(tmp_path):
 
 
 @pytest.mark.parametrize("sql, words", [
-    ("SELECT region, MEDIAN(amount) FROM visits GROUP BY region", "quantile"),
-    ("SELECT COUNT(DISTINCT shop) FROM visits", "COUNT(DISTINCT column)"),
+    ("SELECT region, COUNT(*) FROM visits GROUP BY region", "row_threshold"),
+    ("SELECT region, AVG(amount) FROM visits GROUP BY region", "row_threshold"),
+    ("SELECT region, COUNT(DISTINCT shop) FROM visits GROUP BY region", "row_threshold"),
 ])
 def test_forms_not_answered_yet_are_refused_free(tmp_path, sql, words):
-    db, policy = _database(tmp_path, _rows())
+    """Counting rows, and distinct values of a column, need the policy's row_threshold (R)."""
+    db, policy = _database(tmp_path, _rows(), table=f"max_groups = {KAPPA}\nmax_splits = {K}")
     con = dpsql.connect(db, policy, _random_source=seeded_random(1))
     with pytest.raises(dpsql.ProgrammingError) as e:
         con.cursor().execute(sql)
@@ -301,6 +303,9 @@ def test_counting_rows_needs_a_row_threshold(tmp_path):
     with pytest.raises(dpsql.ProgrammingError) as e:
         _answer(db, policy, "SELECT AVG(amount) FROM visits")
     assert e.value.code == "DP211" and "row_threshold" in e.value.message
+    with pytest.raises(dpsql.ProgrammingError) as e:  # a unit's distinct values are bounded by it (sql/units.py)
+        _answer(db, policy, "SELECT COUNT(DISTINCT shop) FROM visits")
+    assert e.value.code == "DP211" and "row_threshold" in e.value.message and "COUNT(DISTINCT column)" in e.value.message
     answer, _ = _answer(db, policy, "SELECT COUNT(DISTINCT pid), SUM(amount) FROM visits")
     valid = [r for r in _rows() if r[0] is not None]
     assert answer == [(len({r[0] for r in valid}), sum(r[2] for r in valid if r[2] is not None))]

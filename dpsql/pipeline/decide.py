@@ -22,7 +22,7 @@ from dpsql.errors import QueryRefused
 from dpsql.policy.model import Policy, Selection
 from dpsql.privacy.allocate import EXPONENTIAL, Allocation, Settings, allocate
 from dpsql.privacy.budget import fmt, fmt_up, parse_rho
-from dpsql.sql.plan import Plan, Primitive
+from dpsql.sql.plan import Plan, Primitive, count_sensitivity
 
 #: the count of units taken from truncated-geometric partition selection (paper 002 Theorem 6)
 TSGD = "truncated_geometric"
@@ -87,10 +87,22 @@ def allocations(plan: Plan, settings: Settings, policy: Policy) -> list[Allocati
     ρ = 0.1 (below the default selection's 0.125)."""
     shared = shared_count(plan, policy)
     rest = tuple(p for p in plan.primitives if p != shared)
-    sens = {p: (plan.table.measure(p.column).max_threshold if p.kind == "sum" else 1) for p in rest}
+    sens = {p: (plan.table.measure(p.column).max_threshold if p.kind == "sum" else count_sensitivity(plan.table, p))
+            for p in rest}
     gran = {p: (plan.table.measure(p.column).granularity if p.kind == "sum" else Fraction(1)) for p in rest}
     allocs = iter(allocate(rest, settings, sens, gran)) if rest else iter(())
-    return [Allocation(p, TSGD, Fraction(0)) if p == shared else next(allocs) for p in plan.primitives]
+    return [Allocation(p, TSGD, Fraction(0)) if p == shared else quantile_rows(plan, next(allocs)) for p in plan.primitives]
+
+
+def quantile_rows(plan: Plan, a: Allocation) -> Allocation:
+    """A quantile on a table with many rows per unit: each kept (unit, group) adds up to r =
+    ``quantile_rows`` values to its group's histogram (sql/units.py), so one unit moves a score by
+    up to r·Δ; the exponential mechanism runs at ε/r, which is ε-DP per group again and charged the
+    same ρ per group (docs/privacy.md, "Many rows per unit")."""
+    if a.mechanism != EXPONENTIAL or not plan.table.many_rows:
+        return a
+    assert a.em_epsilon is not None
+    return replace(a, em_epsilon=a.em_epsilon / plan.table.quantile_rows)
 
 
 def shared_count(plan: Plan, policy: Policy) -> Primitive | None:

@@ -29,7 +29,7 @@ from dpsql.privacy.allocate import EXPONENTIAL, GAUSSIAN, Allocation
 from dpsql.privacy.guided import in_range, scalar_draws
 from dpsql.privacy.mechanisms import discrete_laplace_variance, exact_positive
 from dpsql.pipeline.result import NoiseTerm
-from dpsql.sql.plan import ROW_COLUMN, Plan, Primitive, moe_column, primitive_column, sigma_column
+from dpsql.sql.plan import ROW_COLUMN, Plan, Primitive, count_sensitivity, moe_column, primitive_column, sigma_column
 
 if TYPE_CHECKING:
     import numpy as np
@@ -147,8 +147,9 @@ def quantile_term(a: Allocation, plan: Plan) -> NoiseTerm:
     m = plan.table.measures[p.column]
     assert m.grid is not None and p.q is not None and a.em_epsilon is not None
     points = len(m.grid.candidates())
+    rows = plan.table.quantile_rows if plan.table.many_rows else 1  # values a unit adds to a group (sql/units.py)
     return NoiseTerm(aggregate=p.label, rho=a.rho, mechanism=EXPONENTIAL, epsilon=a.epsilon,
-                     sensitivity=(max(float(p.q), 1 - float(p.q)),), sigma=(), moe95=(),
+                     sensitivity=(rows * max(float(p.q), 1 - float(p.q)),), sigma=(), moe95=(),
                      rank_error95=quantile.rank_error95(p.q, a.em_epsilon, points), grid=quantile_grid_text(m))
 
 
@@ -314,7 +315,7 @@ def sensitivities(plan: Plan, domain: list[tuple[Any, ...]], p: Primitive) -> li
     the query groups by the key that sets per-group thresholds (paper 000 Example 5.7),
     else the largest threshold any record of the cell can have."""
     if p.kind == "count":
-        return [1] * len(domain)
+        return [count_sensitivity(plan.table, p)] * len(domain)
     m = plan.table.measure(p.column or "")
     by_key = [i for i, k in enumerate(plan.keys) if m.override is not None and k.column == m.override.key]
     if by_key:

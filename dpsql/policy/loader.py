@@ -256,17 +256,17 @@ def _range_key(name: str, kdoc: dict[str, Any], where: str, kfield: str) -> Key:
 def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:
     prefix = f"tables.{name}"
     _ident(name, where, prefix)
-    _only(tdoc, {"privacy_unit", "measures", "keys", "max_splits", "max_groups", "row_threshold", "parquet"}, where, prefix)
+    _only(tdoc, {"privacy_unit", "measures", "keys", "max_splits", "max_groups", "row_threshold", "quantile_rows", "parquet"}, where, prefix)
     unit = tdoc.get("privacy_unit")
     if not isinstance(unit, str) or not unit:
         raise _err(where, f"{prefix}.privacy_unit", "is required: the column identifying one privacy unit")
     _ident(unit, where, f"{prefix}.privacy_unit")
-    for f in ("max_splits", "max_groups", "row_threshold"):  # max_groups: many rows per unit (docs/policy.md)
+    for f in ("max_splits", "max_groups", "row_threshold", "quantile_rows"):  # max_groups: many rows per unit (docs/policy.md)
         if tdoc.get(f) is not None and (not _is_int(tdoc[f]) or tdoc[f] < 1):
             raise _err(where, f"{prefix}.{f}", "must be a positive integer")
     max_splits, max_groups, rows = tdoc.get("max_splits"), tdoc.get("max_groups"), tdoc.get("row_threshold")
-    if rows is not None and max_groups is None:  # docs/policy.md, "Many rows per unit"
-        raise _err(where, f"{prefix}.row_threshold", "applies to many rows per unit: declare max_groups too")
+    if (extra := next((f for f in ("row_threshold", "quantile_rows") if f in tdoc), None)) and max_groups is None:
+        raise _err(where, f"{prefix}.{extra}", "applies to many rows per unit: declare max_groups too")  # docs/policy.md
 
     keys: dict[str, Key] = {}
     for kname, kdoc in _table(tdoc.get("keys", {}), where, f"{prefix}.keys").items():
@@ -298,7 +298,7 @@ def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:
     both = set(measures) & set(keys)
     if both:
         raise _err(where, f"{prefix}.measures", f"column {sorted(both)[0]!r} is declared both as a measure and as a key")
-    return TablePolicy(name.lower(), unit_l, measures, keys, max_splits, max_groups, rows)
+    return TablePolicy(name.lower(), unit_l, measures, keys, max_splits, max_groups, rows, tdoc.get("quantile_rows", 1))
 
 
 def _measure(name: str, mdoc: dict[str, Any], where: str, prefix: str, keys: dict[str, Key]) -> Measure:

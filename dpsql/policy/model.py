@@ -166,6 +166,9 @@ class TablePolicy:
     max_groups: int | None = None
     #: the split threshold of a unit's row count in a group (COUNT(*) with many rows per unit)
     row_threshold: int | None = None
+    #: r: the rows of a kept (unit, group) a quantile's histogram samples; its exponential
+    #: mechanism runs at ε/r (sql/units.py; docs/policy.md, "Many rows per unit")
+    quantile_rows: int = 1
 
     @property
     def many_rows(self) -> bool:

@@ -16,7 +16,8 @@ AVG(m)                SUM(m) / COUNT(m), each noisy (COUNT(m) is     ρ_s·|A(r)
 ====================  =============================================  ==================
 
 On a table with many rows per unit (``max_groups``) counts are of rows or units and AVG divides
-by the rows where the measure is not NULL: :mod:`dpsql.sql.units`.
+by the rows where the measure is not NULL; quantiles and COUNT(DISTINCT col) read a keyed sample
+of each unit's rows per group: :mod:`dpsql.sql.units`.
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ class FinishRewriter:
         return out, (direct if is_single and ratio is None else None), (ratio if is_single else None)
 
     def aggregate(self, node: exp.Expression) -> int | tuple[int, int]:
-        if self.table.many_rows and (isinstance(node, exp.Count) or is_quantile(node)):  # sql/units.py
+        if self.table.many_rows and isinstance(node, exp.Count):  # sql/units.py
             return self.primitive(units.count(self.scopes, self.table, node, self.not_null.get(self.table.name, set())))
         if is_quantile(node):
             return self.quantile(node)

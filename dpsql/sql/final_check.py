@@ -92,7 +92,7 @@ def _select(tree: exp.Expression, types: dict[str, str], ctes: set[str], partial
         if not (expression_total(value, types) or _resum(value, types, partial)):
             return value
     for join in tree.args.get("joins") or []:
-        bad = _join(join, types)
+        bad = _join(join, types, ctes)
         if bad is not None:
             return bad
     where = tree.args.get("where")
@@ -119,6 +119,8 @@ def _outputs(select: exp.Select, types: dict[str, str], partial: set[str]) -> No
         t = value_type(value, types)
         if t is not None:
             types[item.alias_or_name] = t.name
+        elif isinstance(value, exp.Sum) and _resum(value, types, partial):
+            types[item.alias_or_name] = "HUGEINT"  # a re-sum of partial sums (units.py's __agg step)
         if isinstance(value, exp.Sum):
             partial.add(item.alias_or_name)
 
@@ -142,10 +144,11 @@ def _resum(node: exp.Expression, types: dict[str, str], partial: set[str]) -> bo
 
 
 def _bounding(node: exp.Expression, types: dict[str, str]) -> exp.Expression | None:
-    """``ROW_NUMBER() OVER (PARTITION BY … ORDER BY …) <= κ``: numbering rows cannot fail; its
-    partition and order expressions must be total (HASH of the unit, the keys and the salt)."""
+    """``ROW_NUMBER() OVER (PARTITION BY … ORDER BY …) <= κ``, or ``DENSE_RANK()`` (the rows of the
+    kept records, units.py): numbering rows cannot fail; its partition and order expressions
+    must be total (HASH of the unit, the keys and the salt)."""
     window = node.this if isinstance(node, exp.LTE) else None
-    if not (isinstance(window, exp.Window) and isinstance(window.this, exp.RowNumber)
+    if not (isinstance(window, exp.Window) and isinstance(window.this, (exp.RowNumber, exp.DenseRank))
             and isinstance(node.expression, exp.Literal) and not node.expression.is_string):
         return node
     return _numbering(window, types)
@@ -161,11 +164,15 @@ def _numbering(window: exp.Window, types: dict[str, str]) -> exp.Expression | No
     return next((p for p in parts if not expression_total(p, types)), None)
 
 
-def _join(join: exp.Join, types: dict[str, str]) -> exp.Expression | None:
+def _join(join: exp.Join, types: dict[str, str], ctes: set[str]) -> exp.Expression | None:
     """A joined public table: ``JOIN (SELECT col AS __jN_col, ... FROM table) AS __jN ON cond``.
     Its projections read bare columns (each typed by its internal name); the condition compares
-    a row's column with the key and must be total."""
+    a row's column with the key and must be total. Or an earlier WITH step joined by a total
+    condition (units.py joins per-group steps on their keys): a join reads no expression but it."""
     sub = join.this
+    if isinstance(sub, exp.Table) and sub.name in ctes and not sub.args.get("db") and not sub.args.get("alias"):
+        on = join.args.get("on")
+        return None if on is not None and not join.args.get("using") and condition_total(on, types) else (on or join)
     inner = sub.this if isinstance(sub, exp.Subquery) else None
     if not isinstance(inner, exp.Select) or set(k for k, v in inner.args.items() if v) - {"expressions", "from", "from_"}:
         return join

@@ -27,10 +27,12 @@ class Primitive:
 
     kind "count": distinct privacy units (``column`` None) or units with ``column`` not NULL;
     with ``distinct``, the number of distinct non-NULL values of ``column`` — sensitivity 1 too,
-    as each unit is one row: adding or removing a unit adds or removes at most one value.
+    as each unit is one row: adding or removing a unit adds or removes at most one value (on a
+    table with many rows per unit, R: :func:`count_sensitivity`).
     kind "sum": the sum of measure ``column`` over split records.
     kind "quantile": the ``q`` quantile of measure ``column`` over units, one of the public
-    candidates of its grid (``privacy/quantile.py``); not split: each unit is one value.
+    candidates of its grid (``privacy/quantile.py``); not split: each unit is one value (on a
+    table with many rows per unit, at most ``quantile_rows`` values per group: sql/units.py).
     """
 
     kind: str
@@ -52,6 +54,17 @@ class Primitive:
         if self.column and self.column.startswith("#rows"):  # rows of a unit in a group (sql/units.py)
             return "COUNT(*) rows" if self.column == "#rows" else f"COUNT{(self.shown or self.column)[5:]} rows"
         return f"SUM({self.column})"
+
+
+def count_sensitivity(table: TablePolicy, p: Primitive) -> int:
+    """Δ of a count primitive per group: 1 (a unit is one row, or one kept (unit, group) record),
+    except COUNT(DISTINCT col) on a table with many rows per unit: each kept (unit, group) adds at
+    most ``row_threshold`` distinct values (a keyed sample of its own, sql/units.py), so adding
+    or removing the unit moves the group's count by at most that (docs/privacy.md)."""
+    if p.kind == "count" and p.distinct and table.many_rows:
+        assert table.row_threshold is not None, "planning refuses COUNT(DISTINCT col) without a row threshold"
+        return table.row_threshold
+    return 1
 
 
 @dataclass(frozen=True)

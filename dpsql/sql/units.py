@@ -16,11 +16,17 @@ unit", states the model and its proofs; in short, one query runs in DuckDB as:
 4. per group: the SUM of each record's total, top-coded at max_splits·T (paper 000 Algorithm 1:
    a record's splits sum to its value, so the sum over splits is the sum of the capped totals),
    the same for row counts at ``row_threshold``, and COUNT(*) of the kept records (distinct units).
+5. for a quantile or COUNT(DISTINCT col): the rows of the kept records (DENSE_RANK of the row's
+   group in the bounding's own order), a keyed sample per (unit, group) of at most
+   ``quantile_rows`` values or ``row_threshold`` distinct values, per group the histogram or
+   COUNT(DISTINCT), joined to step 4's groups on the keys (:func:`_sampled_sql`).
 
 The analyst's aggregates map onto primitives here (:func:`aggregate`): ``COUNT(*)`` is the row
 count (a "sum" of ``#rows``, split at ``row_threshold``), ``COUNT(DISTINCT unit)`` the count of
 units, ``SUM(m)`` the sum of per-(unit, group) totals, ``AVG(m)`` their noisy ratio with the
-rows where m is not NULL. What is not answered yet is refused in phase 1 (DP211).
+rows where m is not NULL, a quantile the exponential mechanism over the sampled values at ε/r
+(``decide.quantile_rows``), ``COUNT(DISTINCT col)`` the sampled distinct values with noise at Δ = R
+(``plan.count_sensitivity``). What is not answered yet is refused in phase 1 (DP211).
 
 No I/O here.
 """
@@ -35,29 +41,25 @@ from sqlglot import exp
 
 from dpsql.policy.model import ROWS, Measure, Policy, TablePolicy, rows_of
 from dpsql.sql.plan import GroupKey, Plan, Primitive, primitive_column
-from dpsql.sql.quantiles import is_quantile
+from dpsql.sql.quantiles import histogram_sql
 from dpsql.sql.salt import SALT
 
 #: a capped value is at most this (``rewrite.VALUE_CAP``: sums of them stay within HUGEINT)
 _CAP = 2**62
 #: what a refusal of a form this path does not answer yet says to do
 _HINT = ("on a table with many rows per unit (max_groups) dpsql answers COUNT(*), COUNT(DISTINCT unit), "
-         "SUM(measure) and AVG(measure) by public keys, or by private keys alone (docs/sql.md, \"Many rows per unit\").")
+         "COUNT(DISTINCT column), SUM(measure), AVG(measure) and quantiles (MEDIAN, QUANTILE_CONT) by public keys, "
+         "or by private keys alone (docs/sql.md, \"Many rows per unit\").")
 
 
 def _q(name: str) -> str:
     return exp.to_identifier(name, quoted=True).sql("duckdb")
 
 
-def _refuse(scopes: Any, node: exp.Expression, what: str) -> Exception:
-    return scopes.refuse(node, "DP211", f"{what} is not answered yet on a table with many rows per unit", _HINT)
-
-
 def count(scopes: Any, table: TablePolicy, node: exp.Expression, not_null: set[str]) -> Primitive:
-    """The primitive of a COUNT or a quantile on a many-row table (``aggregates.FinishRewriter``;
-    SUM and AVG go through its own checks, AVG's count through :func:`rows`)."""
-    if is_quantile(node):
-        raise _refuse(scopes, node, "a quantile (MEDIAN, QUANTILE_CONT)")
+    """The primitive of a COUNT on a many-row table (``aggregates.FinishRewriter``; SUM, AVG and
+    quantiles go through its own checks, AVG's count through :func:`rows`, a quantile's rows are
+    sampled by :func:`_sampled_sql`)."""
     arg = node.this
     distinct = isinstance(arg, exp.Distinct)
     if distinct:
@@ -66,9 +68,17 @@ def count(scopes: Any, table: TablePolicy, node: exp.Expression, not_null: set[s
         arg = arg.expressions[0]
     name = scopes.column_name(arg) if isinstance(arg, exp.Column) else None
     if distinct:
-        if name != table.privacy_unit:
-            raise _refuse(scopes, node, "COUNT(DISTINCT column) of a column other than the unit")
-        return Primitive("count")  # one per kept (unit, group) record: the count of units
+        if name is None:
+            raise scopes.refuse(node, "DP117", "COUNT(DISTINCT ...) accepts a column", "write COUNT(DISTINCT column).")
+        if name == table.privacy_unit:
+            return Primitive("count")  # one per kept (unit, group) record: the count of units
+        if table.row_threshold is None:
+            raise scopes.refuse(node, "DP211", "COUNT(DISTINCT column) of a column other than the unit needs the policy's "
+                                "row_threshold on a table with many rows per unit (a unit adds at most that many values "
+                                "to a group)", f"write COUNT(DISTINCT {table.privacy_unit}) to count units, or the data "
+                                f"owner adds row_threshold = R to [tables.{table.name}] (docs/policy.md).")
+        # a keyed sample of at most row_threshold distinct values per kept (unit, group) (:func:`_sampled_sql`)
+        return Primitive("count", name, shown=scopes.shown(name), distinct=True)
     if isinstance(arg, (exp.Star, exp.Literal)) or arg is None:
         return rows(scopes, table, node, None)
     if name is None:
@@ -163,6 +173,11 @@ def _records_sql(plan: Plan, parts: RowParts) -> tuple[str, list[str], list[str]
     measures = sorted({p.column for p in plan.primitives if p.kind == "sum" and p.column})
     valued = sorted({m for m in measures if not m.startswith(ROWS)}
                     | {m[len(ROWS) + 1:-1] for m in measures if m.startswith(ROWS + "(")})
+    for p in plan.primitives:  # what a quantile samples, what COUNT(DISTINCT col) counts (:func:`_sampled_sql`)
+        if p.kind == "quantile" and f"{_sampled(p)} AS" not in " ".join(row_cols):
+            row_cols.append(f"{parts.value(p.column or '')} AS {_sampled(p)}")
+        elif p.kind == "count" and p.distinct and f"{_sampled(p)} AS" not in " ".join(row_cols):
+            row_cols.append(f"{_q(p.column or '')} AS {_sampled(p)}")
     for name in valued:
         if name in t.measures:
             row_cols.append(f"{parts.value(name)} AS {_q('__v_' + name)}")
@@ -226,11 +241,78 @@ def _capped(plan: Plan, name: str) -> str:
     return f"LEAST({x}, {cap})" if name.startswith(ROWS) else f"LEAST(GREATEST(COALESCE({x}, 0), {low}), {cap})"
 
 
+def _sampled(p: Primitive) -> str:
+    """The row column a quantile samples (the measure's value) or COUNT(DISTINCT col) counts."""
+    return _q(("__q_" if p.kind == "quantile" else "__d_") + (p.column or ""))
+
+
+def _sampled_sql(plan: Plan, names: list[str]) -> tuple[str, dict[int, str]]:
+    """Step 5, for quantiles and COUNT(DISTINCT col) (docs/privacy.md, "Many rows per unit"): the
+    rows of the kept (unit, group) records — a row is in one iff DENSE_RANK of its group among
+    its unit's groups, in the bounding's own order, is at most κ (the same κ groups, row by row) —
+    then per (unit, group) a keyed sample: at most ``quantile_rows`` non-NULL values of the
+    measure, or at most ``row_threshold`` distinct non-NULL values of the column, the smallest by
+    HASH(unit, keys, value, salt), ties by the value (tied rows are equal in every column read:
+    the sample is a function of the salt and the unit's own rows). Then per group the histogram
+    (``quantiles.histogram_sql``) or COUNT(DISTINCT). Returns the WITH clauses (after ``__kept``)
+    and per such primitive the name of the step that holds its column ``__p<i>``."""
+    t, by = plan.table, ", ".join(names)
+    if names:
+        only = _releasable(plan)
+        sql = (f",\n__in_kept AS (\n  SELECT * FROM __rows{' WHERE ' + only if only else ''}\n  QUALIFY DENSE_RANK() "
+               f"OVER (PARTITION BY __unit ORDER BY HASH(__unit, {by}, {SALT}), {by}) <= {t.max_groups}\n)")
+    else:
+        sql = ",\n__in_kept AS (SELECT * FROM __rows)"
+    steps: dict[int, str] = {}
+    part = ", ".join(["__unit", *names])
+    for i, p in enumerate(plan.primitives):
+        if not (p.kind == "quantile" or (p.kind == "count" and p.distinct)):
+            continue
+        v, step = _sampled(p), f"__s{i}"
+        if p.kind == "quantile":
+            m = t.measures[p.column or ""]
+            assert m.grid is not None
+            limit, grouped, agg = t.quantile_rows, "", histogram_sql(v, m.grid.bounds())
+        else:
+            assert t.row_threshold is not None, "planning refuses COUNT(DISTINCT col) without a row threshold"
+            limit, grouped, agg = t.row_threshold, f" GROUP BY {', '.join([*names, '__unit', v])}", f"COUNT(DISTINCT {v})"
+        sql += (f",\n{step} AS (\n  SELECT {', '.join([*names, '__unit', v])} FROM __in_kept WHERE {v} IS NOT NULL{grouped}\n"
+                f"  QUALIFY ROW_NUMBER() OVER (PARTITION BY {part} ORDER BY HASH({part}, {v}, {SALT}), {v}) <= {limit}\n),\n"
+                f"__h{i} AS (SELECT {', '.join([*names, f'{agg} AS {_q(primitive_column(i))}'])} FROM {step}"
+                f"{' GROUP BY ' + by if names else ''})")
+        steps[i] = f"__h{i}"
+    return sql, steps
+
+
+def _with_sampled(plan: Plan, sql: str, names: list[str], cols: list[str], source: str) -> str:
+    """The final SELECT of ``cols`` per group over ``source`` (every primitive's but the sampled
+    ones'); with quantiles or COUNT(DISTINCT col), that SELECT becomes the step ``__agg`` and each sampled primitive's step is LEFT JOINed to it
+    on the keys (NULL matches NULL): every sampled row is in a kept record, so every group of a
+    sampled step is a group of ``__agg``; a group without a sampled value reads NULL (0 values)."""
+    group = f"\nGROUP BY {', '.join(names)}" if names else ""
+    extra, steps = _sampled_sql(plan, names)
+    if not steps:
+        return f"{sql}\nSELECT {', '.join(cols)}\nFROM {source}{group}"
+    sql += f"{extra},\n__agg AS (\n  SELECT {', '.join([*cols, 'COUNT(*) AS __kept_records'])}\n  FROM {source}{group}\n)"
+    out = [f"__agg.{n}" for n in names]
+    for i in range(len(plan.primitives)):
+        out.append(f"{steps.get(i, '__agg')}.{_q(primitive_column(i))}")
+    if plan.selection_count == "units":
+        out.append('__agg."__n"')
+    joins = ""
+    for step in steps.values():
+        on = " AND ".join(f"(__agg.{n} = {step}.{n} OR (__agg.{n} IS NULL AND {step}.{n} IS NULL))" for n in names)
+        joins += f"\nLEFT JOIN {step} ON {on or 'TRUE'}"
+    return f"{sql}\nSELECT {', '.join(out)}\nFROM __agg{joins}"
+
+
 def exact_sql(plan: Plan, parts: RowParts) -> str:
-    """The exact per-group primitives of a many-row table (steps 1-4 of the module's docstring)."""
+    """The exact per-group primitives of a many-row table (steps 1-5 of the module's docstring)."""
     sql, names, _ = _records_sql(plan, parts)
     cols = list(names)
     for i, p in enumerate(plan.primitives):
+        if p.kind == "quantile" or p.distinct:
+            continue  # step 5 (:func:`_sampled_sql`), joined by :func:`_with_sampled`
         agg = "COUNT(*)" if p.kind == "count" else f"SUM({_capped(plan, p.column or '')})"
         cols.append(f"{agg} AS {_q(primitive_column(i))}")
     source = "__kept"
@@ -240,8 +322,7 @@ def exact_sql(plan: Plan, parts: RowParts) -> str:
         cols.append('SUM(CASE WHEN __r = 1 THEN 1 ELSE 0 END) AS "__n"')
     elif plan.selection_count == "units":
         cols.append('COUNT(*) AS "__n"')
-    sql += f"\nSELECT {', '.join(cols)}\nFROM {source}"
-    return sql + (f"\nGROUP BY {', '.join(names)}" if names else "")
+    return _with_sampled(plan, sql, names, cols, source)
 
 
 def reference_sql(plan: Plan, parts: RowParts) -> str:
@@ -264,6 +345,8 @@ def reference_sql(plan: Plan, parts: RowParts) -> str:
             f"__splits AS (SELECT *, UNNEST(RANGE(1, {splits} + 1)) AS __i FROM __capped)")
     cols = list(names)
     for i, p in enumerate(plan.primitives):
+        if p.kind == "quantile" or p.distinct:
+            continue  # step 5 (:func:`_sampled_sql`), joined by :func:`_with_sampled`
         if p.kind == "count":
             agg = "COUNT(DISTINCT __unit)"
         else:
@@ -274,5 +357,4 @@ def reference_sql(plan: Plan, parts: RowParts) -> str:
         cols.append('COUNT(DISTINCT CASE WHEN __r = 1 THEN __unit END) AS "__n"')
     elif plan.selection_count == "units":
         cols.append('COUNT(DISTINCT __unit) AS "__n"')
-    sql += f"\nSELECT {', '.join(cols)}\nFROM __splits"
-    return sql + (f"\nGROUP BY {', '.join(names)}" if names else "")
+    return _with_sampled(plan, sql, names, cols, "__splits")
