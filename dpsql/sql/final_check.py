@@ -151,13 +151,14 @@ def _bounding(node: exp.Expression, types: dict[str, str]) -> exp.Expression | N
     if not (isinstance(window, exp.Window) and isinstance(window.this, (exp.RowNumber, exp.DenseRank))
             and isinstance(node.expression, exp.Literal) and not node.expression.is_string):
         return node
-    return _numbering(window, types)
+    return _numbering(window, types, (exp.RowNumber, exp.DenseRank))
 
 
-def _numbering(window: exp.Window, types: dict[str, str]) -> exp.Expression | None:
-    """``ROW_NUMBER() OVER (PARTITION BY … ORDER BY …)`` and nothing else (no frame, no other
-    function): numbering rows cannot fail; its partition and order expressions must be total."""
-    if not isinstance(window.this, exp.RowNumber) or window.args.get("spec") is not None:
+def _numbering(window: exp.Window, types: dict[str, str],
+               functions: tuple[type, ...] = (exp.RowNumber,)) -> exp.Expression | None:
+    """``ROW_NUMBER() OVER (PARTITION BY … ORDER BY …)`` (or another of ``functions``) and nothing
+    else (no frame): numbering rows cannot fail; its partition and order expressions must be total."""
+    if not isinstance(window.this, functions) or window.args.get("spec") is not None:
         return window
     order = window.args.get("order")
     parts = list(window.args.get("partition_by") or []) + [o.this for o in (order.expressions if order else [])]
