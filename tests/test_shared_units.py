@@ -329,3 +329,62 @@ def test_the_joined_sql_passes_the_final_check_and_a_failing_unit_join_does_not(
     with pytest.raises(QueryRefused) as err:
         check_final(sql.replace("TRY_CAST(\"tailnum\"", "CAST(\"tailnum\"", 1), types)
     assert err.value.code == "DP122"
+
+
+def test_a_public_table_joined_through_the_joined_private_table_and_an_expression_key(tmp_path):
+    """``makers`` (public, key ``code``) joins from ``planes.manufacturer``: a lookup, each joined
+    row meets at most one maker; its ``country`` is a public key (the table's values). An
+    expression of the joined private table's declared key ranges over the image of its keyset."""
+    flights, planes = _fleet()
+    db, policy = _database(tmp_path, flights, planes)
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE makers(code VARCHAR, country VARCHAR)")
+    con.execute("INSERT INTO makers VALUES ('AIRBUS', 'EU'), ('BOEING', 'US'), ('EMBRAER', 'BR'), ('CESSNA', 'US')")
+    con.close()
+    policy.write_text(policy.read_text() + '[public_tables.makers]\nkey = "code"\n')
+    by_country = _answer(db, policy, "SELECT m.country, COUNT(DISTINCT f.tailnum) FROM flights f JOIN planes p "
+                         "ON f.tailnum = p.tailnum JOIN makers m ON p.manufacturer = m.code GROUP BY m.country ORDER BY 1")
+    by_lower = _answer(db, policy, "SELECT LOWER(p.manufacturer) AS m, COUNT(DISTINCT f.tailnum) FROM flights f "
+                       "JOIN planes p ON f.tailnum = p.tailnum GROUP BY 1 ORDER BY 1")
+    country = {"AIRBUS": "EU", "BOEING": "US", "EMBRAER": "BR", "CESSNA": "US"}
+    flown = {f[0] for f in flights if f[0] is not None}
+    units = {p[0]: p[1] for p in planes if p[0] in flown and p[1] is not None}  # one group per plane: κ binds nobody
+    assert by_country == [(c, sum(1 for m in units.values() if country[m] == c)) for c in ("BR", "EU", "US")]
+    assert by_lower == [(m.lower(), sum(1 for v in units.values() if v == m)) for m in MAKERS]
+
+
+def test_a_joined_table_of_one_row_per_unit_is_checked_as_alone(tmp_path):
+    """``planes`` declares one row per unit: a duplicated (or NULL) unit there is refused (DP401)
+    when a query joins it, as when it is queried alone — the policy of every table a query reads
+    is checked, not only the one in FROM."""
+    flights, planes = _fleet()
+    for extra in ([planes[0]], [(None, "BOEING", 10, "m0")]):
+        db, policy = _database(tmp_path, flights, planes + extra, name=f"d{len(extra[0][0] or '')}")
+        with pytest.raises(dpsql.DatabaseError) as err:
+            _answer(db, policy, BY_ORIGIN.format(where=""))
+        assert err.value.code == "DP401" and "planes" in str(err.value)
+    db, policy = _database(tmp_path, flights, planes, name="ok")
+    assert len(_answer(db, policy, BY_ORIGIN.format(where=""))) == 3
+
+
+def test_the_image_of_an_expression_key_is_its_own_tables(tmp_path):
+    """``LOWER(__j1_manufacturer) || origin`` is the same text whether ``__j1`` is the private
+    ``planes`` (keyset from the policy) or the public ``makers`` (its values): one connection's
+    cached image of the first must not answer for the second (pipeline/domain.py)."""
+    flights, planes = _fleet()
+    db, policy = _database(tmp_path, flights, planes)
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE makers(code VARCHAR, manufacturer VARCHAR)")
+    con.execute("INSERT INTO makers VALUES ('JFK', 'ATR'), ('EWR', 'ATR'), ('LGA', 'DASH')")
+    con.close()
+    policy.write_text(policy.read_text() + '[public_tables.makers]\nkey = "code"\n')
+    with dpsql.connect(db, policy, _random_source=seeded_random(3)) as c:
+        cur = c.cursor()
+        cur.execute("SELECT LOWER(p.manufacturer) || origin AS g, COUNT(DISTINCT f.tailnum) FROM flights f "
+                    "JOIN planes p ON f.tailnum = p.tailnum GROUP BY 1 ORDER BY 1")
+        first = [r[0] for r in cur.fetchall()]
+        cur.execute("SELECT LOWER(m.manufacturer) || origin AS g, COUNT(DISTINCT f.tailnum) FROM flights f "
+                    "JOIN makers m ON f.origin = m.code GROUP BY 1 ORDER BY 1")
+        second = [r[0] for r in cur.fetchall()]
+    assert first == sorted(m.lower() + o for m in MAKERS for o in ORIGINS)
+    assert second == sorted(m + o for m in ("atr", "dash") for o in ORIGINS)
