@@ -388,3 +388,16 @@ def test_the_image_of_an_expression_key_is_its_own_tables(tmp_path):
         second = [r[0] for r in cur.fetchall()]
     assert first == sorted(m.lower() + o for m in MAKERS for o in ORIGINS)
     assert second == sorted(m + o for m in ("atr", "dash") for o in ORIGINS)
+
+
+def test_the_joined_tables_unit_is_the_unit(tmp_path):
+    """``p.tailnum`` equals ``f.tailnum`` on every joined row (an exact equality), so it is the
+    unit: ``COUNT(DISTINCT p.tailnum)`` counts units, and WHERE on it filters units."""
+    flights, planes = _fleet()
+    db, policy = _database(tmp_path, flights, planes)
+    (a, b, n), = _answer(db, policy, "SELECT COUNT(DISTINCT p.tailnum), COUNT(DISTINCT f.tailnum), COUNT(*) "
+                         "FROM flights f JOIN planes p ON f.tailnum = p.tailnum WHERE p.tailnum <> 'HEAVY'")
+    joined = [f for f in flights if f[0] not in (None, "HEAVY") and any(p[0] == f[0] for p in planes)]
+    units = {f[0] for f in joined}
+    assert a == b == len(units) > 20
+    assert n == sum(min(sum(1 for f in joined if f[0] == u), K * R) for u in units)

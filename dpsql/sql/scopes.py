@@ -252,6 +252,9 @@ class Scopes:
                 names = " or ".join(f"{sorted(sc.qualifiers)[0]}.{name}" for sc in having)
                 raise self.refuse(col, "DP203", f"column {name!r} is in several tables of the join", f"qualify it: {names}.")
             found = having[0]
+        if self.shared_unit is not None and found.alias == self.shared_unit[1] and name == self.shared_unit[0].privacy_unit:
+            # the joined table's unit equals the first table's on every joined row (an exact equality): one unit column
+            return self.policy.tables[self.scopes[0].name].privacy_unit
         self.note_public(found.internal(name))
         return found.internal(name)
 
