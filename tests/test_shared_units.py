@@ -401,3 +401,17 @@ def test_the_joined_tables_unit_is_the_unit(tmp_path):
     units = {f[0] for f in joined}
     assert a == b == len(units) > 20
     assert n == sum(min(sum(1 for f in joined if f[0] == u), K * R) for u in units)
+
+
+def test_a_unit_whose_rows_multiply_to_a_million_moves_each_cell_by_its_cap(tmp_path):
+    """1,000 flights × 1,000 planes rows of one aircraft are 10^6 joined rows: the answer moves by
+    exactly the capped contribution of one unit (K·R rows, one unit, K·T seats) and no more."""
+    flights, planes = _fleet(planes_many=True)
+    big_f = [("BIG", "JFK", 1)] * 1000
+    big_p = [("BIG", "BOEING", 100, "m0")] * 1000
+    sql = "SELECT COUNT(*), COUNT(DISTINCT tailnum), SUM(seats) FROM flights JOIN planes USING (tailnum)"
+    db0, p0 = _database(tmp_path, flights, planes, name="small", planes_policy=PLANES_MANY)
+    db1, p1 = _database(tmp_path, flights + big_f, planes + big_p, name="big", planes_policy=PLANES_MANY)
+    (n0, u0, s0), = _answer(db0, p0, sql)
+    (n1, u1, s1), = _answer(db1, p1, sql)
+    assert (n1 - n0, u1 - u0, s1 - s0) == (K * 2, 1, K * T_SEATS)
