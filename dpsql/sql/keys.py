@@ -1,8 +1,8 @@
 """The GROUP BY keys of one query, checked against the policy.
 
 A key is a declared key column of the private table (or of a private table joined on the unit),
-a column of a joined public table, or an expression of those; it is public when every column it reads has a public keyset, otherwise
-its groups go through partition selection.
+a column of a joined public table, or an expression of those; it is public when every column it
+reads has a public keyset, otherwise its groups go through partition selection.
 """
 
 from __future__ import annotations
