@@ -415,3 +415,31 @@ def test_a_unit_whose_rows_multiply_to_a_million_moves_each_cell_by_its_cap(tmp_
     (n0, u0, s0), = _answer(db0, p0, sql)
     (n1, u1, s1), = _answer(db1, p1, sql)
     assert (n1 - n0, u1 - u0, s1 - s0) == (K * 2, 1, K * T_SEATS)
+
+
+def test_a_joined_measures_per_group_threshold_on_its_own_key(tmp_path):
+    """``planes.seats`` with a threshold of its own for BOEING (an override on planes'
+    ``manufacturer``): grouped by that key, each group's (unit, group) totals are top-coded at K
+    times the group's threshold, and its noise is calibrated to it (the receipt says so)."""
+    flights, planes = _fleet()
+    db, policy = _database(tmp_path, flights, planes)
+    text = policy.read_text().replace("seats = { threshold = 100 }",
+                                      'seats = { threshold = 100, overrides = { key = "manufacturer", '
+                                      'thresholds = { "BOEING" = 300 } } }')
+    assert text != policy.read_text()
+    policy.write_text(text)
+    con = dpsql.connect(db, policy, _random_source=seeded_random(11))
+    cur = con.cursor()
+    cur.execute("SELECT p.manufacturer, SUM(p.seats) FROM flights f JOIN planes p ON f.tailnum = p.tailnum "
+                "GROUP BY p.manufacturer ORDER BY 1")
+    answer, receipt = cur.fetchall(), cur.receipt
+    con.close()
+    records: dict[tuple, int] = {}
+    for f in flights:
+        for p in planes:
+            if f[0] is not None and f[0] == p[0] and p[1] in MAKERS:
+                records[(f[0], p[1])] = records.get((f[0], p[1]), 0) + (p[2] or 0)
+    cap = {"AIRBUS": K * 100, "BOEING": K * 300, "EMBRAER": K * 100}
+    assert answer == [(m, sum(min(v, cap[m]) for (u, g), v in records.items() if g == m)) for m in MAKERS]
+    assert any(v > K * 100 for (u, g), v in records.items() if g == "BOEING")  # the larger cap matters
+    assert sorted(receipt.noise[0].sensitivity) == [100.0, 300.0]  # the default and BOEING's
