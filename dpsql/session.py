@@ -211,7 +211,7 @@ class Session:
         if plan.finish is not None and plan.projection is None:  # and the finish's, on one row (finish.py)
             self._check(f"{d.query}\n-- finish: {plan.finish_sql}",
                         lambda: check_finish(plan, self.engine.describe(d.query)[:len(plan.keys)], self.finisher))
-        self.check_unit_column(plan.table.name)
+        self.check_unit_column(plan.table.name, *(j.table for j in plan.joins if j.table in self.policy.tables))
         if check_budget:  # a workload checks its whole charge instead (dpsql/workload/run.py)
             self.ledger.check(d.rho, d.delta)  # refuse early; the binding check is the charge itself
         return d
@@ -253,10 +253,10 @@ class Session:
                 check_record.RECORDS.add(key)
         self._twin_checked.add(query)
 
-    def check_unit_column(self, table: str) -> None:
+    def check_unit_column(self, *tables: str) -> None:
         """The data owner's declaration that the privacy unit is one row, checked once per table
-        (and, in the engine, once per process and data file)."""
-        if table not in self._units_checked:
+        (and, in the engine, once per process and data file): of every private table a plan reads."""
+        for table in (t for t in tables if t not in self._units_checked):
             check_units(self.policy, self.engine, table)
             self._units_checked.add(table)
 

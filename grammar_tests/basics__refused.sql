@@ -26,9 +26,13 @@ SELECT COUNT(*) FROM establishments UNION ALL SELECT COUNT(*) FROM devices;
 # error: DP102
 ATTACH 'other.duckdb';
 
-# title: join of two private tables
-# error: DP105
+# title: join of two private tables on their units, both one row per unit
+# error: DP217
 SELECT COUNT(*) FROM establishments a JOIN paper_table2 b ON a.id = b.id;
+
+# title: join of two private tables on a column that is not both units
+# error: DP105
+SELECT COUNT(*) FROM establishments a JOIN paper_table2 b ON a.naics2 = b.id;
 
 # title: window function
 # error: DP106

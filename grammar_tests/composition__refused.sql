@@ -95,11 +95,11 @@ SELECT COUNT(*) FROM (VALUES (1), (2)) AS t(x);
 WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT COUNT(*) FROM r;
 
 # title: inner join of two private tables
-# error: DP105
+# error: DP217
 SELECT COUNT(*) FROM establishments e JOIN devices d ON e.id = d.user_id;
 
 # title: left join of two private tables
-# error: DP105
+# error: DP217
 SELECT COUNT(*) FROM establishments e LEFT JOIN paper_table1 p ON e.id = p.id;
 
 # title: cross join
@@ -111,7 +111,7 @@ SELECT COUNT(*) FROM establishments CROSS JOIN devices;
 SELECT COUNT(*) FROM establishments, devices;
 
 # title: self join
-# error: DP105
+# error: DP217
 SELECT COUNT(*) FROM establishments a JOIN establishments b USING (id);
 
 # title: natural join

@@ -56,6 +56,7 @@ ORCON = "tests/test_oracles_consumed.py"
 WALL = "tests/test_server_wall.py"
 MANY = "tests/test_many_rows.py"
 MANYQ = "tests/test_many_rows_quantiles.py"
+SHARED = "tests/test_shared_units.py"
 
 
 @dataclass(frozen=True)
@@ -262,6 +263,32 @@ MUTATIONS: tuple[Mutation, ...] = (
                     'if not isinstance(window.this, exp.RowNumber) or window.args.get("spec") is not None:',
                     "if False:"),),
              (f"{MANY}::test_the_mixed_key_rank_passes_the_final_check_and_tampered_forms_do_not",)),
+    # ------------------------------------------------------------------ private tables joined on the unit (sql/scopes.py)
+    Mutation("shared_units_join_on_any_column",
+             "two private tables joined on a column that is not both units: a row meets rows of other units, "
+             "so one unit's removal changes other units' joined rows",
+             (Patch("dpsql/sql/scopes.py", "        if left != first.privacy_unit or mine[0].name.lower() != other.privacy_unit:",
+                    "        if left is None:"),),
+             (f"{SHARED}::test_joins_of_private_tables_other_than_on_the_units_are_refused_free",)),
+    Mutation("shared_units_inexact_unit_equality",
+             "unit columns joined by an inexact equality (a DOUBLE with a BIGINT): two units of one table meet "
+             "one unit of the other, and removing one of them changes part of another unit's rows",
+             (Patch("dpsql/sql/scopes.py", 'if not (a.kind == b.kind == "text" or {a.kind, b.kind} <= {"int", "decimal"}):',
+                    'if not (a.kind == b.kind == "text" or {a.kind, b.kind} <= {"int", "decimal", "float"}):'),),
+             (f"{SHARED}::test_unit_columns_that_cannot_match_exactly_are_refused_before_reading",)),
+    Mutation("shared_units_private_column_as_public_key",
+             "a column of the private table joined on the unit, with no keyset, is grouped by as if it were a "
+             "public table's column: its private values become the released groups",
+             (Patch("dpsql/sql/keys.py", " or name in scopes.scopes[0].columns or name in scopes.private_names:",
+                    " or name in scopes.scopes[0].columns:"),),
+             (f"{SHARED}::test_joins_of_private_tables_other_than_on_the_units_are_refused_free",)),
+    Mutation("shared_units_private_values_read_as_keyset",
+             "the joined private table's columns are listed as public columns: a declared key's groups are read "
+             "from its private rows (which makers exist) instead of the policy's keyset",
+             (Patch("dpsql/sql/planner.py", " for j in joins for c in j.columns if policy.table(j.table) is None}",
+                    " for j in joins for c in j.columns}"),),
+             (f"{SHARED}::test_answers_equal_the_joined_two_level_oracle",
+              f"{SHARED}::test_the_joined_tables_plan_record_reads_back_the_joined_policy")),
     Mutation("capped_null_becomes_minus_cap",
              "with max_splits a NULL measure is top-coded to −K·T (DuckDB's GREATEST skips NULL): its record moves "
              "a SUM by K splits while P(r) charges one",

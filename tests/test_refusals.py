@@ -47,7 +47,8 @@ CASES = [
     ("SELECT COUNT(*) FROM read_csv('/etc/passwd')", "DP107"),
     ("SELECT COUNT(*) FROM '/etc/passwd'", "DP107"),
     ("SELECT COUNT(*) FROM glob('*')", "DP107"),
-    ("SELECT COUNT(*) FROM establishments e JOIN devices d ON e.id = d.user_id", "DP105"),
+    ("SELECT COUNT(*) FROM establishments e JOIN devices d ON e.state = d.device_model", "DP105"),
+    ("SELECT COUNT(*) FROM establishments e JOIN devices d ON e.id = d.user_id", "DP217"),  # both one row per unit
     ("SELECT COUNT(*) FROM (SELECT state, COUNT(*) FROM establishments GROUP BY state)", "DP104"),
     ("WITH x AS (SELECT payann * 2 AS p FROM establishments) SELECT SUM(p) FROM x", "DP104"),
     ("SELECT COUNT(*) FROM establishments WHERE payann > (SELECT 1)", "DP104"),

@@ -127,7 +127,8 @@ class PublicDomain:
         """
         if key.plain:
             return self.source_keyset(plan, key.sources[0])
-        cache = (plan.table.name, key.text)
+        # the joined tables too: ``__j1_name`` is a column of whichever table a query joins first
+        cache = (plan.table.name, key.text, tuple(j.table for j in plan.joins))
         hit = self._images.get(cache)
         if hit is not None:
             return hit

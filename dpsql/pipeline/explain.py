@@ -71,9 +71,13 @@ def explain(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, doma
         notes.append(f"at most {shown} groups of {', '.join(k.label for k in plan.private_keys)} are shown"
                      + (" per group of the public keys" if public else "")
                      + ": what the memory a query may take holds (limits.query_memory_mib)")
-    if plan.joins:
-        notes.append("joined public tables: " + ", ".join(f"{j.table} ({j.side} JOIN on its key {j.key})" for j in plan.joins)
+    public_joins = [j for j in plan.joins if j.table not in policy.tables]
+    if public_joins:
+        notes.append("joined public tables: " + ", ".join(f"{j.table} ({j.side} JOIN on its key {j.key})" for j in public_joins)
                      + "; each private row meets at most one of their rows, so nothing costs more")
+    for j in (j for j in plan.joins if j.table in policy.tables):  # scopes.add_unit_join
+        notes.append(f"joined private table: {j.table} on the privacy units ({plan.table.privacy_unit} = {j.table}.{j.key}); "
+                     f"every joined row belongs to the unit both of its rows hold, at most {plan.table.max_groups} groups each")
     return Explanation(sql=sql, table=plan.table.name, keys=tuple(k.label for k in plan.keys), public_keys=public,
                        exact_sql=exact_sql(plan, schema), reference_sql=reference_sql(plan, schema),
                        selection=selection, delta=delta_sel if plan.private_keys else Fraction(0),

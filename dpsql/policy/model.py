@@ -211,6 +211,30 @@ class TablePolicy:
         return "private: WHERE only"
 
 
+def _least(*values: int | None) -> int | None:
+    declared = [v for v in values if v is not None]
+    return min(declared) if declared else None
+
+
+def joined_table(first: TablePolicy, joined: TablePolicy, alias: str) -> TablePolicy:
+    """The relation ``first JOIN joined`` on their privacy units (issue 31; docs/privacy.md,
+    "Private tables that share the unit") as one table with many rows per unit: its unit is
+    ``first``'s, every joined row belongs to the unit both rows hold, and ``joined``'s measures
+    and keys appear under the internal names of its columns (``alias_column``, as the plan names
+    them). κ, row_threshold and max_splits are the smallest either table declares: each only
+    bounds what a query lets a unit contribute, and the query enforces whichever it uses."""
+    def inner(column: str) -> str:
+        return f"{alias}_{column}"
+
+    measures = dict(first.measures)
+    for name, m in joined.measures.items():
+        override = None if m.override is None else ThresholdOverride(inner(m.override.key), m.override.thresholds)
+        measures[inner(name)] = Measure(inner(name), m.threshold, m.granularity, override, m.grid)
+    keys = {**first.keys, **{inner(name): Key(inner(name), k.keyset, k.range, k.grain) for name, k in joined.keys.items()}}
+    return TablePolicy(first.name, first.privacy_unit, measures, keys, _least(first.max_splits, joined.max_splits),
+                       _least(first.max_groups, joined.max_groups), _least(first.row_threshold, joined.row_threshold))
+
+
 @dataclass(frozen=True)
 class PublicTable:
     """A table whose rows the data owner declares public (a code list, a geography), joined

@@ -42,7 +42,7 @@ from importlib.machinery import PathFinder
 from pathlib import Path
 from typing import Any
 
-from dpsql.policy.model import Policy
+from dpsql.policy.model import Policy, joined_table
 from dpsql.records.store import Documents
 from dpsql.sql.plan import GroupKey, Join, OutputColumn, Plan, Primitive
 
@@ -152,10 +152,13 @@ def encode(plan: Plan) -> dict[str, Any]:
 
 def decode(doc: dict[str, Any], policy: Policy) -> Plan:
     """The plan :func:`encode` wrote, its table the policy's (the key holds the policy's digest)."""
+    table = policy.tables[doc["table"]]
+    for t, alias, *_ in doc["joins"]:  # a private table joined on the unit (scopes.add_unit_join)
+        table = joined_table(table, policy.tables[t], alias) if t in policy.tables else table
     keys = tuple(GroupKey(name, None, label, tuple(sources), bool(public), column, text=text, bounded_text=bounded,
                           plain=bool(plain)) for name, label, sources, public, column, text, bounded, plain in doc["keys"])
     return Plan(
-        sql=doc["sql"], table=policy.tables[doc["table"]], where=None, keys=keys,
+        sql=doc["sql"], table=table, where=None, keys=keys,
         primitives=tuple(Primitive(kind, column, shown, bool(distinct), None if q is None else Fraction(q))
                          for kind, column, shown, distinct, q in doc["primitives"]),
         finish=None,

@@ -1,8 +1,8 @@
 """The GROUP BY keys of one query, checked against the policy.
 
-A key is a declared key column of the private table, a column of a joined public table, or an
-expression of those; it is public when every column it reads has a public keyset, otherwise
-its groups go through partition selection.
+A key is a declared key column of the private table (or of a private table joined on the unit),
+a column of a joined public table, or an expression of those; it is public when every column it
+reads has a public keyset, otherwise its groups go through partition selection.
 """
 
 from __future__ import annotations
@@ -49,10 +49,10 @@ def group_keys(select: exp.Select, table: TablePolicy, scopes: Scopes, items: li
         for name in sources:
             if name in table.keys:
                 public = public and table.keys[name].public
-            elif name not in scopes.columns or name in scopes.scopes[0].columns:
-                declared = ", ".join(sorted(table.keys)) or "none"
-                joined = [f"{sc.name}.*" for sc in scopes.scopes[1:]]
-                raise scopes.refuse(g, "DP206", f"column {name!r} is not a group-by key of {table.name!r} in the policy",
+            elif name not in scopes.columns or name in scopes.scopes[0].columns or name in scopes.private_names:
+                declared = ", ".join(sorted(scopes.shown(k) for k in table.keys)) or "none"
+                joined = [f"{sc.name}.*" for sc in scopes.scopes[1:] if scopes.policy.table(sc.name) is None]
+                raise scopes.refuse(g, "DP206", f"column {scopes.shown(name)!r} is not a group-by key of {table.name!r} in the policy",
                                     f"group by the declared keys ({declared}){', columns of ' + ', '.join(joined) if joined else ''}"
                                     " or expressions of them.")
         if expr.sql("duckdb") in {k.expr.sql("duckdb") for k in keys}:

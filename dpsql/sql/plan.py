@@ -71,7 +71,8 @@ def count_sensitivity(table: TablePolicy, p: Primitive) -> int:
 class Join:
     """A public table joined to the query's private table (or to a public table joined before
     it) on the public table's unique key: a lookup, so every private row still contributes
-    to at most one row of the joined relation and its sensitivity is unchanged. Its columns
+    to at most one row of the joined relation and its sensitivity is unchanged. Or a second
+    private table joined on the privacy units (``key`` its unit; ``scopes.add_unit_join``). Its columns
     appear in the plan under internal names (``alias_column``), so they can never be
     confused with the private table's columns."""
 
@@ -154,9 +155,10 @@ class Plan:
     #: what partition selection counts per group ("units" or "split_rows"); None without private keys
     selection_count: str | None = None
     joins: tuple[Join, ...] = ()
-    #: internal name -> DuckDB type of every joined public column the plan may read
+    #: internal name -> DuckDB type of every joined column the plan may read (of a public table, or
+    #: of a private table joined on the unit: ``table`` is then ``policy.joined_table`` of the two)
     public_types: dict[str, str] = field(default_factory=dict)
-    #: internal name -> (public table, column)
+    #: internal name -> (public table, column); never a column of a private table
     public_columns: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: what the finish stage runs, derived from ``finish`` when the plan is made
     #: (:func:`dpsql.sql.finish_forms.forms`): its SQL with the row column, its output names, and

@@ -58,7 +58,8 @@ def build_plan(select: exp.Select, sql: str, policy: Policy, schema: dict[str, d
     joins = tuple(Join(j.table, j.alias, j.side, j.left, j.key,
                        tuple(dict.fromkeys([j.key, *scopes.used_public.get(j.alias, [])]))) for j in scopes.joins)
     public_types = {j.internal(c): scopes.columns[j.internal(c)] for j in joins for c in j.columns}
-    public_columns = {j.internal(c): (j.table, c) for j in joins for c in j.columns}
+    # a private table joined on the unit is no public data: its columns are never read as keysets
+    public_columns = {j.internal(c): (j.table, c) for j in joins for c in j.columns if policy.table(j.table) is None}
     private = any(not k.public for k in keys)
     finish_sql, finish_names, projection = forms(finish, tuple(outputs))
     return Plan(sql=sql, table=table, where=where_expr, keys=tuple(keys),

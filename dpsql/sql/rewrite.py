@@ -280,4 +280,4 @@ def _row_parts(plan: Plan, schema: dict[str, str]) -> units.RowParts:
     types = {**schema, **plan.public_types}
     return units.RowParts(keys=[key_sql(k, types) for k in plan.keys], source=from_sql(plan, types),
                           where=_where_sql(plan, types),
-                          value=lambda name: value_sql(plan.table.measures[name], schema[name], None))
+                          value=lambda name: value_sql(plan.table.measures[name], types[name], None))

@@ -1,9 +1,10 @@
 """The tables one query reads and how its column names resolve.
 
-The private table in FROM and the public tables joined to it on their key (each a *scope*);
-every column the query names resolves here to its internal name (a joined public column is
-``__j1_col``), and the checks that need the columns' types (join kinds, text compared with a
-number) are made here, from the query and the schema alone.
+The private table in FROM, the public tables joined to it on their key and at most one other
+private table joined on the privacy units (each a *scope*); every column the query names
+resolves here to its internal name (a joined table's column is ``__j1_col``), and the checks
+that need the columns' types (join kinds, text compared with a number) are made here, from the
+query, the policy and the schema alone.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dpsql.errors import QueryRefused
-from dpsql.policy.model import Policy, PublicTable, TablePolicy
+from dpsql.policy.model import Policy, PublicTable, TablePolicy, joined_table
 from dpsql.sql.parse import position
 from dpsql.sql.plan import Join
+from dpsql.sql.sql_types import sql_type
 
 
 def try_casts(tree: exp.Expression) -> exp.Expression:
@@ -61,6 +63,8 @@ class Scopes:
         self.scopes: list[Scope] = []
         self.columns: dict[str, str] = {}  # internal name -> type, of every table in scope
         self.public_names: dict[str, tuple[Scope, str]] = {}  # internal name -> (public table, column)
+        self.private_names: dict[str, tuple[Scope, str]] = {}  # the same, of a private table joined on the unit
+        self.shared_unit: tuple[TablePolicy, str] | None = None  # that table's policy and alias
         self.joins: list[Join] = []
         self.using: set[str] = set()
         self.used_public: dict[str, list[str]] = {}  # public table -> columns read
@@ -108,14 +112,13 @@ class Scopes:
         self.add_scope(Scope(name, {table.alias.lower()} if table.alias else {name}, self.schema[name]))
         for i, join in enumerate(joins, start=1):
             self.add_join(join, i)
-        return tp
+        return tp if self.shared_unit is None else joined_table(tp, *self.shared_unit)
 
     def add_join(self, join: exp.Join, i: int) -> None:
         table = join.this
         name = self.check_table_name(table)
         if self.policy.table(name) is not None:
-            raise self.refuse(table, "DP105", f"joins of two private tables ({self.scopes[0].name} and {name}) are not supported",
-                              "join public tables declared in the policy's [public_tables] only; query each private table on its own.")
+            return self.add_unit_join(join, i)
         public: PublicTable = self.policy.public_table(name)
         if any(sc.name == name for sc in self.scopes):
             raise self.refuse(table, "DP105", f"the public table {name!r} is joined twice", "join each public table once.")
@@ -158,12 +161,69 @@ class Scopes:
         self.joins.append(Join(name, alias, side, left, public.key, ()))
         self.add_scope(scope)
 
-    def add_scope(self, scope: Scope) -> None:
+    def add_unit_join(self, join: exp.Join, i: int) -> None:
+        """A second private table, joined to the one in FROM on their privacy units (issue 31;
+        docs/privacy.md, "Private tables that share the unit"). An inner equality of the two unit
+        columns keeps every joined row attributed to the one unit both of its rows hold, so
+        removing a unit from either table (or both) removes exactly that unit's joined rows. A
+        join on any other column (a row would then meet rows of other units), a LEFT join (a
+        unit of the joined table would change other rows' values, not remove its own) and unit
+        columns whose equality is not exact (floating point, text with a number) are refused,
+        from the query, the policy and the schema alone."""
+        table, first = join.this, self.policy.tables[self.scopes[0].name]
+        name, other = table.name.lower(), self.policy.tables[table.name.lower()]
+        both = f"{first.name}.{first.privacy_unit} = {name}.{other.privacy_unit}"
+        hint = (f"join two private tables on their privacy units only: ... JOIN {name} ON {both} "
+                "(other conditions go in WHERE; docs/sql.md, \"Private tables that share the unit\").")
+        if self.shared_unit is not None or name == first.name:
+            what = "joined to itself" if name == first.name else "a third private table of the query"
+            raise self.refuse(table, "DP217", f"the private table {name!r} is {what}: a query reads at most two "
+                              "private tables, each once", "query at most two private tables, joined on their units.")
+        if (join.side or "").upper() == "LEFT":
+            raise self.refuse(join, "DP217", f"a LEFT JOIN of the private table {name!r} is not supported", hint)
+        qualifiers = {table.alias.lower()} if table.alias else {name}
+        if qualifiers & {q for sc in self.scopes for q in sc.qualifiers}:
+            raise self.refuse(table, "DP105", f"the name {sorted(qualifiers)[0]!r} names two tables of the join",
+                              "give each table its own alias (FROM flights f JOIN planes p ON ...).")
+        scope = Scope(name, qualifiers, self.schema[name], f"__j{i}")
+        using, cond = join.args.get("using"), join.args.get("on")
+        while isinstance(cond, exp.Paren):
+            cond = cond.this
+        if using:
+            sides = [exp.column(u.name, table=sorted(sc.qualifiers)[0]) for u in using[:1] for sc in (self.scopes[0], scope)]
+            sides = sides if len(using) == 1 else []
+        else:
+            sides = [cond.this, cond.expression] if isinstance(cond, exp.EQ) else []
+        if not all(isinstance(c, exp.Column) and not isinstance(c.this, exp.Star) for c in sides):
+            sides = []
+        mine = [c for c in sides if (c.table.lower() in qualifiers if c.table
+                                     else c.name.lower() in scope.columns and not self.in_scopes(c.name.lower()))]
+        theirs = [c for c in sides if c not in mine]
+        left = self.resolve(theirs[0], self.scopes) if len(mine) == len(theirs) == 1 else None
+        if left != first.privacy_unit or mine[0].name.lower() != other.privacy_unit:
+            raise self.refuse(join, "DP105", f"a join of the private tables {first.name!r} and {name!r} must match their "
+                              f"privacy units ({both}): on any other column a row meets rows of other units", hint)
+        a, b = sql_type(self.columns[left]), sql_type(scope.columns[other.privacy_unit])
+        if not (a.kind == b.kind == "text" or {a.kind, b.kind} <= {"int", "decimal"}):
+            raise self.refuse(join, "DP217", f"the units {first.name}.{first.privacy_unit} ({a.name}) and "
+                              f"{name}.{other.privacy_unit} ({b.name}) cannot be matched exactly",
+                              "units are joined when both are text, or both integers or decimals: the data owner "
+                              "declares unit columns of such types.")
+        if first.max_groups is None and other.max_groups is None:
+            raise self.refuse(table, "DP217", f"a join of {first.name!r} and {name!r}, both one row per unit, is not answered yet",
+                              "query each table on its own, or the data owner declares max_groups on one of them (docs/policy.md).")
+        if using:
+            self.using.add(other.privacy_unit)
+        self.joins.append(Join(name, scope.alias or "", "INNER", left, other.privacy_unit, ()))
+        self.shared_unit = (other, scope.alias or "")
+        self.add_scope(scope, private=True)
+
+    def add_scope(self, scope: Scope, private: bool = False) -> None:
         self.scopes.append(scope)
         for column, sql_type in scope.columns.items():
             self.columns[scope.internal(column)] = sql_type
             if scope.alias is not None:
-                self.public_names[scope.internal(column)] = (scope, column)
+                (self.private_names if private else self.public_names)[scope.internal(column)] = (scope, column)
 
     def in_scopes(self, column: str) -> bool:
         return any(column in sc.columns for sc in self.scopes)
@@ -192,21 +252,24 @@ class Scopes:
                 names = " or ".join(f"{sorted(sc.qualifiers)[0]}.{name}" for sc in having)
                 raise self.refuse(col, "DP203", f"column {name!r} is in several tables of the join", f"qualify it: {names}.")
             found = having[0]
+        if self.shared_unit is not None and found.alias == self.shared_unit[1] and name == self.shared_unit[0].privacy_unit:
+            # the joined table's unit equals the first table's on every joined row (an exact equality): one unit column
+            return self.policy.tables[self.scopes[0].name].privacy_unit
         self.note_public(found.internal(name))
         return found.internal(name)
 
     def note_public(self, internal: str) -> None:
-        """Remember that the query reads a public column (the join projects only those)."""
-        if internal in self.public_names:
-            scope, column = self.public_names[internal]
+        """Remember that the query reads a joined table's column (the join projects only those)."""
+        if internal in self.public_names or internal in self.private_names:
+            scope, column = self.public_names.get(internal) or self.private_names[internal]
             cols = self.used_public.setdefault(scope.alias, [])
             if column not in cols:
                 cols.append(column)
 
     def shown(self, internal: str) -> str:
         """How an internal column name is shown to the analyst: ``__j1_region`` -> ``states.region``."""
-        if internal in self.public_names:
-            scope, column = self.public_names[internal]
+        if internal in self.public_names or internal in self.private_names:
+            scope, column = self.public_names.get(internal) or self.private_names[internal]
             return f"{scope.name}.{column}"
         return internal
 
