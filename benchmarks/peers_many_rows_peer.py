@@ -1,0 +1,157 @@
+"""One peer of the aircraft-level study (benchmarks/peers_many_rows.py), run by the PEERS' Python
+(a venv with smartnoise-sql, pipeline-dp, tmlt.analytics), never the product's:
+
+    /work/peers-venv/bin/python benchmarks/peers_many_rows_peer.py PEER flights.csv spec.json out.json
+
+PEER is smartnoise, pipelinedp or tumult. spec.json (written by the study) gives per grouping its
+GROUP BY columns, κ, R, the (ε, δ) to spend and the public keys (None: a private key). Each peer
+answers each grouping's COUNT(*), AVG(arr_delay), SUM(distance) as one question at (ε, δ) under
+its own accounting, and MEDIAN(dep_delay) as a second question at (ε, δ), for ``trials`` runs at
+each of its truncation settings (a small grid around R: the best is reported, which favours
+the peer: a data owner without the private data could not pick it). Output:
+{grouping: {aggregate@setting: [ {group: value}, ... ]}}; a question the peer does not offer is
+left out. Imports nothing from dpsql.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from typing import Any
+
+import pandas as pd
+
+
+def grid(R: int) -> list[int]:
+    """Per-unit row bounds tried: around dpsql's R, as the peers' docs suggest choosing a bound
+    near the typical contribution."""
+    return sorted({max(1, R // 4), max(1, R // 2), R, 2 * R})
+
+
+def key_of(row: Any, by: list[str]) -> str:
+    return "|".join(str(row[c]) for c in by)
+
+
+def smartnoise(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    import snsql
+    from snsql import Privacy
+
+    bounds, out = spec["bounds"], {}
+    for name, g in spec["groupings"].items():
+        eps, delta = g["budget"]
+        by = ", ".join(g["by"])
+        res: dict[str, list[Any]] = {}
+        # max_ids bounds a unit's rows in the whole table (reservoir sampling), not per group:
+        # the grid is around the rows a unit has in its κ groups at R each.
+        for m in sorted({max(1, g["R"] * g["kappa"] // 4), max(1, g["R"] * g["kappa"] // 2), g["R"] * g["kappa"], 2 * g["R"] * g["kappa"]}):
+            table = {"max_ids": m, "row_privacy": False, "censor_dims": g["public"] is None,
+                     "tailnum": {"type": "string", "private_id": True}, "carrier": {"type": "string"},
+                     "month": {"type": "int"}, "origin": {"type": "string"}, "dest": {"type": "string"},
+                     "arr_delay": {"type": "int", "lower": bounds["arr_delay"][0], "upper": bounds["arr_delay"][1]},
+                     "distance": {"type": "int", "lower": bounds["distance"][0], "upper": bounds["distance"][1]}}
+            meta = {"flights": {"flights": {"flights": table}}}
+            sql = f"SELECT {by}, COUNT(*) AS n, AVG(arr_delay) AS d, SUM(distance) AS s FROM flights.flights GROUP BY {by}"
+            probe = snsql.from_df(df, privacy=Privacy(epsilon=1.0, delta=delta), metadata=meta)
+            cost_eps, cost_delta = probe.get_privacy_cost(sql)  # its own accounting of this query at ε = 1
+            reader = snsql.from_df(df, privacy=Privacy(epsilon=eps / cost_eps, delta=delta * min(1.0, delta / max(cost_delta, 1e-300))),
+                                   metadata=meta)
+            spent = reader.get_privacy_cost(sql)
+            assert spent[0] <= eps * (1 + 1e-9) and spent[1] <= delta * (1 + 1e-9), (spent, eps, delta)
+            for a in ("count", "avg_arr_delay", "sum_distance"):
+                res.setdefault(f"{a}@max_ids={m}", [])
+            for _ in range(spec["trials"]):
+                rows = reader.execute(sql)
+                head, body = rows[0], rows[1:]
+                idx = {c: head.index(c) for c in (*g["by"], "n", "d", "s")}
+                for a, col in (("count", "n"), ("avg_arr_delay", "d"), ("sum_distance", "s")):
+                    res[f"{a}@max_ids={m}"].append({"|".join(str(r[idx[c]]) for c in g["by"]): r[idx[col]] for r in body})
+        out[name] = res
+    return out
+
+
+def pipelinedp(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
+    import pipeline_dp
+
+    bounds, out = spec["bounds"], {}
+    records = df.to_dict("records")
+    for name, g in spec["groupings"].items():
+        eps, delta = g["budget"]
+        by = g["by"]
+        public = None
+        if g["public"] is not None:
+            lists = [g["public"][c] for c in by]
+            public = ["|".join(str(v) for v in combo) for combo in _product(lists)]
+        res: dict[str, list[Any]] = {}
+        for c in grid(g["R"]):
+            tag = f"max_partitions={g['kappa']},max_per_partition={c}"
+            for _ in range(spec["trials"]):
+                # one question: COUNT, MEAN(arr_delay), SUM(distance) under one accountant at (ε, δ)
+                acc = pipeline_dp.NaiveBudgetAccountant(total_epsilon=eps, total_delta=delta)
+                engine = pipeline_dp.DPEngine(acc, pipeline_dp.LocalBackend())
+                ex = lambda col: pipeline_dp.DataExtractors(privacy_id_extractor=lambda r: r["tailnum"],  # noqa: E731
+                                                          partition_extractor=lambda r: key_of(r, by),
+                                                          value_extractor=lambda r: r[col] if col else 0)
+                common = dict(max_partitions_contributed=g["kappa"], max_contributions_per_partition=c)
+                calls = [("count", records, pipeline_dp.AggregateParams(metrics=[pipeline_dp.Metrics.COUNT],
+                                                                           noise_kind=pipeline_dp.NoiseKind.GAUSSIAN, **common), None),
+                         ("avg_arr_delay", [r for r in records if not _nan(r["arr_delay"])],
+                          pipeline_dp.AggregateParams(metrics=[pipeline_dp.Metrics.MEAN], noise_kind=pipeline_dp.NoiseKind.GAUSSIAN,
+                                                      min_value=bounds["arr_delay"][0], max_value=bounds["arr_delay"][1], **common), "arr_delay"),
+                         ("sum_distance", records, pipeline_dp.AggregateParams(
+                             metrics=[pipeline_dp.Metrics.SUM], noise_kind=pipeline_dp.NoiseKind.GAUSSIAN,
+                             min_value=bounds["distance"][0], max_value=bounds["distance"][1], **common), "distance")]
+                lazy = [(a, engine.aggregate(rows, params, ex(col), public_partitions=public)) for a, rows, params, col in calls]
+                acc.compute_budgets()
+                for a, result in lazy:
+                    res.setdefault(f"{a}@{tag}", []).append({k: _metric(v) for k, v in result})
+            for _ in range(spec["trials"]):  # MEDIAN(dep_delay): its own question at (ε, δ)
+                acc = pipeline_dp.NaiveBudgetAccountant(total_epsilon=eps, total_delta=delta)
+                engine = pipeline_dp.DPEngine(acc, pipeline_dp.LocalBackend())
+                params = pipeline_dp.AggregateParams(metrics=[pipeline_dp.Metrics.PERCENTILE(50)], min_value=bounds["dep_delay"][0],
+                                                     max_value=bounds["dep_delay"][1], max_partitions_contributed=g["kappa"],
+                                                     max_contributions_per_partition=c)
+                result = engine.aggregate([r for r in records if not _nan(r["dep_delay"])], params, ex("dep_delay"),
+                                          public_partitions=public)
+                acc.compute_budgets()
+                res.setdefault(f"median_dep_delay@{tag}", []).append({k: _metric(v) for k, v in result})
+        out[name] = res
+    return out
+
+
+def _product(lists: list[list[Any]]) -> list[tuple[Any, ...]]:
+    out: list[tuple[Any, ...]] = [()]
+    for values in lists:
+        out = [(*p, v) for p in out for v in values]
+    return out
+
+
+def _nan(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _metric(v: Any) -> float:
+    """The one metric of a PipelineDP result tuple (count, sum, mean or percentile)."""
+    return float(next(iter(v._asdict().values())) if hasattr(v, "_asdict") else v)
+
+
+PEERS = {"smartnoise": smartnoise, "pipelinedp": pipelinedp}
+
+
+def main() -> int:
+    peer, csv_path, spec_path, out_path = sys.argv[1:5]
+    spec = json.loads(open(spec_path).read())
+    df = pd.read_csv(csv_path)
+    for c in ("arr_delay", "dep_delay"):
+        df[c] = df[c].astype("Int64").astype(object).where(df[c].notna(), None)
+    t0 = time.perf_counter()
+    out = PEERS[peer](df, spec)
+    out["_seconds"] = time.perf_counter() - t0
+    with open(out_path, "w") as f:
+        json.dump(out, f)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
