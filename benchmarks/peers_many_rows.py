@@ -163,14 +163,14 @@ def run_dpsql(db: Path, folder: Path, grouping: str, trials: int) -> dict[str, A
 
 
 def run_peers(python: str, csv_path: Path, folder: Path, trials: int, peers: list[str], timeout: int,
-              groupings: list[str], reuse: bool = False) -> dict[str, Any]:
+              groupings: list[str], reuse: bool = False, grid: str = "full") -> dict[str, Any]:
     """Each peer in the peers' venv: {peer: {grouping: {"aggregate@setting": [answers]}}} or a reason."""
     script = Path(__file__).with_name("peers_many_rows_peer.py")
     spec = {g: {"by": v["by"], "kappa": v["kappa"], "R": v["R"], "budget": peer_budget(g),
                 "public": None if g == "dest" else {"carrier": CARRIERS, "month": list(range(1, 13)), "origin": ORIGINS}}
             for g, v in GROUPINGS.items() if g in groupings}
     spec_file = folder / "peer_spec.json"
-    spec_file.write_text(json.dumps({"groupings": spec, "trials": trials, "rho_unit": float(RHO_UNIT), "bounds": {
+    spec_file.write_text(json.dumps({"groupings": spec, "trials": trials, "grid": grid, "rho_unit": float(RHO_UNIT), "bounds": {
         "distance": [0, 5000], "arr_delay": [-90, 360], "dep_delay": list(DELAY_RANGE)}}))
     out: dict[str, Any] = {}
     for peer in peers:
@@ -275,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--groupings", default=",".join(GROUPINGS), help="comma-separated subset of " + ",".join(GROUPINGS))
     ap.add_argument("--trials", type=int, default=20, help="dpsql's runs per question")
     ap.add_argument("--peer-trials", type=int, default=None, help="each peer's runs per question and setting (default --trials)")
+    ap.add_argument("--peer-grid", choices=("full", "R"), default="full", help="peers' row bounds: R/2, R, 2R or R alone")
     ap.add_argument("--reuse-peers", action="store_true", help="read a peer's answers from --dir/peer_<name>.json when there")
     ap.add_argument("--timeout", type=int, default=3600, help="seconds per peer")
     ap.add_argument("--out", type=Path, default=None, help="folder for peers_many_rows.csv and .md")
@@ -292,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     peers = [p for p in args.peers.split(",") if p]
     if peers:
         results.update(run_peers(args.peers_python, args.dir / "flights.csv", args.dir, args.peer_trials or args.trials, peers,
-                                 args.timeout, groupings, args.reuse_peers))
+                                 args.timeout, groupings, args.reuse_peers, args.peer_grid))
     methods = ["dpsql", *peers]
     table = []
     for g in groupings:

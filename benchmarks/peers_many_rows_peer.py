@@ -24,10 +24,20 @@ from typing import Any
 import pandas as pd
 
 
+GRID = {"full": lambda R: sorted({max(1, R // 2), R, 2 * R}), "R": lambda R: [R]}
+_SPEC: dict[str, Any] = {}
+
+
 def grid(R: int) -> list[int]:
-    """Per-unit row bounds tried: around dpsql's R, as the peers' docs suggest choosing a bound
-    near the typical contribution."""
-    return sorted({max(1, R // 2), R, 2 * R})
+    """Per-unit row bounds tried: around dpsql's R (R/2, R, 2R; only R with ``--peer-grid R``), as
+    the peers' docs suggest choosing a bound near the typical contribution."""
+    return GRID[_SPEC.get("grid", "full")](R)
+
+
+def _save(spec: dict[str, Any], out: dict[str, Any]) -> None:
+    """Write the groupings answered so far: a run stopped midway keeps them."""
+    with open(spec["_out"], "w") as f:
+        json.dump(out, f)
 
 
 def key_of(row: Any, by: list[str]) -> str:
@@ -70,6 +80,7 @@ def smartnoise(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
                 for a, col in (("count", "n"), ("avg_arr_delay", "d"), ("sum_distance", "s")):
                     res[f"{a}@max_ids={m}"].append({"|".join(str(r[idx[c]]) for c in cols): r[idx[col]] for r in body})
         out[name] = res
+        _save(spec, out)
     return out
 
 
@@ -119,6 +130,7 @@ def pipelinedp(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
                 acc.compute_budgets()
                 res.setdefault(f"median_dep_delay@{tag}", []).append({k: _metric(v) for k, v in result})
         out[name] = res
+        _save(spec, out)
     return out
 
 
@@ -196,6 +208,7 @@ def tumult(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
                         res.setdefault(f"{a}@{tag}", []).append({str(k): float(v) for k, v in zip(answer[gcol], answer["v"])})
         sdf.unpersist()
         out[name] = res
+        _save(spec, out)
     spark.stop()
     return out
 
@@ -206,6 +219,8 @@ PEERS = {"smartnoise": smartnoise, "pipelinedp": pipelinedp, "tumult": tumult}
 def main() -> int:
     peer, csv_path, spec_path, out_path = sys.argv[1:5]
     spec = json.loads(open(spec_path).read())
+    spec["_out"] = out_path
+    _SPEC.update(spec)
     df = pd.read_csv(csv_path)
     for c in ("arr_delay", "dep_delay"):
         df[c] = df[c].astype("Int64").astype(object).where(df[c].notna(), None)
