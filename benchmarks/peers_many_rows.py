@@ -208,6 +208,17 @@ def median_relative_error(runs: Any, true: dict[str, float]) -> float | str:
     return statistics.median(errs) if errs else "no answer"
 
 
+def released(runs: Any, true: dict[str, float]) -> str:
+    """For a private key: the groups released per trial (mean) and the median relative error over
+    those alone, e.g. "13.0/105 at 0.012"."""
+    if isinstance(runs, str) or not runs:
+        return "–"
+    shown = [{g: v for g, v in a.items() if g in true and v is not None and not (isinstance(v, float) and math.isnan(v))}
+             for a in runs]
+    errs = [abs(float(v) - true[g]) / abs(true[g]) for a in shown for g, v in a.items() if true[g] != 0]
+    return f"{statistics.mean(len(a) for a in shown):.1f}/{len(true)} at {statistics.median(errs) if errs else float('nan'):.3f}"
+
+
 def best_setting(result: Any, grouping: str, aggregate: str, true: dict[str, float]) -> tuple[float | str, str]:
     """A method's median relative error on one question at its best truncation setting (the peers'
     answers are keyed "aggregate@setting"; dpsql's by the aggregate alone), and that setting."""
@@ -219,7 +230,11 @@ def best_setting(result: Any, grouping: str, aggregate: str, true: dict[str, flo
     found = [(median_relative_error(v, true), k.partition("@")[2]) for k, v in runs.items() if k.partition("@")[0] == aggregate]
     numbers = [f for f in found if isinstance(f[0], float)]
     if numbers:
-        return min(numbers, key=lambda f: f[0])
+        err, setting = min(numbers, key=lambda f: f[0])
+        if grouping == "dest":  # a private key: say how many groups, and how good those are
+            runs_at = next(v for k, v in runs.items() if k == f"{aggregate}@{setting}" or (k == aggregate and not setting))
+            setting = f"{setting}; released {released(runs_at, true)}".lstrip("; ")
+        return err, setting
     return (found[0] if found else ("not offered", ""))
 
 
@@ -256,6 +271,11 @@ def report(table: list[dict[str, Any]], methods: list[str], losses: dict[str, di
         ratio = row["dpsql"] / min(best) if best and isinstance(row["dpsql"], float) and min(best) > 0 else None
         out.append(f"| {row['grouping']} | {row['aggregate']} | " + " | ".join(fmt(row[m]) for m in methods)
                    + f" | {fmt(ratio) if ratio is not None else '–'} |")
+    out += ["", "Settings that gave these errors (peers: the best of their grid; dest: groups released per run "
+            "and the median relative error over those alone):", ""]
+    out += [f"* {row['grouping']} {row['aggregate']}: " + "; ".join(f"{m} {row[m + ' setting']}" for m in methods
+                                                                    if row.get(m + " setting")) for row in table
+            if any(row.get(m + " setting") for m in methods)]
     out += ["", "dpsql's loss per aircraft, as a multiple of a unit within the bounds (κ·ρ_q), over the 4,043 aircraft:", "",
             "| question | κ | R | ρ_q | peers' (ε, δ) | P(u) p50 | p90 | p99 | max | share beyond |", "|---|---|---|---|---|---|---|---|---|---|"]
     for g, v in GROUPINGS.items():
