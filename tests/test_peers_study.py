@@ -73,3 +73,10 @@ def test_dpsql_side_on_a_tiny_flights_table(tmp_path) -> None:
     assert (isinstance(median, str) and median.startswith("refused (DP")) or len(median) == 2
     true = study.truth(db, "carrier")
     assert true["count"] == {"UA": 172.0, "DL": 128.0}  # i % 7 < 4 for 4 of every 7 of 0..299: 43·4, 42·3 + 2
+
+
+def test_released_says_how_many_private_groups_and_their_own_error() -> None:
+    truth = {"a": 10.0, "b": 10.0, "c": 1.0}
+    # run 1 releases a (error 0.1); run 2 releases a (0) and b (0.5): 1.5 of 3 groups, median error 0.1
+    assert study.released([{"a": 11}, {"a": 10, "b": 5, "x": 7}], truth) == "1.5/3 at 0.100"
+    assert study.released("refused (DP211)", truth) == "–"
