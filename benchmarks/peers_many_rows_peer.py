@@ -67,9 +67,13 @@ def smartnoise(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
             sql = f"SELECT {by}, COUNT(*) AS n, AVG(arr_delay) AS d, SUM(distance) AS s FROM flights.flights GROUP BY {by}"
             probe = snsql.from_df(df, privacy=Privacy(epsilon=1.0, delta=delta), metadata=meta)
             cost_eps, cost_delta = probe.get_privacy_cost(sql)  # its own accounting of this query at ε = 1
-            reader = snsql.from_df(df, privacy=Privacy(epsilon=eps / cost_eps, delta=delta * min(1.0, delta / max(cost_delta, 1e-300))),
-                                   metadata=meta)
-            spent = reader.get_privacy_cost(sql)
+            d_in = delta * min(1.0, delta / max(cost_delta, 1e-300))
+            for _ in range(20):  # its δ cost is not linear in the δ given (τ-thresholding): shrink until within
+                reader = snsql.from_df(df, privacy=Privacy(epsilon=eps / cost_eps, delta=d_in), metadata=meta)
+                spent = reader.get_privacy_cost(sql)
+                if spent[1] <= delta:
+                    break
+                d_in *= delta / spent[1] * (1 - 1e-6)
             assert spent[0] <= eps * (1 + 1e-9) and spent[1] <= delta * (1 + 1e-9), (spent, eps, delta)
             for a in ("count", "avg_arr_delay", "sum_distance"):
                 res.setdefault(f"{a}@max_ids={m}", [])
