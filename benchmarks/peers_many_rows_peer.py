@@ -158,15 +158,15 @@ def tumult(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     """Tumult Analytics with AddRowsWithID("tailnum"), truncated as its docs recommend for zCDP:
     MaxGroupsPerID(κ) and MaxRowsPerGroupPerID(c) on the grouping column. Public keys: a
     RhoZCDPBudget of dpsql's per-unit ρ itself (its own accounting, Gaussian noise), a third per
-    aggregate. A private key (dest): ApproxDPBudget(ε, δ), a quarter of ε to get_groups, the rest
-    in thirds. Each trial is a new Session."""
+    aggregate. A private key (dest): ApproxDPBudget(ε, δ), a quarter of ε to get_groups (with
+    MaxRowsPerID(κ), which it requires), the rest in thirds. Each trial is a new Session."""
     import logging
     import os
 
     os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable  # workers need tmlt too
     from pyspark.sql import SparkSession
     from tmlt.analytics import (AddRowsWithID, ApproxDPBudget, KeySet, MaxGroupsPerID, MaxRowsPerGroupPerID,
-                                QueryBuilder, RhoZCDPBudget, Session)
+                                MaxRowsPerID, QueryBuilder, RhoZCDPBudget, Session)
 
     spark = (SparkSession.builder.master("local[2]").config("spark.sql.shuffle.partitions", "4")
              .config("spark.ui.enabled", "false").getOrCreate())
@@ -194,7 +194,8 @@ def tumult(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
                         share = RhoZCDPBudget(spec["rho_unit"] / 3)
                     else:
                         sess = Session.from_dataframe(ApproxDPBudget(eps, delta), "f", sdf, AddRowsWithID("tailnum"))
-                        found = sess.evaluate(QueryBuilder("f").enforce(MaxGroupsPerID(gcol, g["kappa"])).get_groups([gcol]),
+                        # get_groups needs a bound on rows per ID: κ rows, so an aircraft is in at most κ groups, as in dpsql
+                        found = sess.evaluate(QueryBuilder("f").enforce(MaxRowsPerID(g["kappa"])).get_groups([gcol]),
                                               ApproxDPBudget(eps / 4, delta))
                         keys = KeySet.from_dataframe(found)
                         share = ApproxDPBudget(eps / 4, 0) if question == "main" else ApproxDPBudget(3 * eps / 4, 0)
