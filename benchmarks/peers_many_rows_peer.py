@@ -168,7 +168,10 @@ def tumult(df: pd.DataFrame, spec: dict[str, Any]) -> dict[str, Any]:
     from tmlt.analytics import (AddRowsWithID, ApproxDPBudget, KeySet, MaxGroupsPerID, MaxRowsPerGroupPerID,
                                 MaxRowsPerID, QueryBuilder, RhoZCDPBudget, Session)
 
+    import tempfile
+
     spark = (SparkSession.builder.master("local[2]").config("spark.sql.shuffle.partitions", "4")
+             .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="peers_spark_"))  # not in the caller's folder
              .config("spark.ui.enabled", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     logging.getLogger("py4j").setLevel(logging.ERROR)
