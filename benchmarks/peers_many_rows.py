@@ -251,7 +251,8 @@ def unit_losses(db: Path, grouping: str) -> dict[str, float]:
                             CEIL(SUM(distance) / {R * MILES})) ^ 2 AS a2 FROM flights GROUP BY tailnum, {by}),
              top AS (SELECT tailnum, a2 FROM rec QUALIFY ROW_NUMBER() OVER (PARTITION BY tailnum ORDER BY a2 DESC) <= {g['kappa']}),
              u AS (SELECT SUM(a2) / {g['kappa']} AS p FROM top GROUP BY tailnum)
-        SELECT QUANTILE_CONT(p, 0.5), QUANTILE_CONT(p, 0.9), QUANTILE_CONT(p, 0.99), MAX(p), AVG(CASE WHEN p > 1 THEN 1 ELSE 0 END) FROM u""").fetchone()
+        SELECT QUANTILE_CONT(p, 0.5), QUANTILE_CONT(p, 0.9), QUANTILE_CONT(p, 0.99), MAX(p),
+               AVG(CASE WHEN p > 1 THEN 1 ELSE 0 END) FROM u""").fetchone()
     con.close()
     return dict(zip(("p50", "p90", "p99", "max", "share_beyond"), (float(x) for x in row)))
 
@@ -277,7 +278,8 @@ def report(table: list[dict[str, Any]], methods: list[str], losses: dict[str, di
                                                                     if row.get(m + " setting")) for row in table
             if any(row.get(m + " setting") for m in methods)]
     out += ["", "dpsql's loss per aircraft, as a multiple of a unit within the bounds (κ·ρ_q), over the 4,043 aircraft:", "",
-            "| question | κ | R | ρ_q | peers' (ε, δ) | P(u) p50 | p90 | p99 | max | share beyond |", "|---|---|---|---|---|---|---|---|---|---|"]
+            "| question | κ | R | ρ_q | peers' (ε, δ) | P(u) p50 | p90 | p99 | max | share above ρ_unit |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for g, v in GROUPINGS.items():
         eps, delta = peer_budget(g)
         q = losses[g]
