@@ -163,6 +163,17 @@ MUTATIONS: tuple[Mutation, ...] = (
              (f"{KAPPA}::test_unit_policy_loss_sums_squares_over_groups",
               f"{KAPPA}::test_unit_policy_loss_is_the_renyi_divergence_of_the_gaussian_cells",
               f"{MANY}::test_policy_function_of_a_unit_over_its_groups")),
+    # ------------------------------------------------------------------ groups without aggregates (issue 32)
+    Mutation("no_aggregate_private_key_not_charged",
+             "SELECT county FROM t GROUP BY county is taken for a public-keyset query: selection's ε²/2 and δ are never charged",
+             (Patch("dpsql/pipeline/decide.py", "        return bool(self.plan.primitives) or self.selection is not None",
+                    "        return bool(self.plan.primitives)"),),
+             ("tests/test_no_aggregates.py::test_private_key_without_aggregate_charges_only_the_selection",)),
+    Mutation("no_aggregate_public_keys_read_rows",
+             "a public-keyset query without an aggregate runs on the private rows and writes a ledger record",
+             (Patch("dpsql/pipeline/decide.py", "        return bool(self.plan.primitives) or self.selection is not None",
+                    "        return True"),),
+             ("tests/test_no_aggregates.py::test_public_keys_without_aggregate_are_the_keyset_free_and_read_nothing",)),
     # ------------------------------------------------------------------ many rows per unit (sql/units.py)
     Mutation("many_rows_bounding_skipped",
              "a unit with many rows keeps all its groups, not κ: it moves more cells than P(u) states",

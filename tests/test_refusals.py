@@ -54,7 +54,7 @@ CASES = [
     ("SELECT SUM(payann) OVER () FROM establishments", "DP106"),
     ("SELECT COUNT(*) FROM establishments WHERE my_udf(state)", "DP110"),
     ("SELECT COUNT(*) FROM establishments WHERE SUM(payann) > 1", "DP112"),
-    ("SELECT state FROM establishments GROUP BY state", "DP201"),
+    ("SELECT state, payann FROM establishments GROUP BY state", "DP201"),
     ("SELECT state, COUNT(*) FROM establishments", "DP201"),
     ("SELECT COUNT(*) FROM establishments GROUP BY 5", "DP114"),
     ("SELECT COUNT(*) FROM establishments WHERE state = ?", "DP118"),

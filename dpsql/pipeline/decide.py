@@ -45,6 +45,13 @@ class Decision:
     blocks: Blocks  # the public keys' values
     max_released: int  # private-key groups shown at most (MAX_CELLS over the public cells, and memory)
 
+    @property
+    def reads_rows(self) -> bool:
+        """Whether phases 2-4 read private rows and charge: not for a query with no aggregate and
+        public keys only (SELECT state FROM t GROUP BY state): its answer is the public keysets'
+        values (``blocks``), so the exact query does not run and the ledger records nothing."""
+        return bool(self.plan.primitives) or self.selection is not None
+
 
 def decision(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, blocks: Blocks, query: str) -> Decision:
     """The charge of a planned query and the size of its answer.
@@ -66,7 +73,8 @@ def decision(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, blo
     max_released = memory.bound(plan, policy, public_cells, domain.MAX_CELLS // max(public_cells, 1))
     return Decision(sql=sql, plan=plan, allocs=tuple(allocs), selection=sel, rho=rho_q, delta=delta_q, epsilon=eps_q,
                     mechanism=next((a.mechanism for a in allocs if a.mechanism not in (TSGD, EXPONENTIAL)),
-                                   next((a.mechanism for a in allocs if a.mechanism != TSGD), TSGD)),
+                                   next((a.mechanism for a in allocs if a.mechanism != TSGD),
+                                        TSGD if allocs else "partition_selection" if sel else "none")),
                     terms=policy_terms(plan, allocs, policy), query=query, blocks=blocks,
                     max_released=max_released)
 

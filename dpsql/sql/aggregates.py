@@ -64,9 +64,13 @@ class FinishRewriter:
             finish_expr, direct, ratio = self.to_finish(inner.copy(), context="SELECT")
             finish_items.append(exp.alias_(finish_expr, name, quoted=True))
             outputs.append(OutputColumn(name, direct, ratio))
-        if not has_aggregate:
+        if not has_aggregate and not self.key_lookup:
             raise self.scopes.refuse(items[0], "DP201", "the query selects no aggregate, so it would return private rows or keys",
-                                     "aggregate with COUNT, SUM or AVG, e.g. SELECT state, COUNT(*) FROM t GROUP BY state.")
+                                     "aggregate with COUNT, SUM or AVG, e.g. SELECT state, COUNT(*) FROM t GROUP BY state, "
+                                     "or list groups: SELECT state FROM t GROUP BY state.")
+        # Without an aggregate (SELECT k FROM t GROUP BY k, SELECT DISTINCT k): no primitive; the
+        # groups are the public keyset (free, no private row read) or partition selection's (its
+        # ε²/2 and δ only): pipeline/decide.py.
 
         finish = exp.select(*finish_items).from_(exp.to_table(NOISY_RELATION))
         having = select.args.get("having")

@@ -226,8 +226,13 @@ def _known_time_formats(node: exp.Expression, root: exp.Select, sql: str) -> Non
 
 
 def _no_select_distinct(node: exp.Expression, root: exp.Select, sql: str) -> None:
-    if node is root and node.args.get("distinct"):
-        raise _refuse(node, sql, "DP111", "SELECT DISTINCT is not supported", "use GROUP BY over the keys instead.")
+    """SELECT DISTINCT over keys alone is GROUP BY them (``planner.distinct_as_group``); with
+    GROUP BY, an aggregate or DISTINCT ON it would dedupe noisy rows: refused."""
+    if node is root and (distinct := node.args.get("distinct")):
+        if distinct.args.get("on") is not None or root.args.get("group") or root.args.get("having") or any(
+                isinstance(n, exp.AggFunc) for item in root.expressions for n in item.walk()):
+            raise _refuse(node, sql, "DP111", "SELECT DISTINCT is only supported over group keys, without GROUP BY, HAVING or aggregates",
+                          "write SELECT DISTINCT key FROM t, or GROUP BY the keys (SELECT key, COUNT(*) FROM t GROUP BY key).")
 
 
 #: The checks of a SELECT, most specific first (each one sees the whole tree before the next).
