@@ -22,9 +22,9 @@ CASES = [
     ("SELECT * FROM establishments", "DP108"),
     ("SELECT firm_id, COUNT(*) FROM establishments GROUP BY firm_id", "DP206"),
     ("SELECT MAX(payann) FROM establishments", "DP109"),
-    ("SELECT STDDEV(payann) FROM establishments", "DP109"),
+    ("SELECT COVAR_POP(payann, employees) FROM establishments", "DP109"),
     ("SELECT MEDIAN(payqtr1) FROM establishments", "DP204"),  # a measure whose policy declares no quantile range
-    ("SELECT STDDEV(payann) FROM establishments", "DP109"),
+    ("SELECT STDDEV(firm_id) FROM establishments", "DP204"),  # a spread of a column that is not a measure
     ("SELECT SUM(firm_id) FROM establishments", "DP204"),
     ("SELECT SUM(payann * 2) FROM establishments", "DP204"),
     ("SELECT SUM(DISTINCT payann) FROM establishments", "DP116"),
