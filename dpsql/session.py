@@ -310,7 +310,7 @@ class Session:
                 raise failure from None
 
             t0 = time.perf_counter()  # charge BEFORE anything derived from the noisy values is returned
-            charge_id = self.ledger.charge(self._charge(d))
+            charge_id = self.ledger.charge(self._charge(d)) if d.reads_rows else None  # public keysets only: nothing
             timings["charge"] = time.perf_counter() - t0
             return self._finished(d, columns, noise_terms, released, charge_id, timings)
 
@@ -337,7 +337,7 @@ class Session:
                     for d, columns, noise_terms, released, timings in released_all]
 
     def _finished(self, d: Decision, columns: dict[str, Any], noise_terms: list[NoiseTerm],
-                  released: list[tuple[Any, ...]] | None, charge_id: int, timings: dict[str, float]) -> Result:
+                  released: list[tuple[Any, ...]] | None, charge_id: int | None, timings: dict[str, float]) -> Result:
         """Phase 5 on charged noisy values only."""
         t0 = time.perf_counter()  # from here on, noisy (charged) values only: dpsql/pipeline/output.py
         prims, clamped = output.nonnegative_primitives(d.plan, self.nonnegative), None
@@ -361,7 +361,7 @@ class Session:
         """Phases 2-3 up to the charge: the exact query, partition selection, noise. Exact values
         live only in this frame and in ``release.release``, and are dropped before it returns.
         Never timed on its own: its time depends on private rows (``Result.timings``)."""
-        exact_rows = self.engine.run(salted(d.query, self.rng) if d.plan.table.many_rows else d.query)  # sql/salt.py
+        exact_rows = self.engine.run(salted(d.query, self.rng) if d.plan.table.many_rows else d.query) if d.reads_rows else []
         return release(d, exact_rows, self.rng)
 
     def _selection_info(self, d: Decision, released: list[tuple[Any, ...]] | None) -> dict[str, Any] | None:

@@ -6,22 +6,6 @@ SELECT MIN(payann) FROM establishments;
 # error: DP109
 SELECT state, MAX(employees) FROM establishments GROUP BY state;
 
-# title: stddev
-# error: DP109
-SELECT STDDEV(payann) FROM establishments;
-
-# title: stddev_pop
-# error: DP109
-SELECT STDDEV_POP(payann) FROM establishments;
-
-# title: variance
-# error: DP109
-SELECT VARIANCE(payann) FROM establishments;
-
-# title: var_samp
-# error: DP109
-SELECT VAR_SAMP(payann) FROM establishments;
-
 # title: mode
 # error: DP109
 SELECT MODE(state) FROM establishments;

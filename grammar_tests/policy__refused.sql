@@ -10,10 +10,6 @@ SELECT user_id, latency_ms FROM devices;
 # error: DP201
 SELECT state, COUNT(*) FROM establishments;
 
-# title: a key grouped but no aggregate
-# error: DP201
-SELECT state FROM establishments GROUP BY state;
-
 # title: a measure next to its aggregate
 # error: DP201
 SELECT payann, SUM(payann) FROM establishments GROUP BY state;
@@ -38,10 +34,6 @@ SELECT state, COUNT(*) FROM establishments GROUP BY state ORDER BY naics2;
 # error: DP201
 SELECT 1 FROM establishments;
 
-# title: keys and having but no aggregate in the select list
-# error: DP201
-SELECT state FROM establishments GROUP BY state HAVING SUM(payann) > 0;
-
 # title: select star of a private table
 # error: DP108
 SELECT * FROM establishments;
@@ -57,14 +49,6 @@ SELECT e.* FROM establishments e;
 # title: from without select
 # error: DP108
 FROM establishments;
-
-# title: select distinct
-# error: DP111
-SELECT DISTINCT state FROM establishments;
-
-# title: select distinct with an aggregate
-# error: DP111
-SELECT DISTINCT state, COUNT(*) FROM establishments GROUP BY state;
 
 # title: no from clause
 # error: DP202

@@ -256,3 +256,30 @@ def test_quantile_outcomes_do_not_depend_on_hostile_rows(pairs, sql):
     whatever extreme, NaN, infinite or NULL value the missing unit held."""
     outcomes = {drop: outcome(con, sql) for drop, con in pairs.items()}
     assert set(outcomes.values()) == {"answer"}, outcomes
+
+
+#: issue 32's forms over the hostile measures and keys: groups without aggregates (public and
+#: private keys, expressions of keys that fail on some rows) and variances / standard deviations
+#: of measures reaching every type's extremes (BIGINT and HUGEINT bounds, ±inf, NaN, NULL)
+ISSUE_32_QUERIES = [
+    "SELECT DISTINCT county FROM establishments WHERE 100 / (employees - 5) > 1",
+    "SELECT state, naics FROM establishments WHERE CAST(dbl AS BIGINT) > 10 GROUP BY state, naics",
+    "SELECT DISTINCT SUBSTR(naics, 1, 3) AS n3, state FROM establishments",
+    "SELECT DISTINCT state FROM establishments WHERE LN(hug) > 0 ORDER BY state LIMIT 5",
+    "SELECT COALESCE(county, 'none') AS c FROM establishments GROUP BY c",
+    "SELECT DISTINCT device_model FROM devices WHERE latency_ms > 1",
+    "SELECT VARIANCE(employees), STDDEV(payann), VAR_POP(payqtr1), STDDEV_POP(hug), STD(dbl), VARIANCE(decm) "
+    "FROM establishments",
+    "SELECT state, VAR_SAMP(hug), STDDEV_SAMP(dbl), AVG(decm) FROM establishments GROUP BY state",
+    "SELECT county, VARIANCE(payann), STDDEV(employees) FROM establishments GROUP BY county",
+    "SELECT naics2, SQRT(VARIANCE(hug)) / AVG(hug) AS cv FROM establishments WHERE CAST(decm AS BIGINT) > 1 "
+    "GROUP BY naics2 HAVING VAR_POP(dbl) > 0 ORDER BY cv DESC",
+    "SELECT device_model, STDDEV(latency_ms), VARIANCE(latency_ms) FROM devices GROUP BY device_model",
+]
+
+
+@pytest.mark.parametrize("sql", ISSUE_32_QUERIES)
+def test_issue_32_outcomes_do_not_depend_on_hostile_rows(pairs, sql):
+    """Each on the full table and on every neighbour: answered, whatever the missing unit held."""
+    outcomes = {drop: outcome(con, sql) for drop, con in pairs.items()}
+    assert set(outcomes.values()) == {"answer"}, outcomes

@@ -174,7 +174,8 @@ def test_a_join_across_types_matches_exactly_the_equal_values(tmp_path, ltype, l
 # --------------------------------------------------------------- finding 2: granularity scaling
 SCALING_QUERIES = ["SELECT SUM(m) FROM t", "SELECT AVG(m), COUNT(*) FROM t", "SELECT k, SUM(m) FROM t GROUP BY k",
                    "SELECT MEDIAN(m) FROM t", "SELECT k, QUANTILE_CONT(m, 0.9) FROM t GROUP BY k",
-                   "SELECT SUM(m) FROM t WHERE id = 1000"]
+                   "SELECT SUM(m) FROM t WHERE id = 1000", "SELECT VARIANCE(m), STDDEV_POP(m) FROM t",
+                   "SELECT k, STDDEV(m) FROM t GROUP BY k", "SELECT DISTINCT k FROM t"]
 
 
 @pytest.mark.parametrize("mtype, granularity, extreme", [
@@ -294,7 +295,9 @@ def _queries(r, gtype: str, mtype: str) -> list[str]:
             "SELECT MEDIAN(m), COUNT(*) FROM t",
             "SELECT k, QUANTILE_CONT(m, 0.9) FROM t GROUP BY k",
             f"SELECT COUNT(*) FROM t WHERE g = {g_lit} AND m > {m_lit}",
-            "SELECT SUM(m) FROM t WHERE id = 1000"]
+            "SELECT SUM(m) FROM t WHERE id = 1000",
+            "SELECT k, VARIANCE(m), STDDEV_POP(m) FROM t GROUP BY k",  # issue 32: spreads, groups without aggregates
+            "SELECT DISTINCT g FROM t", "SELECT DISTINCT k FROM t WHERE m > 1"]
 
 
 #: schemas generated per run: each is a pair of databases and ten queries on each (about 0.4 s a

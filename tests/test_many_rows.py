@@ -765,3 +765,24 @@ def test_optimal_selection_rate_with_kappa_three_matches_theorem_1(tmp_path):
         p = _pi_theorem1(n, 1 / KAPPA, 1e-6 / KAPPA)
         assert abs(kept[n] / 400 - p) <= 5 * math.sqrt(p * (1 - p) / 400) + 1e-9, (n, kept[n], p)
         assert _pi_theorem1(n, 1.0, 1e-6) > 0.999999
+
+
+def test_groups_without_aggregates(tmp_path):
+    """Issue 32 on a table with many rows per unit: a public key's groups are its keyset, free
+    (no query runs, nothing is recorded); a private key's are partition selection's at (ε/κ, δ/κ)
+    per group, charged the selection's ε²/2 = 1/2 (ε = 1 in POLICY) and its δ, nothing else."""
+    shops = [f"s{i}" for i in range(5)]
+    rows = [(u, shops[u % 5], None, shops[u % 5]) for u in range(500) for _ in range(2)]
+    db, policy = _database(tmp_path, rows)
+    con = dpsql.connect(db, policy, _random_source=seeded_random(2))
+    try:
+        cur = con.execute("SELECT DISTINCT region FROM visits ORDER BY region")
+        assert [r[0] for r in cur.fetchall()] == REGIONS and cur.receipt.rho == 0 and cur.receipt.charge_id is None
+        assert con.session.ledger.charges == []
+        cur = con.execute("SELECT shop FROM visits GROUP BY shop ORDER BY shop")
+        assert [r[0] for r in cur.fetchall()] == shops  # 100 units each: kept with probability 1 at (1/3, 1e-6/3)
+        assert cur.receipt.rho == Fraction(1, 2) and cur.receipt.noise == ()
+        [charge] = con.session.ledger.charges
+        assert charge.rho == Fraction(1, 2) and charge.delta == Fraction(1, 10**6)  # the default selection.delta
+    finally:
+        con.close()

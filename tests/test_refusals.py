@@ -22,9 +22,9 @@ CASES = [
     ("SELECT * FROM establishments", "DP108"),
     ("SELECT firm_id, COUNT(*) FROM establishments GROUP BY firm_id", "DP206"),
     ("SELECT MAX(payann) FROM establishments", "DP109"),
-    ("SELECT STDDEV(payann) FROM establishments", "DP109"),
+    ("SELECT COVAR_POP(payann, employees) FROM establishments", "DP109"),
     ("SELECT MEDIAN(payqtr1) FROM establishments", "DP204"),  # a measure whose policy declares no quantile range
-    ("SELECT STDDEV(payann) FROM establishments", "DP109"),
+    ("SELECT STDDEV(firm_id) FROM establishments", "DP204"),  # a spread of a column that is not a measure
     ("SELECT SUM(firm_id) FROM establishments", "DP204"),
     ("SELECT SUM(payann * 2) FROM establishments", "DP204"),
     ("SELECT SUM(DISTINCT payann) FROM establishments", "DP116"),
@@ -55,7 +55,7 @@ CASES = [
     ("SELECT SUM(payann) OVER () FROM establishments", "DP106"),
     ("SELECT COUNT(*) FROM establishments WHERE my_udf(state)", "DP110"),
     ("SELECT COUNT(*) FROM establishments WHERE SUM(payann) > 1", "DP112"),
-    ("SELECT state FROM establishments GROUP BY state", "DP201"),
+    ("SELECT state, payann FROM establishments GROUP BY state", "DP201"),
     ("SELECT state, COUNT(*) FROM establishments", "DP201"),
     ("SELECT COUNT(*) FROM establishments GROUP BY 5", "DP114"),
     ("SELECT COUNT(*) FROM establishments WHERE state = ?", "DP118"),

@@ -110,6 +110,27 @@ def test_psycopg(server):
         psycopg.connect(server.dsn("alice", "wrong"))
 
 
+def test_value_lists_and_spreads_over_the_wire(server):
+    """Issue 32 through a real server and psycopg (extended protocol, as a BI tool filling a
+    filter's value list sends it): SELECT DISTINCT of a public key is the keyset, free — no
+    ledger row; of a private key, one charge; a VARIANCE comes back as a DOUBLE column."""
+    import psycopg
+
+    before = charges(server, "alice")
+    with psycopg.connect(server.dsn("alice", PASSWORD)) as con:
+        cur = con.execute("SELECT DISTINCT state FROM establishments WHERE employees > %s ORDER BY state", [5])
+        states = [r[0] for r in cur.fetchall()]
+        assert len(states) == 51 and states == sorted(states) and "CA" in states
+        assert charges(server, "alice") == before  # public keyset: nothing read, nothing recorded
+        counties = con.execute("SELECT county FROM establishments GROUP BY county").fetchall()
+        assert counties and charges(server, "alice") == before + 1
+        cur = con.execute("SELECT naics2, VARIANCE(payann) AS v, STDDEV(payann) FROM establishments GROUP BY naics2")
+        rows = cur.fetchall()
+        assert [d.name for d in cur.description][:2] == ["naics2", "v"] and len(rows) == 24
+        assert all(v is None or (isinstance(v, float) and v >= 0) for _, v, _ in rows)
+    assert charges(server, "alice") == before + 2
+
+
 def test_asyncpg(server):
     import asyncpg
 

@@ -123,6 +123,8 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         return node.this
     if isinstance(node, exp.Anonymous) and node.name.upper() == "HISTOGRAM":  # quantiles (sql/quantiles.py)
         raise UnsupportedOnSpark("MEDIAN (and every quantile)")
+    if isinstance(node, exp.Abs) and isinstance(node.this, exp.Cast) and node.this.to.is_type(exp.DataType.Type.INT128):
+        raise UnsupportedOnSpark("VARIANCE / STDDEV (a HUGEINT sum of split squares: sql/spread.py)")
     if (date := rewrite_date(node)) is not None:
         return date
     if isinstance(node, exp.Sum) and not isinstance(node.this, exp.Distinct):

@@ -45,6 +45,13 @@ class Decision:
     blocks: Blocks  # the public keys' values
     max_released: int  # private-key groups shown at most (MAX_CELLS over the public cells, and memory)
 
+    @property
+    def reads_rows(self) -> bool:
+        """Whether phases 2-4 read private rows and charge: not for a query with no aggregate and
+        public keys only (SELECT state FROM t GROUP BY state): its answer is the public keysets'
+        values (``blocks``), so the exact query does not run and the ledger records nothing."""
+        return bool(self.plan.primitives) or self.selection is not None
+
 
 def decision(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, blocks: Blocks, query: str) -> Decision:
     """The charge of a planned query and the size of its answer.
@@ -65,7 +72,8 @@ def decision(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, blo
     max_released = memory.bound(plan, policy, public_cells, domain.MAX_CELLS // max(public_cells, 1))
     return Decision(sql=sql, plan=plan, allocs=tuple(allocs), selection=sel, rho=rho_q, delta=delta_q, epsilon=eps_q,
                     mechanism=next((a.mechanism for a in allocs if a.mechanism not in (TSGD, EXPONENTIAL)),
-                                   next((a.mechanism for a in allocs if a.mechanism != TSGD), TSGD)),
+                                   next((a.mechanism for a in allocs if a.mechanism != TSGD),
+                                        TSGD if allocs else "partition_selection" if sel else "none")),
                     terms=policy_terms(plan, allocs, policy), query=query, blocks=blocks,
                     max_released=max_released)
 
@@ -87,9 +95,10 @@ def allocations(plan: Plan, settings: Settings, policy: Policy) -> list[Allocati
     ρ = 0.1 (below the default selection's 0.125)."""
     shared = shared_count(plan, policy)
     rest = tuple(p for p in plan.primitives if p != shared)
-    sens = {p: (plan.table.measure(p.column).max_threshold if p.kind == "sum" else count_sensitivity(plan.table, p))
-            for p in rest}
-    gran = {p: (plan.table.measure(p.column).granularity if p.kind == "sum" else Fraction(1)) for p in rest}
+    power = {"sum": 1, "sumsq": 2}  # a sum of split squares: each split adds at most T² (sql/spread.py)
+    sens = {p: (plan.table.measure(p.column).max_threshold ** power[p.kind] if p.kind in power
+                else count_sensitivity(plan.table, p)) for p in rest}
+    gran = {p: (plan.table.measure(p.column).granularity ** power[p.kind] if p.kind in power else Fraction(1)) for p in rest}
     allocs = iter(allocate(rest, settings, sens, gran)) if rest else iter(())
     return [Allocation(p, TSGD, Fraction(0)) if p == shared else quantile_rows(plan, next(allocs)) for p in plan.primitives]
 
@@ -212,8 +221,9 @@ def policy_terms(plan: Plan, allocs: list[Allocation], policy: Policy) -> tuple[
     for every record; counting split rows, a record with k = |A(r)| splits moves a count by
     k and pays (kε, δ·(e^(kε) − 1)/(e^ε − 1)) by group privacy (:func:`split_selection_delta`),
     i.e. ε²/2·|A(r)|² and that δ; phase 1 refuses it unless max_splits bounds k (DP209)."""
-    sum_rho = sum((a.rho for a in allocs if a.primitive.kind == "sum"), Fraction(0))
-    count_rho = sum((a.rho for a in allocs if a.primitive.kind != "sum"), Fraction(0))  # counts and quantiles
+    split = ("sum", "sumsq")  # both pay ρ·|A(r)|²: a split adds at most T, or T² to the squares
+    sum_rho = sum((a.rho for a in allocs if a.primitive.kind in split), Fraction(0))
+    count_rho = sum((a.rho for a in allocs if a.primitive.kind not in split), Fraction(0))  # counts and quantiles
     sel = policy.selection if plan.private_keys else None
     split_selection = sel is not None and splits_selected(plan, policy)
     terms: list[dict[str, Any]] = []

@@ -50,6 +50,9 @@ def explain(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, doma
         noise.append(entry)
     public = {k.label: len(domain.keyset(plan, k)) for k in plan.keys if k.public}
     notes = ["every key of the public keysets is returned (empty groups as noise on zero); other keys are dropped"] if public else []
+    if not plan.primitives and not plan.private_keys:
+        notes.append("no aggregate and public keys only: answered from the policy's public values, no private row is read "
+                     "and nothing is charged")
     selection = None
     rho_sel = Fraction(0)
     delta_sel = Fraction(0)

@@ -125,7 +125,7 @@ def describe(plan: Plan, key_types: list[str], finisher: Finisher, one_row: bool
     # Keys reach the noisy relation as Python values: integers as BIGINT (release.py, _column_array).
     cells = [(k.name, "BIGINT" if t in _INTEGERS else t) for k, t in zip(plan.keys, key_types)]
     for i, p in enumerate(plan.primitives):
-        m = plan.table.measures.get(p.column) if p.kind in ("sum", "quantile") and p.column else None
+        m = plan.table.measures.get(p.column) if p.kind in ("sum", "sumsq", "quantile") and p.column else None
         integral = m is None or m.granularity == 1
         cells += [(primitive_column(i), "BIGINT" if integral else "DOUBLE"), (sigma_column(i), "DOUBLE"),
                   (moe_column(i), "DOUBLE")]
@@ -208,6 +208,31 @@ def column_errors(plan: Plan, columns: dict[str, Any], at: np.ndarray | None) ->
                     sig_list.append(math.sqrt(s_sig**2 + (float(s) / c) ** 2 * c_sig**2) / c)
             out.append(ColumnError(oc.name, tuple(sig_list), tuple(None if s is None else 1.96 * s for s in sig_list),
                                    note="approximate (delta method on noisy SUM / noisy COUNT)"))
+        elif oc.spread is not None:
+            q_i, s_i, c_i, kind = oc.spread
+            parts = [list(zip(hidden(primitive_column(i)), hidden(sigma_column(i)))) for i in (q_i, s_i, c_i)]
+            sig_list = [None if None in (q, s, c) else spread_sigma(kind, float(q), qs, float(s), ss, float(c), cs)
+                        for (q, qs), (s, ss), (c, cs) in zip(*parts)]
+            out.append(ColumnError(oc.name, tuple(sig_list), tuple(None if s is None else 1.96 * s for s in sig_list),
+                                   note="approximate (delta method on noisy sums of squares, SUM and COUNT)"))
         else:
             out.append(None)
     return out
+
+
+def spread_sigma(kind: str, q: float, q_sd: float, s: float, s_sd: float, n: float, n_sd: float) -> float | None:
+    """σ of a spread by the delta method at the noisy values (Q, S, N independent, each with its
+    σ), or None where it is undefined (the count too small, a standard deviation of 0, not finite)."""
+    samp = kind.endswith("samp")
+    if n < (2 if samp else 1):
+        return None
+    d = n - 1 if samp else n
+    v = max((q - s * s / n) / d, 0.0)
+    if samp:  # V = (Q − S²/N)/(N − 1)
+        dq, ds, dn = 1 / d, -2 * s / (n * d), (s * s / (n * n) - v) / d
+    else:  # V = Q/N − S²/N²
+        dq, ds, dn = 1 / n, -2 * s / (n * n), -q / (n * n) + 2 * s * s / n**3
+    sd = math.sqrt((dq * q_sd) ** 2 + (ds * s_sd) ** 2 + (dn * n_sd) ** 2)
+    if kind.startswith("stddev"):
+        sd = sd / (2 * math.sqrt(v)) if v > 0 else math.nan
+    return sd if math.isfinite(sd) else None

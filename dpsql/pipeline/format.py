@@ -69,9 +69,11 @@ def footer(result: Result) -> str:
     cost = f"zCDP, {rc.mechanism.replace('_', ' ')}"
     if rc.selection:  # say plainly that the selection is part of the charge
         sel_rho = rc.selection["rho"]
-        cost = (f"zCDP: {fmt(rc.rho - Fraction(sel_rho))} noise ({rc.mechanism.replace('_', ' ')}) + {sel_rho} "
-                f"partition selection, and delta={fmt_up(rc.delta)}")
-    text = (f"({n} row{'s' if n != 1 else ''}) charged rho={fmt(rc.rho)} ({cost}); "
+        noise = f"{fmt(rc.rho - Fraction(sel_rho))} noise ({rc.mechanism.replace('_', ' ')}) + " if rc.noise else ""
+        cost = f"zCDP: {noise}{sel_rho} partition selection, and delta={fmt_up(rc.delta)}"
+    charged = (f"charged rho={fmt(rc.rho)} ({cost})" if rc.charge_id is not None or rc.rho else
+               "free (the groups are the policy's public values: no private row read, nothing charged)")
+    text = (f"({n} row{'s' if n != 1 else ''}) {charged}; "
             f"budget spent {fmt(rc.budget_spent)} of {fmt(rc.budget_total)}, {fmt_down(rc.budget_remaining)} left."
             + (" ± is the 95% margin of error." if _any_margin(rc) else ""))
     for note in sorted(notes):
@@ -86,7 +88,7 @@ def footer(result: Result) -> str:
 
 def _any_margin(rc: Any) -> bool:
     """Whether any column of the answer shows a ± (a query of quantiles only has none)."""
-    return not rc.columns or any(m is not None for e in rc.columns.values() for m in e.moe95)
+    return bool(rc.noise) and (not rc.columns or any(m is not None for e in rc.columns.values() for m in e.moe95))
 
 
 def explanation(ex: Explanation) -> str:

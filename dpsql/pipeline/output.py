@@ -140,7 +140,7 @@ def error_column_types(plan: Plan, names: list[str], types: list[str], mode: str
     for name, typ, oc in zip(names, types, plan.outputs):
         out_names.append(name)
         out_types.append(typ)
-        if oc.primitive is not None or oc.ratio is not None:
+        if oc.primitive is not None or oc.ratio is not None or oc.spread is not None:
             for extra, _ in _extra(name, mode):
                 out_names.append(extra)
                 out_types.append("DOUBLE")

@@ -98,8 +98,8 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource
             columns.update(release_quantile(i, a, plan, list(map(itemgetter(i), exact_of_cell)), rng))
             noise_terms.append(quantile_term(a, plan))
             continue
-        m = plan.table.measure(p.column) if p.kind == "sum" and p.column else None
-        g = m.granularity if m else Fraction(1)
+        m = plan.table.measure(p.column) if p.kind in ("sum", "sumsq") and p.column else None
+        g = (m.granularity ** (2 if p.kind == "sumsq" else 1)) if m else Fraction(1)  # squares: in units of g²
         sens, noise = sens_of[i], noises[i]
         distinct = sorted(set(sens))  # a handful of distinct values
         sigma_by_sens = {s: a.sigma(s) for s in distinct}
@@ -317,10 +317,11 @@ def sensitivities(plan: Plan, domain: list[tuple[Any, ...]], p: Primitive) -> li
     if p.kind == "count":
         return [count_sensitivity(plan.table, p)] * len(domain)
     m = plan.table.measure(p.column or "")
+    power = 2 if p.kind == "sumsq" else 1  # a split adds at most T² to a sum of squares (sql/spread.py)
     by_key = [i for i, k in enumerate(plan.keys) if m.override is not None and k.column == m.override.key]
     if by_key:
-        return [m.threshold_for(cell[by_key[0]]) for cell in domain]
-    return [m.max_threshold] * len(domain)
+        return [m.threshold_for(cell[by_key[0]]) ** power for cell in domain]
+    return [m.max_threshold ** power] * len(domain)
 
 
 def selection_counts(plan: Plan, exact_rows: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], int]:

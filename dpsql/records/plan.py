@@ -47,7 +47,7 @@ from dpsql.records.store import Documents
 from dpsql.sql.plan import GroupKey, Join, OutputColumn, Plan, Primitive
 
 #: bump when what a record holds changes
-VERSION = 1
+VERSION = 2  # 2: outputs carry a spread (VARIANCE / STDDEV)
 #: the records, one file each in dpsql's folder (the least recently written of 1024 dropped first)
 DOCUMENTS = Documents("plans", 1024)
 #: records read, kept in memory
@@ -140,7 +140,8 @@ def encode(plan: Plan) -> dict[str, Any]:
         "sql": plan.sql, "table": plan.table.name,
         "keys": [[k.name, k.label, list(k.sources), k.public, k.column, k.text, k.bounded_text, k.plain] for k in plan.keys],
         "primitives": [[p.kind, p.column, p.shown, p.distinct, None if p.q is None else str(p.q)] for p in plan.primitives],
-        "outputs": [[o.name, o.primitive, None if o.ratio is None else list(o.ratio)] for o in plan.outputs],
+        "outputs": [[o.name, o.primitive, None if o.ratio is None else list(o.ratio), None if o.spread is None else list(o.spread)]
+                    for o in plan.outputs],
         "selection_count": plan.selection_count,
         "joins": [[j.table, j.alias, j.side, j.left, j.key, list(j.columns)] for j in plan.joins],
         "public_types": plan.public_types,
@@ -162,8 +163,9 @@ def decode(doc: dict[str, Any], policy: Policy) -> Plan:
         primitives=tuple(Primitive(kind, column, shown, bool(distinct), None if q is None else Fraction(q))
                          for kind, column, shown, distinct, q in doc["primitives"]),
         finish=None,
-        outputs=tuple(OutputColumn(name, primitive, None if ratio is None else (ratio[0], ratio[1]))
-                      for name, primitive, ratio in doc["outputs"]),
+        outputs=tuple(OutputColumn(name, primitive, None if ratio is None else (ratio[0], ratio[1]),
+                                   None if spread is None else (spread[0], spread[1], spread[2], spread[3]))
+                      for name, primitive, ratio, spread in doc["outputs"]),
         selection_count=doc["selection_count"],
         joins=tuple(Join(t, a, side, left, k, tuple(cols)) for t, a, side, left, k, cols in doc["joins"]),
         public_types=dict(doc["public_types"]),

@@ -31,6 +31,7 @@ from dpsql.sql.parse import position, written_name
 from dpsql.sql.quantiles import is_quantile, quantile_call, quantile_name
 from dpsql.sql.plan import NOISY_RELATION, GroupKey, OutputColumn, Primitive, primitive_column
 from dpsql.sql.scopes import Scopes, try_casts
+from dpsql.sql.spread import SPREAD_AGGREGATES, finish_expr, spread_kind
 from dpsql.sql import units
 
 
@@ -44,6 +45,8 @@ class FinishRewriter:
         self.not_null = not_null
         self.key_lookup = keys_by_text(keys)
         self.primitives: list[Primitive] = []
+        #: the spread (sql/spread.py) the last expression rewritten by :meth:`to_finish` is, if it is one
+        self.spread: tuple[int, int, int, str] | None = None
 
     def primitive(self, p: Primitive) -> int:
         if p not in self.primitives:
@@ -62,12 +65,16 @@ class FinishRewriter:
             name = item.alias if isinstance(item, exp.Alias) else (inner.name if isinstance(inner, exp.Column) else inner.sql("duckdb"))
             if any(isinstance(n, exp.AggFunc) for n in inner.walk()):
                 has_aggregate = True
-            finish_expr, direct, ratio = self.to_finish(inner.copy(), context="SELECT")
-            finish_items.append(exp.alias_(finish_expr, name, quoted=True))
-            outputs.append(OutputColumn(name, direct, ratio))
-        if not has_aggregate:
+            finished, direct, ratio = self.to_finish(inner.copy(), context="SELECT")
+            finish_items.append(exp.alias_(finished, name, quoted=True))
+            outputs.append(OutputColumn(name, direct, ratio, self.spread))
+        if not has_aggregate and not self.key_lookup:
             raise self.scopes.refuse(items[0], "DP201", "the query selects no aggregate, so it would return private rows or keys",
-                                     "aggregate with COUNT, SUM or AVG, e.g. SELECT state, COUNT(*) FROM t GROUP BY state.")
+                                     "aggregate with COUNT, SUM or AVG, e.g. SELECT state, COUNT(*) FROM t GROUP BY state, "
+                                     "or list groups: SELECT state FROM t GROUP BY state.")
+        # Without an aggregate (SELECT k FROM t GROUP BY k, SELECT DISTINCT k): no primitive; the
+        # groups are the public keyset (free, no private row read) or partition selection's (its
+        # ε²/2 and δ only): pipeline/decide.py.
 
         finish = exp.select(*finish_items).from_(exp.to_table(NOISY_RELATION))
         having = select.args.get("having")
@@ -100,9 +107,11 @@ class FinishRewriter:
         the noisy relation: aggregates become noisy columns, keys stay."""
         direct: int | None = None
         ratio: tuple[int, int] | None = None
+        self.spread = None
+        spread: tuple[int, int, int, str] | None = None
 
         def fix(node: exp.Expression) -> exp.Expression:
-            nonlocal direct, ratio
+            nonlocal direct, ratio, spread
             if isinstance(node, (exp.AggFunc, exp.WithinGroup)):
                 call = node.this if isinstance(node, exp.WithinGroup) else node
                 inner = [a for k, a in call.args.items() if isinstance(a, exp.Expression)]
@@ -111,6 +120,9 @@ class FinishRewriter:
                 if any(isinstance(n, exp.AggFunc) for a in inner for n in a.walk()):
                     raise self.scopes.refuse(node, "DP115", "aggregates cannot be nested")
                 result = self.aggregate(node)
+                if isinstance(result, tuple) and len(result) == 4:  # VARIANCE / STDDEV: sql/spread.py
+                    spread = result
+                    return finish_expr(result[3], *result[:3])
                 if isinstance(result, tuple):
                     s, c = result
                     ratio = (s, c)
@@ -141,9 +153,10 @@ class FinishRewriter:
         # NULL rather than a failure after the charge.
         out = try_casts(tree.transform(fix))
         is_single = isinstance(tree, exp.AggFunc)
+        self.spread = spread if is_single else None
         return out, (direct if is_single and ratio is None else None), (ratio if is_single else None)
 
-    def aggregate(self, node: exp.Expression) -> int | tuple[int, int]:
+    def aggregate(self, node: exp.Expression) -> int | tuple[int, int] | tuple[int, int, int, str]:
         if self.table.many_rows and isinstance(node, exp.Count):  # sql/units.py
             return self.primitive(units.count(self.scopes, self.table, node, self.not_null.get(self.table.name, set())))
         if is_quantile(node):
@@ -187,6 +200,8 @@ class FinishRewriter:
             shown = self.scopes.shown(name)
             raise self.scopes.refuse(arg, "DP204", f"{fname}({shown}): column {shown!r} is not a measure of {self.table.name!r} in the policy",
                                      f"measures with split thresholds: {measures}; COUNT(*) counts units.")
+        if isinstance(node, SPREAD_AGGREGATES):
+            return self.spread_of(node, name)
         s = self.primitive(Primitive("sum", name))
         if isinstance(node, exp.Avg):
             # AVG = SUM / COUNT over the rows where the measure is not NULL (SQL's AVG). When the
@@ -197,6 +212,17 @@ class FinishRewriter:
                 return s, self.primitive(units.rows(self.scopes, self.table, node, counted))
             return s, self.primitive(Primitive("count", counted))
         return s
+
+    def spread_of(self, node: exp.Expression, name: str) -> tuple[int, int, int, str]:
+        """VARIANCE / STDDEV of measure ``name``: its sum of split squares, its SUM and AVG's count
+        (``sql/spread.py``), each a primitive shared with any other aggregate of the query."""
+        if self.table.many_rows:
+            raise self.scopes.refuse(node, "DP211", f"{written_name(node, self.scopes.sql).upper()} is not answered yet on a "
+                                     "table with many rows per unit", "ask for SUM, AVG and COUNT per group instead.")
+        counted = None if name in self.not_null.get(self.table.name, set()) else name
+        q = self.primitive(Primitive("sumsq", name, shown=self.scopes.shown(name)))
+        s = self.primitive(Primitive("sum", name))
+        return q, s, self.primitive(Primitive("count", counted)), spread_kind(node)
 
     def quantile(self, node: exp.Expression) -> int:
         """A quantile of a measure whose policy declares its grid (``sql/quantiles.py``)."""

@@ -30,6 +30,8 @@ class Primitive:
     as each unit is one row: adding or removing a unit adds or removes at most one value (on a
     table with many rows per unit, R: :func:`count_sensitivity`).
     kind "sum": the sum of measure ``column`` over split records.
+    kind "sumsq": the sum of the squares of measure ``column``'s split values (each at most T²):
+    the second moment of VARIANCE / STDDEV (``sql/spread.py``; docs/privacy.md, "Variance").
     kind "quantile": the ``q`` quantile of measure ``column`` over units, one of the public
     candidates of its grid (``privacy/quantile.py``); not split: each unit is one value (on a
     table with many rows per unit, at most ``quantile_rows`` values per group: sql/units.py).
@@ -53,6 +55,8 @@ class Primitive:
             return "COUNT(units)" if self.column is None else f"COUNT({self.shown or self.column})"
         if self.column and self.column.startswith("#rows"):  # rows of a unit in a group (sql/units.py)
             return "COUNT(*) rows" if self.column == "#rows" else f"COUNT{(self.shown or self.column)[5:]} rows"
+        if self.kind == "sumsq":
+            return f"SUM({self.shown or self.column}^2) over splits"
         return f"SUM({self.column})"
 
 
@@ -133,11 +137,13 @@ class GroupKey:
 @dataclass(frozen=True)
 class OutputColumn:
     """A column of the result. ``primitive`` is set when the column is exactly one noisy
-    primitive; ``ratio`` when it is AVG = SUM / COUNT of two primitives."""
+    primitive; ``ratio`` when it is AVG = SUM / COUNT of two primitives; ``spread`` when it is a
+    variance or standard deviation: (sum of squares, sum, count, its function: ``sql/spread.py``)."""
 
     name: str
     primitive: int | None = None
     ratio: tuple[int, int] | None = None
+    spread: tuple[int, int, int, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -180,7 +186,7 @@ class Plan:
     def split_measures(self) -> tuple[str, ...]:
         """The measures that decide the split count m(r): only those this query sums
         (query-scoped splitting, DESIGN.md)."""
-        return tuple(sorted({p.column for p in self.primitives if p.kind == "sum" and p.column}))
+        return tuple(sorted({p.column for p in self.primitives if p.kind in ("sum", "sumsq") and p.column}))
 
 
 def primitive_column(i: int) -> str:

@@ -25,6 +25,7 @@ from sqlglot import exp
 from dpsql.sql.plan import GroupKey, Plan, primitive_column
 from dpsql.policy.model import INTEGER_TYPES, Measure, TablePolicy
 from dpsql.sql.quantiles import histogram_sql
+from dpsql.sql.spread import square_sql
 from dpsql.sql.final_check import check_final
 from dpsql.sql.sql_types import MAX_DECIMAL_WIDTH, common_type, sql_type
 from dpsql.sql.totality import condition_total, expression_total
@@ -191,6 +192,9 @@ def exact_sql(plan: Plan, schema: dict[str, str]) -> str:
             m = t.measures[p.column]
             assert m.grid is not None
             agg = histogram_sql(value_sql(m, schema[m.name], None), m.grid.bounds())
+        elif p.kind == "sumsq":  # Σ of the squares of the record's split values (sql/spread.py)
+            m = t.measures[p.column]
+            agg = f"SUM({square_sql(value_sql(m, schema[m.name], t.max_splits), threshold_sql(m))})"
         else:
             m = t.measures[p.column]
             agg = f"SUM({value_sql(m, schema[m.name], t.max_splits)})"
@@ -262,6 +266,8 @@ def reference_sql(plan: Plan, schema: dict[str, str]) -> str:
             grid = t.measures[p.column].grid
             assert grid is not None
             agg = histogram_sql(f"CASE WHEN __i = 1 THEN {_q('__qv_' + p.column)} END", grid.bounds())
+        elif p.kind == "sumsq":  # each split value squared, summed: no closed form here
+            agg = f"SUM(CAST({_q(p.column)} AS HUGEINT) * CAST({_q(p.column)} AS HUGEINT))"
         else:
             agg = f"SUM({_q(p.column)})"
         out.append(f"{agg} AS {_q(primitive_column(i))}")

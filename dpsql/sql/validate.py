@@ -12,9 +12,10 @@ from sqlglot import exp
 from dpsql.errors import NotSupportedYet, QueryRefused
 from dpsql.sql.quantiles import QUANTILE_AGGREGATES, is_quantile, quantile_call, refuse_extreme
 from dpsql.sql.parse import keyword_position, position, refuse_statement, statement_keyword, written_name
+from dpsql.sql.spread import SPREAD_AGGREGATES
 
 #: Aggregates dpsql protects; every other aggregate is "not supported yet".
-SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg) + QUANTILE_AGGREGATES
+SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg) + QUANTILE_AGGREGATES + SPREAD_AGGREGATES
 
 #: Scalar functions allowed in WHERE, in the SELECT list over keys, and over noisy
 #: aggregates. None of them reads files or state; casts become TRY_CAST when rewritten.
@@ -149,7 +150,7 @@ def _supported_aggregates(node: exp.Expression, root: exp.Select, sql: str) -> N
         name = written_name(node, sql)
         line, column = position(node, sql)
         raise NotSupportedYet(f"the aggregate {name} is not supported yet", code="DP109", line=line, column=column,
-                              hint="dpsql protects COUNT, SUM, AVG and quantiles (MEDIAN, QUANTILE_CONT).")
+                              hint="dpsql protects COUNT, SUM, AVG, VARIANCE / STDDEV and quantiles (MEDIAN, QUANTILE_CONT).")
     if isinstance(node, exp.Filter):
         raise _refuse(node, sql, "DP110", "FILTER (WHERE ...) on an aggregate is not supported",
                       "move the condition into the query's WHERE clause, or run one query per condition.")
@@ -226,8 +227,13 @@ def _known_time_formats(node: exp.Expression, root: exp.Select, sql: str) -> Non
 
 
 def _no_select_distinct(node: exp.Expression, root: exp.Select, sql: str) -> None:
-    if node is root and node.args.get("distinct"):
-        raise _refuse(node, sql, "DP111", "SELECT DISTINCT is not supported", "use GROUP BY over the keys instead.")
+    """SELECT DISTINCT over keys alone is GROUP BY them (``planner.distinct_as_group``); with
+    GROUP BY, an aggregate or DISTINCT ON it would dedupe noisy rows: refused."""
+    if node is root and (distinct := node.args.get("distinct")):
+        if distinct.args.get("on") is not None or root.args.get("group") or root.args.get("having") or any(
+                isinstance(n, exp.AggFunc) for item in root.expressions for n in item.walk()):
+            raise _refuse(node, sql, "DP111", "SELECT DISTINCT is only supported over group keys, without GROUP BY, HAVING or aggregates",
+                          "write SELECT DISTINCT key FROM t, or GROUP BY the keys (SELECT key, COUNT(*) FROM t GROUP BY key).")
 
 
 #: The checks of a SELECT, most specific first (each one sees the whole tree before the next).
