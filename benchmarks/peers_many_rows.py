@@ -116,6 +116,8 @@ def policy_text(grouping: str, folder: Path) -> str:
         f'ledger = "{folder / ("ledger_" + grouping + ".sqlite")}"',
         "[selection]", f"epsilon = {float(SELECTION[0])!r}", f"delta = {float(SELECTION[1])}",
         "[tables.flights]", 'privacy_unit = "tailnum"', f"max_groups = {g['kappa']}", f"row_threshold = {R}",
+        # a quantile reads up to R of an aircraft's values per group (ε/R), as the peers keep R rows
+        f"quantile_rows = {R}",
         "[tables.flights.measures]",
         f"arr_delay = {{ threshold = {R * MINUTES} }}", f"distance = {{ threshold = {R * MILES} }}",
         f"dep_delay = {{ threshold = {R * MINUTES}, range = {list(DELAY_RANGE)} }}",
