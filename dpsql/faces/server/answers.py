@@ -134,7 +134,7 @@ def _answer(sql: str, parameters: list[Any], session: Session, catalog: PublicCa
     if guard is not None:
         guard()  # the server's ledger is still the one it adopted
     result = execute(session, qmark, values)
-    charged = result.receipt.charge_id is not None
+    charged = result.receipt.charge_id is not None or result.receipt.reused is not None  # a receipt to show
     tag = _tag(qmark, result)
     return Answer(list(result.columns) or None, list(result.types), result.rows, tag,
                   notice=receipt_notice(result) if charged else "")
