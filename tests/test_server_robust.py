@@ -621,7 +621,8 @@ def test_fifty_clients_racing_for_a_small_budget_never_overspend_it(start_server
     outcomes: list[tuple[str, str]] = []
 
     def fire(server: DpsqlServer) -> None:
-        with server.connect("racer") as conn:  # the logins overlap; the queries start together
+        # each query a fresh, charged release (pipeline/reuse.py): the race is for the budget
+        with server.connect("racer", options="-c dpsql.reuse=off") as conn:  # the logins overlap; the queries start together
             go.wait()
             for _ in range(2):
                 try:
