@@ -55,6 +55,8 @@ CRASH = "tests/test_ledger_crash_points.py"
 ORCON = "tests/test_oracles_consumed.py"
 WALL = "tests/test_server_wall.py"
 MANY = "tests/test_many_rows.py"
+REUSE = "dpsql/pipeline/reuse.py"
+REUSED = "tests/test_reuse.py"
 
 
 @dataclass(frozen=True)
@@ -728,6 +730,46 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/sql/rewrite.py", "        check_final(sql, {**schema, **plan.public_types})",
                     "        pass"),),
              ("tests/test_hostile_schemas.py::test_many_row_sql_goes_through_the_final_check",)),
+    # ------------------------------------------------------------------ issue 33: a released answer is reused
+    Mutation("reuse_key_ignores_analyst",
+             "the reuse key leaves the analyst out: analysts overwrite each other's stored answer (and, with the "
+             "ledger's guard gone too, get it for free)",
+             (Patch(REUSE, "    parts = (VERSION, analyst, policy.digest, str(policy.path), ident, shape, query,",
+                    "    parts = (VERSION, 'anyone', policy.digest, str(policy.path), ident, shape, query,"),),
+             (f"{REUSED}::test_another_analyst_is_charged",)),
+    Mutation("reuse_guard_ignores_analyst",
+             "an answer stored under a key is found through another analyst's charge",
+             (Patch("dpsql/ledger/answers.py", '"WHERE a.key = ? AND c.analyst = ?", (key, ledger.analyst)).fetchone()',
+                    '"WHERE a.key = ? AND ? IS NOT NULL", (key, ledger.analyst)).fetchone()'),),
+             (f"{REUSED}::test_a_stored_answer_is_found_only_through_the_analysts_own_charge",)),
+    Mutation("reuse_key_ignores_data_file",
+             "an answer is reused after the data file changed",
+             (Patch(REUSE, "    parts = (VERSION, analyst, policy.digest, str(policy.path), ident, shape, query,",
+                    "    parts = (VERSION, analyst, policy.digest, str(policy.path), shape, query,"),),
+             (f"{REUSED}::test_a_changed_data_file_is_charged",)),
+    Mutation("reuse_key_ignores_policy",
+             "an answer is reused after the policy changed (partition selection's ε lives only there)",
+             (Patch(REUSE, "    parts = (VERSION, analyst, policy.digest, str(policy.path), ident, shape, query,",
+                    "    parts = (VERSION, analyst, str(policy.path), ident, shape, query,"),),
+             (f"{REUSED}::test_a_changed_policy_is_charged",)),
+    Mutation("reuse_key_ignores_exact_query",
+             "an answer is reused for another statement (another WHERE, another parameter value)",
+             (Patch(REUSE, "    parts = (VERSION, analyst, policy.digest, str(policy.path), ident, shape, query,",
+                    "    parts = (VERSION, analyst, policy.digest, str(policy.path), ident, shape,"),),
+             (f"{REUSED}::test_parameters_are_part_of_the_statement",)),
+    Mutation("reuse_key_ignores_plan",
+             "an answer is reused for another statement with the same exact query (another LIMIT, column name)",
+             (Patch(REUSE, "    parts = (VERSION, analyst, policy.digest, str(policy.path), ident, shape, query,",
+                    "    parts = (VERSION, analyst, policy.digest, str(policy.path), ident, query,"),),
+             (f"{REUSED}::test_a_different_statement_is_charged",)),
+    Mutation("reuse_key_ignores_budget_shares",
+             "an answer released at one ρ is reused when another ρ was asked for",
+             (Patch(REUSE, "             [_alloc(a) for a in allocs], clamp)", "             [], clamp)"),),
+             (f"{REUSED}::test_settings_that_change_the_release_are_charged",)),
+    Mutation("fresh_release_not_charged",
+             "SET dpsql.reuse = off is ignored: the fresh release asked for is the old one, not charged",
+             (Patch("dpsql/session.py", "answers.find(self.ledger, key, self.output.reuse)", "answers.find(self.ledger, key, True)"),),
+             (f"{REUSED}::test_fresh_release_is_explicit_charged_and_new_noise",)),
 )
 
 

@@ -109,7 +109,21 @@ def test_another_analyst_is_charged(demo):
         got = b.execute(Q)
         assert got.receipt.rho == Fraction(1, 10) and got.receipt.reused is None
         assert got.fetchall() != alice  # bob's own release, fresh noise
+        assert a.execute(Q).fetchall() == alice  # alice's is still hers, free
+        assert b.execute(Q).receipt.rho == 0  # and bob's his
         assert [c.analyst for c in a.session.ledger.history()] == ["alice", "bob"]
+
+
+def test_a_changed_policy_is_charged(demo):
+    """The policy's digest is in the key: partition selection's ε lives only in the policy."""
+    sql = "SELECT county, COUNT(*) AS n FROM establishments GROUP BY county"
+    with dpsql.connect(*demo, _random_source=seeded_random(1)) as c:
+        c.execute(sql)
+        assert c.execute(sql).receipt.rho == 0
+    demo[1].write_text(demo[1].read_text() + "\n[selection]\nepsilon = 0.4\n")
+    with dpsql.connect(*demo, _random_source=seeded_random(2)) as c:
+        cur = c.execute(sql)
+        assert cur.receipt.reused is None and _charges(c) == 2
 
 
 def test_a_stored_answer_is_found_only_through_the_analysts_own_charge(demo, tmp_path):
