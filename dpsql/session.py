@@ -185,7 +185,9 @@ class Session:
 
         plan = self.plan(sql, parameters)
         allocs = allocations(plan, settings or settings_for(self.settings, rho), self.policy)
-        return explain(sql, plan, allocs, self.policy, self.domain, self.schema[plan.table.name])
+        ex = explain(sql, plan, allocs, self.policy, self.domain, self.schema[plan.table.name])
+        key = reuse.key(self.policy, self.analyst, self.database, plan, ex.exact_sql, allocs, self.output.clamp_negative)
+        return replace(ex, notes=(*ex.notes, reuse.would(answers.find(self.ledger, key, self.output.reuse), key)))
 
     def describe(self, sql: str, parameters: Any = None) -> tuple[list[str], list[str]]:
         """The names and types of the answer's columns, from the plan alone (a wire client's
@@ -350,8 +352,7 @@ class Session:
             columns, clamped = output.clamp(columns, d.plan, prims)
         names, types, rows, errors = finish(d.plan, columns, self.finisher)
         notes, selection = output.notes(d.plan, names, rows, prims, clamped), selection_info(d, self.policy, released)
-        if key is not None:  # to be shown again (pipeline/reuse.py)
-            answers.keep(self.ledger, key, charge_id, reuse.encode(d, names, types, rows, errors, notes, noise_terms, selection))
+        answers.keep(self.ledger, key, charge_id, lambda: reuse.encode(d, names, types, rows, errors, notes, noise_terms, selection))
         names, types, rows = output.with_error_columns(names, types, rows, errors, self.output.error_columns)
         timings["finish"] = time.perf_counter() - t0
 

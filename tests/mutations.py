@@ -768,7 +768,8 @@ MUTATIONS: tuple[Mutation, ...] = (
              (f"{REUSED}::test_settings_that_change_the_release_are_charged",)),
     Mutation("fresh_release_not_charged",
              "SET dpsql.reuse = off is ignored: the fresh release asked for is the old one, not charged",
-             (Patch("dpsql/session.py", "answers.find(self.ledger, key, self.output.reuse)", "answers.find(self.ledger, key, True)"),),
+             (Patch("dpsql/session.py", "reuse.reused(answers.find(self.ledger, key, self.output.reuse), self.output, self.ledger)",
+                    "reuse.reused(answers.find(self.ledger, key, True), self.output, self.ledger)"),),
              (f"{REUSED}::test_fresh_release_is_explicit_charged_and_new_noise",)),
 )
 

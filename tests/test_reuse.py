@@ -132,7 +132,7 @@ def test_a_stored_answer_is_found_only_through_the_analysts_own_charge(demo, tmp
     alice, bob = Ledger(path, "alice", Fraction(1)), Ledger(path, "bob", Fraction(1))
     try:
         cid = alice.charge(Charge(query="q", rho=Fraction(1, 10), mechanism="discrete_gaussian"))
-        answers.keep(alice, "k", cid, '{"rows": []}')
+        answers.keep(alice, "k", cid, lambda: '{"rows": []}')
         assert answers.find(alice, "k") is not None and answers.find(alice, "k").rho == Fraction(1, 10)
         assert answers.find(bob, "k") is None
         assert answers.find(alice, "k", wanted=False) is None and answers.find(alice, None) is None
@@ -184,6 +184,18 @@ def test_text_receipt_says_when_it_was_charged(con):
     con.execute(Q)
     text = status(execute(con.session, Q))
     assert "reused: released at " in text and "charged 0 now" in text and "nothing charged" not in text
+
+
+def test_explain_says_whether_it_would_reuse(con):
+    def plan_text() -> str:
+        return "\n".join(r[0] for r in con.execute("EXPLAIN " + Q).fetchall())
+
+    assert "reuse: not released before" in plan_text()
+    charge_id = con.execute(Q).receipt.charge_id
+    assert "reuse: would show the answer released at " in plan_text() and f"(charge {charge_id})" in plan_text()
+    con.execute("SET dpsql.reuse = off")
+    assert "reuse: not released before (or reuse is off)" in plan_text()
+    assert _charges(con) == 1  # EXPLAIN charged nothing
 
 
 # ---------------------------------------------------------------------------- real clients, real server

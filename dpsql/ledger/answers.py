@@ -17,6 +17,7 @@ A lost or unreadable row only means the next such statement is charged again; ev
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -66,16 +67,18 @@ def find(ledger: Ledger, key: str | None, wanted: bool = True) -> Released | Non
     return Released(int(row[0]), float(row[1]), Fraction(row[2]), Fraction(row[3]), str(row[4]))
 
 
-def keep(ledger: Ledger, key: str, charge_id: int, answer: str | None) -> None:
-    """Remember the answer charge ``charge_id`` released under ``key``; a fresh release of the
-    same statement replaces the one before (the newest release is the one reused)."""
-    if answer is None:  # not storable (pipeline/reuse.py): the next such statement is charged again
+def keep(ledger: Ledger, key: str | None, charge_id: int, answer: Callable[[], str | None]) -> None:
+    """Remember the answer charge ``charge_id`` released under ``key`` (none without a key), made
+    by ``answer`` only then; a fresh release of the same statement replaces the one before (the
+    newest release is the one reused)."""
+    text = answer() if key is not None else None
+    if text is None:  # no key, or not storable (pipeline/reuse.py): the next such statement is charged again
         return
     try:
         _ready(ledger)
         assert ledger._opened[0] is not None
         with ledger._use() as db, ledger_fds.write_lock(ledger._opened[0]):  # in turn with the charges
             db.execute("INSERT OR REPLACE INTO answers (key, charge_id, answer) VALUES (?, ?, ?)",
-                       (key, charge_id, answer))
+                       (key, charge_id, text))
     except LedgerError:
         pass  # the charge is durable and the answer is shown; only its reuse is lost

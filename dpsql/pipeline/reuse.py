@@ -139,3 +139,14 @@ def reused(hit: Any, shown: output.Output, ledger: Any) -> Result | None:
                       notes=(note, *doc["notes"]),
                       reused={"charge_id": charge_id, "released_at": when, "rho": fmt(rho)})
     return Result(columns=tuple(names), types=tuple(types), rows=rows, receipt=receipt)
+
+
+def would(hit: Any, key: str | None) -> str:
+    """EXPLAIN's note on reuse: whether the statement would be answered with a release before."""
+    if hit is not None:
+        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(hit.time))
+        return (f"reuse: would show the answer released at {when} (charge {hit.charge_id}), charging nothing; "
+                "SET dpsql.reuse = off for a fresh, charged release")
+    if key is None:
+        return "reuse: none (no single data file or no policy file to key a release on): every run is charged"
+    return "reuse: not released before (or reuse is off): it would be a new, charged release, then reused when repeated"
