@@ -48,6 +48,22 @@ def test_same_statement_twice_is_one_charge_and_identical_rows(con):
     assert rc.columns.keys() == first.receipt.columns.keys()  # the error bars of the release, kept
 
 
+@pytest.mark.parametrize("sql", [
+    "SELECT DATE_TRUNC('month', opened) AS month, COUNT(*) AS n FROM establishments GROUP BY 1 ORDER BY 1",  # datetimes
+    "SELECT state, AVG(payann) AS avg_pay FROM establishments GROUP BY state ORDER BY state",  # floats
+    "SELECT EXTRACT(hour FROM first_seen) AS h, COUNT(*) FROM devices GROUP BY 1 ORDER BY 1",
+    "SELECT state, QUANTILE_CONT(payann, 0.5) AS median FROM establishments GROUP BY state ORDER BY state",
+])
+def test_values_come_back_exactly_as_released_with_their_types(con, sql):
+    first = con.execute(sql)
+    rows = first.fetchall()
+    again = con.execute(sql)
+    got = again.fetchall()
+    assert again.receipt.rho == 0 and _charges(con) == 1
+    assert got == rows and [tuple(map(type, r)) for r in got] == [tuple(map(type, r)) for r in rows]
+    assert again.description == first.description
+
+
 def test_a_new_connection_and_a_new_process_reuse_it(demo, tmp_path):
     """Durable beside the ledger: another process (a restart) gets the same rows, free."""
     script = ("import dpsql, sys, json\n"
