@@ -8,7 +8,8 @@ Returning what was released before is post-processing of that release (Dwork and
 Proposition 2.1): it reads no private row and costs nothing.
 
 :func:`key` is decided in phase 1 from public information only: the analyst, the policy's
-identity, the data file's identity (with its write-ahead log: any write changes it), the plan
+identity (its file's digest, and the table's and selection's parameters as this process uses
+them), the data file's identity (with its write-ahead log: any write changes it), the plan
 and exact SQL (parameters bound; two texts with the same plan ask the same question), each
 primitive's mechanism and budget share (ρ, ε, MOE targets and weights all end there), and the
 clamping option (it changes the noisy cells the finish sees). Error columns are not in the key:
@@ -55,7 +56,8 @@ def key(policy: Policy, analyst: str, database: Path, plan: Plan, query: str, al
         return None
     shape = {k: v for k, v in plan_record.encode(plan).items() if k != "sql"}  # the text's plan, not its spelling
     parts = (VERSION, analyst, policy.digest, str(policy.path), ident, shape, query,
-             [_alloc(a) for a in allocs], clamp)
+             [_alloc(a) for a in allocs], clamp,
+             repr(plan.table), repr(policy.selection))  # as used: a face may amend the file's policy in memory (advise)
     return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
