@@ -765,7 +765,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              (f"{REUSED}::test_a_different_statement_is_charged",)),
     Mutation("reuse_key_ignores_budget_shares",
              "an answer released at one ρ is reused when another ρ was asked for",
-             (Patch(REUSE, "             [_alloc(a) for a in allocs], clamp)", "             [], clamp)"),),
+             (Patch(REUSE, "             [_alloc(a) for a in allocs], clamp,", "             [], clamp,"),),
              (f"{REUSED}::test_settings_that_change_the_release_are_charged",)),
     Mutation("fresh_release_not_charged",
              "SET dpsql.reuse = off is ignored: the fresh release asked for is the old one, not charged",
