@@ -124,6 +124,7 @@ QUERY = "SELECT region, COUNT(*), COUNT(DISTINCT pid), SUM(amount), AVG(amount) 
 def _answer(db: Path, policy: Path, sql: str, seed: int = 11):
     con = dpsql.connect(db, policy, _random_source=seeded_random(seed))
     try:
+        con.execute("SET dpsql.reuse = off")  # this seed's own release, not one made before (pipeline/reuse.py)
         cur = con.cursor()
         cur.execute(sql)
         return cur.fetchall(), cur.receipt
