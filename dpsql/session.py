@@ -29,17 +29,17 @@ from typing import Any
 
 from dpsql.records import catalog as catalog_record
 from dpsql.records import check as check_record
-from dpsql.pipeline import domain
-from dpsql.pipeline import output
+from dpsql.pipeline import output, reuse
 from dpsql.records import plan as plan_record
 from dpsql.backends import InterruptedBeforeStart, PublicCatalog, open_engine, open_finisher
 from dpsql.backends.files import kind_of
 from dpsql.sql.salt import salted
-from dpsql.pipeline.decide import (Decision, allocations, check_split_selection, decision, selection_params,
+from dpsql.pipeline.decide import (Decision, allocations, check_split_selection, decision, selection_info,
                                    settings_for)
 from dpsql.pipeline.domain import PublicDomain, file_identity
 from dpsql.errors import DatabaseFileError, DpsqlError, PolicyFileError, QueryFailed
 from dpsql.pipeline.finish import check_finish, describe, finish
+from dpsql.ledger import answers
 from dpsql.ledger.book import Charge, Ledger, ledger_path, os_user
 from dpsql.policy.model import Policy
 from dpsql.policy.check import check_catalog, check_units
@@ -185,7 +185,9 @@ class Session:
 
         plan = self.plan(sql, parameters)
         allocs = allocations(plan, settings or settings_for(self.settings, rho), self.policy)
-        return explain(sql, plan, allocs, self.policy, self.domain, self.schema[plan.table.name])
+        ex = explain(sql, plan, allocs, self.policy, self.domain, self.schema[plan.table.name])
+        key = reuse.key(self.policy, self.analyst, self.database, plan, ex.exact_sql, allocs, self.output.clamp_negative)
+        return replace(ex, notes=(*ex.notes, reuse.would(answers.find(self.ledger, key, self.output.reuse), key)))
 
     def describe(self, sql: str, parameters: Any = None) -> tuple[list[str], list[str]]:
         """The names and types of the answer's columns, from the plan alone (a wire client's
@@ -294,9 +296,13 @@ class Session:
         with self._lock:
             timings: dict[str, float] = {}
             t0 = time.perf_counter()
-            d = self.decide(sql, parameters, rho, planned=planned)
+            d = self.decide(sql, parameters, rho, planned=planned, check_budget=False)
             if record and planned is None and parameters is None:
                 plan_record.save(self._plan_context, sql, (d.plan, d.query))
+            key = reuse.key(self.policy, self.analyst, self.database, d.plan, d.query, d.allocs, self.output.clamp_negative)
+            if (again := reuse.reused(answers.find(self.ledger, key, self.output.reuse), self.output, self.ledger)):
+                return again  # released before: shown again, charged nothing (pipeline/reuse.py)
+            self.ledger.check(d.rho, d.delta)  # refuse early; the binding check is the charge itself
             timings["plan"] = time.perf_counter() - t0
 
             failure: BaseException | None = None
@@ -312,7 +318,7 @@ class Session:
             t0 = time.perf_counter()  # charge BEFORE anything derived from the noisy values is returned
             charge_id = self.ledger.charge(self._charge(d)) if d.reads_rows else None  # public keysets only: nothing
             timings["charge"] = time.perf_counter() - t0
-            return self._finished(d, columns, noise_terms, released, charge_id, timings)
+            return self._finished(d, columns, noise_terms, released, charge_id, timings, key)
 
     def execute_decided(self, decisions: list[Decision], charge: Charge) -> list[Result]:
         """A workload's phases 2-5 (dpsql/workload/run.py): every decided query computed and
@@ -337,20 +343,22 @@ class Session:
                     for d, columns, noise_terms, released, timings in released_all]
 
     def _finished(self, d: Decision, columns: dict[str, Any], noise_terms: list[NoiseTerm],
-                  released: list[tuple[Any, ...]] | None, charge_id: int | None, timings: dict[str, float]) -> Result:
-        """Phase 5 on charged noisy values only."""
+                  released: list[tuple[Any, ...]] | None, charge_id: int | None, timings: dict[str, float],
+                  key: str | None = None) -> Result:
+        """Phase 5 on charged noisy values only; the answer kept under ``key`` to be reused."""
         t0 = time.perf_counter()  # from here on, noisy (charged) values only: dpsql/pipeline/output.py
         prims, clamped = output.nonnegative_primitives(d.plan, self.nonnegative), None
         if self.output.clamp_negative:
             columns, clamped = output.clamp(columns, d.plan, prims)
         names, types, rows, errors = finish(d.plan, columns, self.finisher)
-        notes = output.notes(d.plan, names, rows, prims, clamped)
+        notes, selection = output.notes(d.plan, names, rows, prims, clamped), selection_info(d, self.policy, released)
+        answers.keep(self.ledger, key, charge_id, lambda: reuse.encode(d, names, types, rows, errors, notes, noise_terms, selection))
         names, types, rows = output.with_error_columns(names, types, rows, errors, self.output.error_columns)
         timings["finish"] = time.perf_counter() - t0
 
         spent, remaining = self.ledger.rho_spent_and_left()
         receipt = Receipt(rho=d.rho, delta=d.delta, epsilon=d.epsilon, mechanism=d.mechanism, table=d.plan.table.name,
-                          selection=self._selection_info(d, released), noise=tuple(noise_terms),
+                          selection=selection, noise=tuple(noise_terms),
                           columns={e.column: e for e in errors if e is not None}, policy_terms=d.terms,
                           budget_spent=spent, budget_total=self.ledger.total_rho,
                           budget_remaining=remaining, charge_id=charge_id, notes=notes)
@@ -363,15 +371,6 @@ class Session:
         Never timed on its own: its time depends on private rows (``Result.timings``)."""
         exact_rows = self.engine.run(salted(d.query, self.rng) if d.plan.table.many_rows else d.query) if d.reads_rows else []
         return release(d, exact_rows, self.rng)
-
-    def _selection_info(self, d: Decision, released: list[tuple[Any, ...]] | None) -> dict[str, Any] | None:
-        if released is None:
-            return None
-        info = {**selection_params(d.plan, self.policy), "released_groups": len(released)}
-        if len(released) == d.max_released:
-            info["note"] = (f"at most {d.max_released} groups are shown (dpsql's limit of {domain.MAX_CELLS} cells, "
-                            "and of the memory a query may take); more may have been selected")
-        return info
 
     def _charge(self, d: Decision) -> Charge:
         return Charge(query=d.sql, rho=d.rho, delta=d.delta, epsilon=d.epsilon, mechanism=d.mechanism,

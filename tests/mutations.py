@@ -57,6 +57,8 @@ WALL = "tests/test_server_wall.py"
 MANY = "tests/test_many_rows.py"
 MANYQ = "tests/test_many_rows_quantiles.py"
 SHARED = "tests/test_shared_units.py"
+REUSE = "dpsql/pipeline/reuse.py"
+REUSED = "tests/test_reuse.py"
 
 
 @dataclass(frozen=True)
@@ -861,6 +863,48 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/faces/advise_units.py", "session.ledger = Ledger(ledger_path(policy),",
                     "session.ledger = Ledger(ledger_path(session.policy),"),),
              ("tests/test_own_many_rows.py::test_advise_by_names_the_grouping",)),
+    # ------------------------------------------------------------------ issue 33: a released answer is reused
+    Mutation("reuse_key_ignores_analyst",
+             "the reuse key leaves the analyst out: analysts overwrite each other's stored answer (and, with the "
+             "ledger's guard gone too, get it for free)",
+             (Patch(REUSE, "    parts = (VERSION, analyst, policy.digest, str(policy.path), ident, shape, query,",
+                    "    parts = (VERSION, 'anyone', policy.digest, str(policy.path), ident, shape, query,"),),
+             (f"{REUSED}::test_another_analyst_is_charged",)),
+    Mutation("reuse_guard_ignores_analyst",
+             "an answer stored under a key is found through another analyst's charge",
+             (Patch("dpsql/ledger/answers.py", '"WHERE a.key = ? AND c.analyst = ?", (key, ledger.analyst)).fetchone()',
+                    '"WHERE a.key = ? AND ? IS NOT NULL", (key, ledger.analyst)).fetchone()'),),
+             (f"{REUSED}::test_a_stored_answer_is_found_only_through_the_analysts_own_charge",)),
+    Mutation("reuse_key_ignores_data_file",
+             "an answer is reused after the data file changed",
+             (Patch(REUSE, "    parts = (VERSION, analyst, policy.digest, str(policy.path), ident, shape, query,",
+                    "    parts = (VERSION, analyst, policy.digest, str(policy.path), shape, query,"),),
+             (f"{REUSED}::test_a_changed_data_file_is_charged",)),
+    Mutation("reuse_key_ignores_policy",
+             "an answer is reused after the policy changed (partition selection's ε lives only there)",
+             (Patch(REUSE, "    parts = (VERSION, analyst, policy.digest, str(policy.path), ident, shape, query,",
+                    "    parts = (VERSION, analyst, str(policy.path), ident, shape, query,"),
+              Patch(REUSE, "             repr(plan.table), repr(policy.selection))", "             )"),),
+             (f"{REUSED}::test_a_changed_policy_is_charged",)),
+    Mutation("reuse_key_ignores_exact_query",
+             "an answer is reused for another statement (another WHERE, another parameter value)",
+             (Patch(REUSE, "    parts = (VERSION, analyst, policy.digest, str(policy.path), ident, shape, query,",
+                    "    parts = (VERSION, analyst, policy.digest, str(policy.path), ident, shape,"),),
+             (f"{REUSED}::test_parameters_are_part_of_the_statement",)),
+    Mutation("reuse_key_ignores_plan",
+             "an answer is reused for another statement with the same exact query (another LIMIT, column name)",
+             (Patch(REUSE, "    parts = (VERSION, analyst, policy.digest, str(policy.path), ident, shape, query,",
+                    "    parts = (VERSION, analyst, policy.digest, str(policy.path), ident, query,"),),
+             (f"{REUSED}::test_a_different_statement_is_charged",)),
+    Mutation("reuse_key_ignores_budget_shares",
+             "an answer released at one ρ is reused when another ρ was asked for",
+             (Patch(REUSE, "             [_alloc(a) for a in allocs], clamp,", "             [], clamp,"),),
+             (f"{REUSED}::test_settings_that_change_the_release_are_charged",)),
+    Mutation("fresh_release_not_charged",
+             "SET dpsql.reuse = off is ignored: the fresh release asked for is the old one, not charged",
+             (Patch("dpsql/session.py", "reuse.reused(answers.find(self.ledger, key, self.output.reuse), self.output, self.ledger)",
+                    "reuse.reused(answers.find(self.ledger, key, True), self.output, self.ledger)"),),
+             (f"{REUSED}::test_fresh_release_is_explicit_charged_and_new_noise",)),
 )
 
 

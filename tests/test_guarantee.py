@@ -181,6 +181,7 @@ def test_threads_sharing_a_connection_never_overspend(demo_files, tmp_path):
     """Twelve threads, one connection, a budget that covers ten queries: exactly ten answers."""
     db, policy = demo_files
     con = dpsql.connect(db, _policy(tmp_path, policy, total_rho="1"), rho="0.1")
+    con.execute("SET dpsql.reuse = off")  # each query a fresh, charged release: the threads race for the budget
     answers, refusals, other = [], [], []
     barrier = threading.Barrier(12, timeout=60)
 

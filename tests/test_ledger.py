@@ -69,6 +69,8 @@ def test_history_records_every_field(demo):
 def test_budget_is_per_analyst_and_dataset_cap_binds_all(demo):
     set_budget(demo[1], total="0.3", extra="\ndataset_rho = 0.5")
     with dpsql.connect(*demo, analyst="a") as a, dpsql.connect(*demo, analyst="b") as b:
+        for c in (a, b):
+            c.execute("SET dpsql.reuse = off")  # each query a fresh, charged release (pipeline/reuse.py)
         for _ in range(3):
             a.execute("SELECT COUNT(*) FROM establishments")
         with pytest.raises(dpsql.BudgetExceededError):
@@ -89,6 +91,7 @@ def say(line):  # one write of a whole line: a kill cannot cut it (print writes 
 
 db, policy, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 con = dpsql.connect(db, policy, analyst="racer")
+con.execute("SET dpsql.reuse = off")  # every query a fresh, charged release: the race is for the budget
 say("OPEN")  # the ledger is open and the first query is about to run
 for i in range(n):
     try:
@@ -295,6 +298,7 @@ def test_private_key_queries_stop_when_delta_runs_out(demo):
     assert "total_delta = 1e-4" in text
     demo[1].write_text(text.replace("total_delta = 1e-4", "total_delta = 2e-6"))
     with dpsql.connect(*demo) as con:
+        con.execute("SET dpsql.reuse = off")  # each query a fresh, charged release (pipeline/reuse.py)
         for _ in range(2):
             con.execute("SELECT county, COUNT(*) FROM establishments GROUP BY county")
         cur = con.cursor()

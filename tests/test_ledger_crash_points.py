@@ -47,6 +47,7 @@ sqlite3.connect = connect
 import dpsql
 
 con = dpsql.connect(sys.argv[1], sys.argv[2], analyst="crash")
+con.execute("SET dpsql.reuse = off")  # the second query a fresh, charged release; its answer is still stored after the charge
 sql = "SELECT naics2, SUM(payann) FROM establishments GROUP BY naics2"
 cur = con.cursor().execute(sql)
 cur.fetchall()

@@ -125,6 +125,7 @@ QUERY = "SELECT region, COUNT(*), COUNT(DISTINCT pid), SUM(amount), AVG(amount) 
 def _answer(db: Path, policy: Path, sql: str, seed: int = 11):
     con = dpsql.connect(db, policy, _random_source=seeded_random(seed))
     try:
+        con.execute("SET dpsql.reuse = off")  # this seed's own release, not one made before (pipeline/reuse.py)
         cur = con.cursor()
         cur.execute(sql)
         return cur.fetchall(), cur.receipt
@@ -169,6 +170,7 @@ def test_the_salt_is_drawn_per_query(tmp_path):
     keeps more than one set of three (a fixed salt would keep the same one every time)."""
     db, policy = _database(tmp_path, [(HEAVY, g, 1, "s1") for g in REGIONS])
     con = dpsql.connect(db, policy, _random_source=seeded_random(3))
+    con.execute("SET dpsql.reuse = off")  # each query a fresh release, not the one before (pipeline/reuse.py)
     seen = set()
     for _ in range(20):
         cur = con.cursor()
@@ -483,6 +485,7 @@ def test_row_count_noise_has_the_stated_spread(tmp_path):
             per_unit[u] = per_unit.get(u, 0) + 1
     exact = sum(min(n, K * ROWS_T) for n in per_unit.values())  # one group: no bounding, rows top-coded at K·R
     con = dpsql.connect(db, policy, rho=0.02, _random_source=seeded_random(5))
+    con.execute("SET dpsql.reuse = off")  # independent draws, not the release before (pipeline/reuse.py)
     cur = con.cursor()
     draws = [cur.execute("SELECT COUNT(*) FROM visits").fetchall()[0][0] - exact for _ in range(300)]
     con.close()

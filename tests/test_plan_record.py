@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,7 @@ def big_budget(demo_files, tmp_path_factory):
     db = Path(shutil.copyfile(demo_files[0], folder / "demo.duckdb"))
     policy = policy_with_budget(demo_files[1], folder / "demo.policy.toml", total_rho="1000000", total_delta="0.5")
     s = Session(db, policy, threads=1)
+    s.output = replace(s.output, reuse=False)  # each run its own release under its seed (pipeline/reuse.py)
     yield s
     s.close()
 

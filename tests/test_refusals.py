@@ -338,6 +338,7 @@ def test_charge_is_binding_when_the_early_check_is_bypassed(demo, tmp_path, monk
     with dpsql.connect(demo[0], policy, analyst="ann", _random_source=seeded_random(23)) as a, \
             dpsql.connect(demo[0], policy, analyst="ann", _random_source=seeded_random(24)) as b:
         assert len(a.execute(SQL_ONE).fetchall()) == 24
+        b.execute("SET dpsql.reuse = off")  # a fresh release, not a's answer again (pipeline/reuse.py)
         cur = b.cursor()
         with pytest.raises(dpsql.BudgetExceededError) as err:
             cur.execute(SQL_ONE)

@@ -62,6 +62,7 @@ def test_noise_is_really_there(con, session):
 def test_seeded_source_is_deterministic(demo):
     def run(seed):
         with dpsql.connect(*demo, _random_source=seeded_random(seed)) as c:
+            c.execute("SET dpsql.reuse = off")  # a fresh release each time, not the one before (pipeline/reuse.py)
             return c.execute("SELECT naics2, SUM(payann), COUNT(*) FROM establishments GROUP BY naics2").fetchall()
 
     assert run(7) == run(7)
@@ -117,6 +118,7 @@ def test_granularity_scales_noise(con):
 
 def test_budget_refusal_charges_and_releases_nothing(demo):
     with dpsql.connect(*demo, rho="4", _random_source=seeded_random(3)) as c:
+        c.execute("SET dpsql.reuse = off")  # each query a fresh, charged release (pipeline/reuse.py)
         c.execute("SELECT COUNT(*) FROM establishments")
         c.execute("SELECT COUNT(*) FROM establishments")
         spent = c.session.ledger.spent

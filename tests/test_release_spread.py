@@ -133,6 +133,7 @@ def test_count_spread_including_empty_groups(demo_files, tmp_path):
     exact = {(s, k): (n,) for s, k, n in raw(db, sql)}
     empty, full = [], []
     with dpsql.connect(db, write_policy(tmp_path, base, "count"), _random_source=seeded_random(101)) as con:
+        con.execute("SET dpsql.reuse = off")  # independent draws, not the release before (pipeline/reuse.py)
         for _ in range(5):  # 5 × 1 224 cells: 3 880 empty, 2 240 not
             cur = con.execute(sql)
             rows, sig = cur.fetchall(), cur.receipt.columns["n"].sigma
@@ -158,6 +159,7 @@ def test_granular_sum_spread(demo_files, tmp_path):
                                         "FROM devices GROUP BY device_model")}
     z: list[float] = []
     with dpsql.connect(db, policy, _random_source=seeded_random(102)) as con:
+        con.execute("SET dpsql.reuse = off")  # independent draws, not the release before (pipeline/reuse.py)
         for _ in range(2):  # 2 × 3 139 cells
             cur = con.execute("SELECT device_model, SUM(latency_ms) AS s FROM devices GROUP BY device_model")
             rows, sig = cur.fetchall(), cur.receipt.columns["s"].sigma
@@ -180,6 +182,7 @@ def test_avg_parts_spread(demo_files, tmp_path):
     z_sum: list[float] = []
     z_count: list[float] = []
     with dpsql.connect(db, write_policy(tmp_path, base, "avg"), _random_source=seeded_random(103)) as con:
+        con.execute("SET dpsql.reuse = off")  # independent draws, not the release before (pipeline/reuse.py)
         only_avg = con.execute("SELECT state, naics2, AVG(employees) FROM establishments GROUP BY state, naics2")
         for _ in range(2):  # 2 × 1 224 cells per part
             cur = con.execute(sql)
@@ -213,6 +216,7 @@ def test_per_group_threshold_sum_spread(demo_files, tmp_path):
     exact = {(s, k): p for s, k, p in raw(db, "SELECT state, naics2, SUM(payann) FROM establishments GROUP BY ALL")}
     overridden, default = [], []
     with dpsql.connect(db, policy, _random_source=seeded_random(104)) as con:
+        con.execute("SET dpsql.reuse = off")  # independent draws, not the release before (pipeline/reuse.py)
         for _ in range(4):  # 4 × 1 224 cells: 2 448 overridden, 2 448 default
             cur = con.execute("SELECT state, naics2, SUM(payann) AS p FROM establishments GROUP BY state, naics2")
             rows, sig = cur.fetchall(), cur.receipt.columns["p"].sigma
@@ -240,6 +244,7 @@ def test_geometric_spread(demo_files, tmp_path):
     z_count: list[float] = []
     z_sum: list[float] = []
     with dpsql.connect(db, policy, _random_source=seeded_random(105)) as con:
+        con.execute("SET dpsql.reuse = off")  # independent draws, not the release before (pipeline/reuse.py)
         for _ in range(4):  # 4 × 1 224 cells per aggregate
             cur = con.execute(sql)
             rows, rc = cur.fetchall(), cur.receipt
@@ -275,6 +280,7 @@ def test_thresholded_count_spread(demo_files, tmp_path):
     z: list[float] = []
     # rho = 0.5 covers the selection's ε²/2 = 0.125 however the session accounts for it
     with dpsql.connect(db, policy, rho="0.5", _random_source=seeded_random(106)) as con:
+        con.execute("SET dpsql.reuse = off")  # independent draws, not the release before (pipeline/reuse.py)
         for key in ("county", "naics"):
             exact = dict(raw(db, f"SELECT {key}, COUNT(*) FROM establishments GROUP BY {key}"))
             n = np.array(list(exact.values()))
@@ -305,6 +311,7 @@ def test_optimal_selection_release_rate(demo_files, tmp_path):
     p = release_probability(np.array(list(exact.values())), Fraction(1, 2), Fraction(1, 10**6))
     released = []
     with dpsql.connect(db, write_policy(tmp_path, base, "optimal"), rho="0.5", _random_source=seeded_random(107)) as con:
+        con.execute("SET dpsql.reuse = off")  # independent draws, not the release before (pipeline/reuse.py)
         for _ in range(5):
             rows = con.execute("SELECT device_model, COUNT(*) FROM devices GROUP BY device_model").fetchall()
             released += [exact[r[0]] for r in rows]

@@ -95,7 +95,8 @@ def test_psycopg(server):
         columns = dict(con.execute("SELECT column_name, data_type FROM information_schema.columns "
                                    "WHERE table_name = %s", ["establishments"]).fetchall())
         assert "payann" in columns
-        cur = con.execute(QUERY.format(p="%s"), [5], prepare=True)  # extended protocol, named statement
+        # each client's own statement (another parameter value): a repeat would be reused, free (pipeline/reuse.py)
+        cur = con.execute(QUERY.format(p="%s"), [6], prepare=True)  # extended protocol, named statement
         assert [d.name for d in cur.description] == ["state", "n", "payroll"]
         rows = cur.fetchall()
         assert len(rows) == 51 and all(isinstance(n, int) for _, n, _ in rows)
@@ -145,7 +146,7 @@ def test_asyncpg(server):
                                    "establishments")
             assert "employees" in {r["column_name"] for r in cols}
             before = charges(server, "alice")
-            rows = await con.fetch(QUERY.format(p="$1"), 5)  # binary results
+            rows = await con.fetch(QUERY.format(p="$1"), 7)  # binary results; a value of its own (pipeline/reuse.py)
             assert len(rows) == 51 and isinstance(rows[0]["n"], int) and isinstance(rows[0]["payroll"], int)
             assert charges(server, "alice") == before + 1
             with pytest.raises(asyncpg.PostgresError, match="DP201") as err:
@@ -169,7 +170,7 @@ def test_sqlalchemy_and_pandas(server):
         assert {"establishments", "states"} <= set(inspector.get_table_names())
         assert "payann" in {c["name"] for c in inspector.get_columns("establishments")}
         before = charges(server, "alice")
-        frame = pd.read_sql(QUERY.format(p="%(p)s"), engine, params={"p": 5})
+        frame = pd.read_sql(QUERY.format(p="%(p)s"), engine, params={"p": 8})  # a value of its own (pipeline/reuse.py)
         assert list(frame.columns) == ["state", "n", "payroll"] and len(frame) == 51
         assert charges(server, "alice") == before + 1
         # pandas >= 3 wraps the driver's error in its own DatabaseError; the message keeps the code
@@ -199,7 +200,7 @@ public class DpsqlJdbc {
                 while (rs.next()) System.out.println("column " + rs.getString("COLUMN_NAME") + " " + rs.getString("TYPE_NAME"));
             }
             try (PreparedStatement ps = c.prepareStatement(a[3])) {
-                ps.setInt(1, 5);
+                ps.setInt(1, 9);  // a value of its own: a repeat would be reused (pipeline/reuse.py)
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) System.out.println("row " + rs.getString(1) + " " + rs.getLong(2));
                 }

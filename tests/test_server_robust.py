@@ -286,6 +286,7 @@ def test_kill_9_during_a_stream_of_queries_loses_no_charge(start_server):
         try:
             with srv.connect("kim") as conn:
                 conn.execute("SET dpsql.rho = 0.001")
+                conn.execute("SET dpsql.reuse = off")  # a stream of fresh, charged releases (pipeline/reuse.py)
                 while not stop.is_set():
                     conn.execute("SELECT COUNT(*) FROM establishments WHERE state = 'CA'").fetchall()
                     answers[i] += 1  # counted only once the rows are in the client's hands
@@ -434,7 +435,8 @@ def test_extended_protocol_mistakes_are_errors_and_the_connection_goes_on(srv):
 
 def test_a_shape_is_remembered_per_text_and_parameter_types(srv):
     """Describe plans a text once per connection and parameter types: the same text with other
-    parameter types is described afresh, and a repeated private query is charged each time."""
+    parameter types is described afresh, and a repeated private query is released once (the repeat
+    shows the same release, charged nothing: pipeline/reuse.py)."""
     user = new_user(srv, "shaper")
 
     def described(oid: int) -> int:
@@ -450,7 +452,7 @@ def test_a_shape_is_remembered_per_text_and_parameter_types(srv):
             raw.send(_parse("", BY_STATE) + _bind("", []) + frame(b"D", b"P\0") + EXECUTE + SYNC)
             got = raw.read_until(b"Z")
             assert not errors_in(got) and [kind for kind, _ in got].count(b"D") == 51
-    assert len(srv.charges(user)) == 2
+    assert len(srv.charges(user)) == 1
 
 
 @pytest.mark.parametrize("value, fmt", [
@@ -571,6 +573,7 @@ def test_no_statement_changes_the_analyst_or_resets_the_budget(srv, statement):
                 identity = any(w in statement.lower() for w in ("authorization", "role")) and "set_config" not in statement
                 assert not identity or exc.diag.sqlstate == "42501", (statement, exc.diag.sqlstate)
             notices = _receipts(conn)
+            conn.execute("SET dpsql.reuse = off")  # a fresh, charged release each time (pipeline/reuse.py)
             conn.execute(BY_STATE).fetchall()
             assert conn.execute("SHOW session_authorization").fetchone() == (ida,)
         assert "budget spent 0.3 of 10" in notices[-1]
@@ -588,10 +591,12 @@ def test_startup_parameters_cannot_choose_the_analyst_or_the_ledger(srv, tmp_pat
                    {"dbname": "ivo"}, {"dbname": str(other_db)}, {"dbname": str(tmp_path / "ivo.ledger.sqlite")},
                    {"application_name": "ivo"}):
         with srv.connect(user, **params) as conn:
+            conn.execute("SET dpsql.reuse = off")  # a fresh, charged release each time (pipeline/reuse.py)
             conn.execute(BY_STATE).fetchall()
             assert conn.execute("SHOW session_authorization").fetchone() == (user,)
     with srv.raw() as raw:  # parameters libpq would not send
         raw.login(user, "pw-ines", session_authorization="ivo", role="ivo", **{"dpsql.analyst": "ivo"})
+        assert not errors_in(raw.query("SET dpsql.reuse = off"))
         assert not errors_in(raw.query(BY_STATE))
     assert len(srv.charges(user)) == 6 and srv.charges("ivo") == []
     assert list(tmp_path.iterdir()) == []  # no file appeared where a client pointed
@@ -621,7 +626,8 @@ def test_fifty_clients_racing_for_a_small_budget_never_overspend_it(start_server
     outcomes: list[tuple[str, str]] = []
 
     def fire(server: DpsqlServer) -> None:
-        with server.connect("racer") as conn:  # the logins overlap; the queries start together
+        # each query a fresh, charged release (pipeline/reuse.py): the race is for the budget
+        with server.connect("racer", options="-c dpsql.reuse=off") as conn:  # the logins overlap; the queries start together
             go.wait()
             for _ in range(2):
                 try:
@@ -642,7 +648,7 @@ def test_fifty_clients_racing_for_a_small_budget_never_overspend_it(start_server
     assert one.spent("racer") == Fraction(1, 2) and len(one.charges("racer")) == 10
     one.check_ledger()
     for server in (one, two):
-        with server.connect("calm") as conn:
+        with server.connect("calm", options="-c dpsql.reuse=off") as conn:  # two fresh releases, not one reused
             assert len(conn.execute(BY_STATE).fetchall()) == 51
     assert one.spent("calm") == Fraction(1, 10)
 

@@ -152,19 +152,23 @@ def test_a_deleted_ledger_is_never_recreated_and_stops_the_server_until_adopted(
     assert len(srv.charges("bob")) == 1
 
 
+#: each statement a fresh, charged release, not an answer released before (pipeline/reuse.py)
+FRESH = "-c dpsql.reuse=off"
+
+
 def test_a_replaced_or_foreign_ledger_is_refused_until_adopted(start_server, tmp_path):
     srv = start_server()
     other = start_server()  # another server's ledger, with a charge of its own
-    with other.connect("bob") as conn:
+    with other.connect("bob", options=FRESH) as conn:
         conn.execute(BY_STATE).fetchall()
     other.stop()
-    with srv.connect("bob") as conn:
+    with srv.connect("bob", options=FRESH) as conn:
         conn.execute(BY_STATE).fetchall()
     srv.stop()
     backup = tmp_path / "backup.sqlite"
     shutil.copyfile(srv.ledger_path, backup)  # a copy of this very ledger, with its token
     srv.launch()
-    with srv.connect("bob") as conn:
+    with srv.connect("bob", options=FRESH) as conn:
         conn.execute(BY_STATE).fetchall()
         assert len(srv.charges("bob")) == 2
         os.replace(backup, srv.ledger_path)  # rolled back to one charge: another file, the same token
@@ -180,7 +184,7 @@ def test_a_replaced_or_foreign_ledger_is_refused_until_adopted(start_server, tmp
     assert "LEDGER: adopted the existing ledger" in srv.stderr
     srv.args.remove("--adopt-ledger")
     adopted = len(srv.charges("bob"))  # (SQLite replays the log the live server left beside the file)
-    with srv.connect("bob") as conn:
+    with srv.connect("bob", options=FRESH) as conn:
         conn.execute(BY_STATE).fetchall()
         assert len(srv.charges("bob")) == adopted + 1
         # another server's ledger written over this one in place (the same inode): only its token tells
@@ -196,7 +200,7 @@ def test_a_replaced_or_foreign_ledger_is_refused_until_adopted(start_server, tmp
     assert "another ledger" in _start_fails(srv)
     srv.args.append("--adopt-ledger")
     srv.launch()
-    with srv.connect("bob") as conn:
+    with srv.connect("bob", options=FRESH) as conn:
         conn.execute(BY_STATE).fetchall()
     assert len(srv.charges("bob")) == 2  # the adopted foreign ledger's one charge, and this one
 

@@ -9,13 +9,15 @@ charge nothing. DuckDB's own settings stay refused (DP102).
     SET dpsql.weights = 'SUM(payann)=2, COUNT(units)=1'   how a query's budget is split
     SET dpsql.error_columns = on      <column>_moe95 after each noisy column (sigma / all: and _sigma)
     SET dpsql.clamp_negative = on     negative noisy counts and sums of non-negative measures shown as 0
+    SET dpsql.reuse = off             a fresh, charged release of each statement, instead of the answer
+                                      released before (on, the default: pipeline/reuse.py)
     RESET dpsql.moe                   back to the default (also rho, epsilon, weights, error_columns,
-                                      clamp_negative, all; the last two to the connection's options)
+                                      clamp_negative, reuse, all; the last three to the connection's options)
     SHOW dpsql.rho                    the current value
     SHOW dpsql.budget                 this analyst's budget: spent, left, total, in ρ and δ, and the
                                       (ε, δ) guarantee of what was spent — read, never charged
 
-The last two are output options (:mod:`dpsql.pipeline.output`): post-processing of noisy values.
+error_columns, clamp_negative and reuse are output options (:mod:`dpsql.pipeline.output`): post-processing of noisy values.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ def _unquote(text: str) -> str:
     return text
 
 
-OUTPUT_SETTINGS = ("error_columns", "clamp_negative")
+OUTPUT_SETTINGS = ("error_columns", "clamp_negative", "reuse")
 
 
 def _set_output(session: Session, name: str, raw: str | None) -> None:
@@ -53,6 +55,9 @@ def _set_output(session: Session, name: str, raw: str | None) -> None:
     if name == "error_columns":
         mode = default.error_columns if raw is None else error_columns_mode(_unquote(raw.strip()), "dpsql.error_columns")
         session.output = replace(session.output, error_columns=mode)
+    elif name == "reuse":
+        on = default.reuse if raw is None else switch(_unquote(raw.strip()), "dpsql.reuse")
+        session.output = replace(session.output, reuse=on)
     else:
         on = default.clamp_negative if raw is None else switch(_unquote(raw.strip()), "dpsql.clamp_negative")
         session.output = replace(session.output, clamp_negative=on)
@@ -64,6 +69,8 @@ def _show(session: Session, name: str) -> str:
         return shown(session.output.error_columns)
     if name == "clamp_negative":
         return "on" if session.output.clamp_negative else "off"
+    if name == "reuse":
+        return "on" if session.output.reuse else "off"
     if name == "rho":
         return fmt(st.rho)
     if name == "epsilon":
@@ -81,7 +88,7 @@ def _show(session: Session, name: str) -> str:
 def _unknown(name: str) -> QueryRefused:
     return QueryRefused(f"unknown dpsql setting {name!r}", code="DP119",
                         hint="settings: rho, epsilon, moe, moe_count, moe_<measure>, weights, error_columns, "
-                             "clamp_negative, mechanism and budget (SHOW only).")
+                             "clamp_negative, reuse, mechanism and budget (SHOW only).")
 
 
 def _apply(session: Session, name: str, raw: str) -> Settings:

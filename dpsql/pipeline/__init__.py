@@ -6,6 +6,8 @@
 3 release: :mod:`~dpsql.pipeline.release` (partition selection and noise per cell);
 5 finish: :mod:`~dpsql.pipeline.finish` (HAVING / ORDER BY / LIMIT / AVG on noisy cells) and
   :mod:`~dpsql.pipeline.output` (error columns, clamping, notes);
+a released answer reused, not re-bought: :mod:`~dpsql.pipeline.reuse` (its key, in phase 1; the
+  finished answer kept and shown again);
 and what a query returns: :mod:`~dpsql.pipeline.result` (``Result``, ``Receipt``,
 ``Explanation``), :mod:`~dpsql.pipeline.format` (text and JSON), :mod:`~dpsql.pipeline.explain`
 (what a query would cost and release, from public information).

@@ -274,3 +274,14 @@ def _per_unit(table: Any, term: dict[str, Any], rho_sel: Fraction) -> dict[str, 
     if term["scale"] == "1":
         out["group_rho_exact"] = str(rho - rho_sel)  # paid in each group; the selection's part once
     return out
+
+
+def selection_info(d: Decision, policy: Policy, released: list[tuple[Any, ...]] | None) -> dict[str, Any] | None:
+    """The receipt's account of partition selection: its parameters and how many groups it released."""
+    if released is None:
+        return None
+    info = {**selection_params(d.plan, policy), "released_groups": len(released)}
+    if len(released) == d.max_released:
+        info["note"] = (f"at most {d.max_released} groups are shown (dpsql's limit of {domain.MAX_CELLS} cells, "
+                        "and of the memory a query may take); more may have been selected")
+    return info

@@ -65,6 +65,11 @@ def table(result: Result, show: str = "moe") -> str:
 def footer(result: Result) -> str:
     rc = result.receipt
     n = len(result.rows)
+    if rc.reused:  # released before, shown again (pipeline/reuse.py): its receipt's first note says when
+        return (f"({n} row{'s' if n != 1 else ''}) {rc.notes[0]}; budget spent {fmt(rc.budget_spent)} of "
+                f"{fmt(rc.budget_total)}, {fmt_down(rc.budget_remaining)} left."
+                + (" ± is the 95% margin of error." if _any_margin(rc) else "")
+                + "".join(f"\nNote: {note}." for note in rc.notes[1:]))
     notes = {e.note for e in rc.columns.values() if e.note and e.note.startswith("approximate")}
     cost = f"zCDP, {rc.mechanism.replace('_', ' ')}"
     if rc.selection:  # say plainly that the selection is part of the charge
@@ -175,7 +180,7 @@ def status(result: Result, show: str = "moe") -> str:
     """The line under a result: :func:`footer`, saying σ instead of ± when σ is shown, and
     "nothing charged" for answers that released nothing private (settings, the schema)."""
     rc = result.receipt
-    if rc.rho == 0:
+    if rc.rho == 0 and not rc.reused:
         n = len(result.rows)
         return (f"({n} row{'s' if n != 1 else ''}) nothing charged; "
                 f"budget spent {fmt(rc.budget_spent)} of {fmt(rc.budget_total)}, {fmt_down(rc.budget_remaining)} left."

@@ -47,6 +47,9 @@ class Output:
 
     error_columns: str = "off"  # "off", "moe" (<column>_moe95) or "all" (and <column>_sigma)
     clamp_negative: bool = False
+    #: a statement released before is answered with that release, charged nothing (pipeline/reuse.py);
+    #: off: each statement is a fresh, charged release (SET dpsql.reuse = off)
+    reuse: bool = True
 
 
 def error_columns_mode(value: Any, name: str = "error_columns") -> str:

@@ -80,6 +80,9 @@ class Receipt:
     #: what the answer's post-processing did and what its values say, in words (clamped values,
     #: negative values of quantities that cannot be negative, an exact answer of public tables)
     notes: tuple[str, ...] = ()
+    #: an answer released before and shown again, charged nothing now (pipeline/reuse.py): the
+    #: charge that paid for it, when, and its ρ then
+    reused: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -94,6 +97,7 @@ class Receipt:
             "charge_id": self.charge_id,
             **({"selection": self.selection} if self.selection else {}),
             **({"notes": list(self.notes)} if self.notes else {}),
+            **({"reused": self.reused} if self.reused else {}),
             "budget": {
                 "spent": fmt(self.budget_spent),
                 "remaining": fmt_down(self.budget_remaining),

@@ -136,7 +136,7 @@ def _answer(sql: str, parameters: list[Any], session: Session, catalog: PublicCa
     if guard is not None:
         guard()  # the server's ledger is still the one it adopted
     result = execute(session, qmark, values)
-    charged = result.receipt.charge_id is not None
+    charged = result.receipt.charge_id is not None or result.receipt.reused is not None  # a receipt to show
     first = qmark.split(None, 1)[0].upper() if qmark.strip() else ""
     if first in ("SET", "RESET") and not charged:
         # PostgreSQL's SET returns no rows and the tag SET (psql prints it, drivers expect it):
