@@ -60,7 +60,7 @@ def advised(db: Path, policy: Path, share: Fraction, seed: int) -> int:
         real_connect = dbapi.connect
 
         def seeded(*a, **kw):  # the command's own connection, with a seeded source (test-only hook)
-            return real_connect(*a, _random_source=seeded_random(seed), **kw)
+            return real_connect(*a, _random_source=seeded_random(seed), reuse=False, **kw)
 
         args = argparse.Namespace(table="establishments", db=str(db), policy=str(p), measure=["payann"], rho="0.1",
                                   split_share=str(float(share)), at_rho="1", write=False, json=True)

@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> None:
     db, policy = ensure_demo()
     with tempfile.TemporaryDirectory() as tmp:
         pol = benchmark_policy(Path(policy), Path(tmp))
-        con = dpsql.connect(db, pol)
+        con = dpsql.connect(db, pol, reuse=False)
         cur = con.cursor()
         cur.execute(args.sql)
         cur.fetchall()  # warm-up (and the one-time unit check)
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> None:
             if args.fresh:
                 con.close()
                 t0 = time.perf_counter()
-                con = dpsql.connect(db, pol)
+                con = dpsql.connect(db, pol, reuse=False)
                 cur = con.cursor()
                 opens.append(time.perf_counter() - t0)
             t0 = time.perf_counter()

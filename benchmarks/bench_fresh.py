@@ -79,7 +79,7 @@ def measure(repeat: int = 9) -> dict[str, float]:
         env = {**os.environ, "DPSQL_HOME": str(Path(tmp) / "home")}
         checks = Path(tmp) / "home" / check_record.RECORDS.file_name
         plans = Path(tmp) / "home" / plan_record.DOCUMENTS.folder
-        query = [dpsql_cmd, "query", SQL, "--db", str(db), "--policy", str(pol)]
+        query = [dpsql_cmd, "query", SQL, "--db", str(db), "--policy", str(pol), "--fresh"]
         commands = {
             "raw": [sys.executable, "-c",
                     f"import duckdb; duckdb.connect({str(db)!r}, read_only=True).execute({SQL!r}).fetchall()"],

@@ -37,7 +37,7 @@ def main() -> None:
         db, policy = ensure_demo()
         own_policy = Path(tmp) / "demo.policy.toml"
         own_policy.write_text(Path(policy).read_text().replace("total_rho = 10.0", "total_rho = 1000000"))
-        with dpsql.connect(db, own_policy) as con:
+        with dpsql.connect(db, own_policy, reuse=False) as con:
             stages = []
             for _ in range(min(args.n, 100)):
                 res = con.cursor().execute("SELECT naics2, COUNT(*), SUM(payann) FROM establishments GROUP BY naics2").result

@@ -66,13 +66,13 @@ def main() -> None:
                     f"'s' || (hash(i * 17) % 50)::VARCHAR AS shop FROM range({args.rows}) t(i)")
         con.close()
     policy.write_text(POLICY)
-    with dpsql.connect(db, policy) as con:
+    with dpsql.connect(db, policy, reuse=False) as con:
         exact = con.explain(args.query).exact_sql.replace(SALT, "12345")
     raw = duckdb.connect(str(db), read_only=True)
     two_level = _median(lambda: raw.execute(exact).fetchall())
     one_level = _median(lambda: raw.execute(args.query).fetchall())
     raw.close()  # one configuration per file and process: dpsql opens it after
-    with dpsql.connect(db, policy) as con:
+    with dpsql.connect(db, policy, reuse=False) as con:
         cur = con.cursor()
         ours = _median(lambda: cur.execute(args.query).fetchall())
     print(f"{args.rows:,} rows, {units:,} units: dpsql {ours:.3f} s, raw two-level {two_level:.3f} s, "

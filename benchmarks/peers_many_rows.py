@@ -153,7 +153,7 @@ def run_dpsql(db: Path, folder: Path, grouping: str, trials: int) -> dict[str, A
         runs: Any = []
         for seed in range(trials):
             try:
-                with dpsql.connect(db, pol, _random_source=seeded_random(10_000 + seed)) as con:
+                with dpsql.connect(db, pol, reuse=False, _random_source=seeded_random(10_000 + seed)) as con:
                     rows = con.cursor().execute(sql).fetchall()
             except DpsqlError as e:
                 runs = f"refused ({e.code})"

@@ -52,7 +52,7 @@ if raw:
     n = len(con.execute(query).fetchall())
     outcome = f"{n} exact rows"
 else:
-    con = dpsql.connect(db, policy=policy, analyst="bench")
+    con = dpsql.connect(db, policy=policy, analyst="bench", reuse=False)
     try:
         cur = con.cursor()
         cur.execute(sql)

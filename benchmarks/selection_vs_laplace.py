@@ -50,7 +50,7 @@ def main() -> None:
             text += f"\n[selection]\nepsilon = {float(eps)}\ndelta = {float(delta)}\n"
             p = Path(tmp) / f"p{float(eps)}.policy.toml"
             p.write_text(text)
-            with dpsql.connect(db, p, _random_source=seeded_random(1)) as con:
+            with dpsql.connect(db, p, reuse=False, _random_source=seeded_random(1)) as con:
                 engine_counts = [con.execute("SELECT county, naics2, COUNT(*) FROM establishments GROUP BY county, naics2")
                                  .receipt.selection["released_groups"] for _ in range(args.trials)]
                 n = np.array([r[2] for r in con.session.engine.run(

@@ -135,9 +135,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             srv.add_user("bench", cli=False)
             # one configuration per database file in a process: the raw connection takes dpsql's
             raw = duckdb.connect(str(database), read_only=True, config=dict(LOCKDOWN))
-            embedded = dpsql.connect(database, bpolicy).cursor()
-            wire = srv.connect("bench")
-            simple = psycopg.ClientCursor(srv.connect("bench"))
+            embedded = dpsql.connect(database, bpolicy, reuse=False).cursor()
+            wire = srv.connect("bench", options="-c dpsql.reuse=off")
+            simple = psycopg.ClientCursor(srv.connect("bench", options="-c dpsql.reuse=off"))
             ways = {
                 "embedded dpsql (DB-API)": lambda: (embedded.execute(sql), embedded.fetchall()),
                 "wire, psycopg extended protocol": lambda: wire.execute(sql).fetchall(),
@@ -150,11 +150,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             lat = {"raw DuckDB (exact query)": latencies({"raw": lambda: raw.execute(sql).fetchall()},
                                                          args.queries)["raw"], **lat}
             log("connection setup ...")
-            setup = [_timed(lambda: srv.connect("bench").close()) for _ in range(max(5, args.queries // 10))]
+            setup = [_timed(lambda: srv.connect("bench", options="-c dpsql.reuse=off").close()) for _ in range(max(5, args.queries // 10))]
             loads = []
             for n in args.clients:
                 log(f"{n} client(s) for {args.seconds} s ...")
-                loads.append(load(lambda: srv.connect("bench"), sql, n, args.seconds, srv.process.pid))
+                loads.append(load(lambda: srv.connect("bench", options="-c dpsql.reuse=off"), sql, n, args.seconds, srv.process.pid))
             raw.close()
             wire.close()
             simple.connection.close()

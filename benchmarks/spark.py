@@ -79,8 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         policy = write_data(folder, args.rows, args.groups)
         written = time.perf_counter() - start
-        spark_con = dpsql.connect(None, policy, engine="spark", spark_master=args.master, analyst="bench")
-        duck_con = dpsql.connect(None, policy, engine="duckdb", analyst="bench")
+        spark_con = dpsql.connect(None, policy, engine="spark", spark_master=args.master, analyst="bench", reuse=False)
+        duck_con = dpsql.connect(None, policy, engine="duckdb", analyst="bench", reuse=False)
         spark = spark_con.session.engine._spark  # the same session and view dpsql's engine uses
         raw = timed(lambda: spark.sql(QUERY).collect(), args.repeat)
         on_spark = timed(lambda: spark_con.cursor().execute(QUERY).fetchall(), args.repeat)

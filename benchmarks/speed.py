@@ -146,7 +146,7 @@ def bench_size(rows: int, data_dir: Path, repeat: int, ref_repeat: int, diagnose
     first_query: float | None = None
     first_plan: float | None = None
     for rep in range(repeat + 1):  # rep 0 is the warm-up, discarded
-        con = dpsql.connect(db, policy)
+        con = dpsql.connect(db, policy, reuse=False)
         t0 = time.perf_counter()
         cur = con.cursor()
         cur.execute(QUERIES[HEADLINE].sql)
@@ -214,7 +214,7 @@ def bench_size(rows: int, data_dir: Path, repeat: int, ref_repeat: int, diagnose
 def later_process_first_query(db: Path, policy: Path) -> dict[str, float]:
     """A new process's first query on the file, after the check passed in this one: its wall
     time and plan stage in seconds (the unit check is remembered per file, not per process)."""
-    code = ("import json, sys, time, dpsql; con = dpsql.connect(sys.argv[1], sys.argv[2]); cur = con.cursor(); "
+    code = ("import json, sys, time, dpsql; con = dpsql.connect(sys.argv[1], sys.argv[2], reuse=False); cur = con.cursor(); "
             "t0 = time.perf_counter(); cur.execute(sys.argv[3]); cur.fetchall(); "
             "print(json.dumps({'wall': time.perf_counter() - t0, 'plan': cur.result.timings['plan']}))")
     done = subprocess.run([sys.executable, "-c", code, str(db), str(policy), QUERIES[HEADLINE].sql],

@@ -100,6 +100,8 @@ def _add_builtin_commands(sub: Any, wanted: Callable[..., bool]) -> None:
         p.add_argument("sql", help="the SELECT statement ('-' reads it from standard input)")
         _connection_args(p)
         p.add_argument("--sigma", action="store_true", help="show σ instead of the 95%% margin of error")
+        p.add_argument("--fresh", action="store_true", help="a fresh, charged release with new noise, not the answer "
+                       "released before to this analyst (SET dpsql.reuse = off)")
         p.add_argument("--format", choices=("table", "csv", "json"), help="table (the default), csv (the rows with "
                        "a <column>_moe95 column after each noisy one, or _sigma too with --sigma; the cost on standard "
                        "error) or json (as --json)")
@@ -312,7 +314,8 @@ def _query(args: argparse.Namespace) -> int:
     from dpsql.faces.dbapi import connect
 
     csv = args.format == "csv"  # the ± as columns, from the session's own error columns
-    with connect(_database(args), args.policy, rho=args.rho, error_columns=("sigma" if args.sigma else "on") if csv else None) as con:
+    with connect(_database(args), args.policy, rho=args.rho, error_columns=("sigma" if args.sigma else "on") if csv else None,
+                 reuse=not args.fresh) as con:
         result = con.cursor().execute(_sql(args)).result
     if args.json:
         print(fmt_mod.to_json(result.to_dict()))

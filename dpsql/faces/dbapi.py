@@ -6,6 +6,8 @@ rows reach the cursor, and the cursor's ``receipt`` says what it cost and how no
 
 from __future__ import annotations
 
+import dataclasses
+
 import datetime
 import time
 from collections.abc import Iterator, Sequence
@@ -71,7 +73,8 @@ def Binary(data: bytes | bytearray | memoryview | str) -> bytes:  # noqa: N802
 
 def connect(database: str | Path | None = None, policy: str | Path | None = None, *, rho: Any = None,
             analyst: str = "", threads: int | None = None, error_columns: Any = None, clamp_negative: Any = None,
-            engine: str | None = None, spark_master: str | None = None, _random_source: Any = None) -> Connection:
+            engine: str | None = None, spark_master: str | None = None, reuse: bool = True,
+            _random_source: Any = None) -> Connection:
     """Open a dpsql connection.
 
     Args:
@@ -93,12 +96,18 @@ def connect(database: str | Path | None = None, policy: str | Path | None = None
             the demo tables exported to Parquet.
         spark_master: the Spark master URL (``local[2]``, ``spark://host:7077``, ``sc://host``
             for Spark Connect); default SPARK_REMOTE, else spark.master, else ``local[*]``.
+        reuse: False makes each statement a fresh, charged release with new noise, instead of the
+            answer released before to this analyst (``SET dpsql.reuse = off``; docs/privacy.md). For
+            studies of the noise, which repeat a statement on purpose.
         _random_source: TEST ONLY — a seeded source from :func:`dpsql.testing.seeded_random`.
             The default is the operating system's CSPRNG.
     """
-    return Connection(Session(database, policy, rho=rho, random_source=_random_source, threads=threads, analyst=analyst,
-                              error_columns=error_columns, clamp_negative=clamp_negative, engine=engine,
-                              spark_master=spark_master))
+    session = Session(database, policy, rho=rho, random_source=_random_source, threads=threads, analyst=analyst,
+                      error_columns=error_columns, clamp_negative=clamp_negative, engine=engine,
+                      spark_master=spark_master)
+    if not reuse:
+        session.default_output = session.output = dataclasses.replace(session.default_output, reuse=False)
+    return Connection(session)
 
 
 class Connection:
