@@ -94,11 +94,14 @@ def _load() -> str:
     return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def one_round(cons: dict[int, dpsql.Connection], raw: duckdb.DuckDBPyConnection, runs: int) -> list[str]:
-    """One table: every shape, its three sides interleaved run by run, the order rotated."""
-    lines = [f"load average (1/5/15 min) before: {_load()}", "",
-             "| query shape | dpsql | floor (raw two-level) | plain (raw one-level) | dpsql/floor | dpsql/plain |"
-             " floor/plain |", "|---|---:|---:|---:|---:|---:|---:|"]
+def one_round(cons: dict[int, dpsql.Connection], raw: duckdb.DuckDBPyConnection, runs: int,
+              say=lambda line: print(line, flush=True)) -> None:
+    """One table: every shape, its three sides interleaved run by run, the order rotated; each
+    line is said as soon as it is known."""
+    for line in (f"load average (1/5/15 min) before: {_load()}", "",
+                 "| query shape | dpsql | floor (raw two-level) | plain (raw one-level) | dpsql/floor | dpsql/plain |"
+                 " floor/plain | load (1 min) |", "|---|---:|---:|---:|---:|---:|---:|---:|"):
+        say(line)
     for label, kappa, sql in SHAPES:
         cur = cons[kappa].cursor()
         floor_sql = cons[kappa].explain(sql).exact_sql.replace(SALT, "12345")
@@ -113,10 +116,11 @@ def one_round(cons: dict[int, dpsql.Connection], raw: duckdb.DuckDBPyConnection,
                 if run:
                     times[k].append(t)
         m = {k: statistics.median(v) for k, v in times.items()}
-        lines.append(f"| {label} | {m['dpsql']:.3f} s | {m['floor']:.3f} s | {m['plain']:.3f} s | "
-                     f"{m['dpsql'] / m['floor']:.2f} | {m['dpsql'] / m['plain']:.2f} | {m['floor'] / m['plain']:.2f} |")
-    lines += ["", f"load average (1/5/15 min) after: {_load()}"]
-    return lines
+        say(f"| {label} | {m['dpsql']:.3f} s | {m['floor']:.3f} s | {m['plain']:.3f} s | "
+            f"{m['dpsql'] / m['floor']:.2f} | {m['dpsql'] / m['plain']:.2f} | {m['floor'] / m['plain']:.2f} | "
+            f"{os.getloadavg()[0]:.1f} |")
+    say("")
+    say(f"load average (1/5/15 min) after: {_load()}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -145,7 +149,7 @@ def main(argv: list[str] | None = None) -> None:
                   f"{os.cpu_count()} cores")
             for r in range(args.rounds):
                 print(f"\nround {r + 1}/{args.rounds}\n")
-                print("\n".join(one_round(cons, raw, args.runs)), flush=True)
+                one_round(cons, raw, args.runs)
         finally:
             raw.close()
             for con in cons.values():
