@@ -55,6 +55,7 @@ CRASH = "tests/test_ledger_crash_points.py"
 ORCON = "tests/test_oracles_consumed.py"
 WALL = "tests/test_server_wall.py"
 MANY = "tests/test_many_rows.py"
+OWNER = "tests/test_owner_ledger.py"
 
 
 @dataclass(frozen=True)
@@ -728,6 +729,20 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/sql/rewrite.py", "        check_final(sql, {**schema, **plan.public_types})",
                     "        pass"),),
              ("tests/test_hostile_schemas.py::test_many_row_sql_goes_through_the_final_check",)),
+    Mutation("owner_view_counts_a_shared_ledger_twice",
+             "`dpsql ledger --all` adds a ledger the server shares with embedded use twice: the data set's spending overstated",
+             (Patch("dpsql/faces/budget_commands.py", '    shared = embedded.exists() and os.path.samefile(path, embedded)',
+                    "    shared = False"),),
+             (f"{OWNER}::test_a_server_charging_the_embedded_ledger_is_counted_once",)),
+    Mutation("owner_view_misses_the_server",
+             "`dpsql ledger --all` leaves out what the server released: the data set's spending understated",
+             (Patch("dpsql/faces/budget_commands.py", '        if served is not None and not served["shared"]:',
+                    "        if False:"),),
+             (f"{OWNER}::test_ledger_all_sums_the_servers_and_the_embedded_charges",)),
+    Mutation("owner_view_reads_an_unadopted_ledger",
+             "`dpsql ledger` sums a file put in place of the server's adopted ledger as if it were the server's charges",
+             (Patch("dpsql/faces/budget_commands.py", "    LedgerGuard(state, path).verify()", "    pass"),),
+             (f"{OWNER}::test_a_replaced_server_ledger_is_refused_not_read",)),
 )
 
 
