@@ -42,7 +42,7 @@ def server_state(args: argparse.Namespace, policy: Any) -> tuple[Path, bool]:
     beside ``--db``; with ``--policy X.policy.toml`` alone, ``X.dpsql-server`` beside it (the
     folder of a database ``X.duckdb`` there); with neither, the demo server's ``DPSQL_HOME/server``.
     A policy reading Parquet names no database: its server's folder must be given."""
-    from dpsql.faces.server.server import state_folder
+    from dpsql.faces.server.state import state_folder
 
     if getattr(args, "state", None):
         return Path(args.state), True
