@@ -35,6 +35,7 @@ from dpsql.sql.units import SALT
 _HEAD = """[budget]
 default_rho = 0.1
 total_rho = 1e9
+total_delta = 0.5  # the private-key shape selects partitions (δ = 1e-6) on every run
 [tables.visits]
 privacy_unit = "pid"
 max_groups = {kappa}
