@@ -209,11 +209,11 @@ class Session:
         blocks = self.domain.blocks(plan)
         d = decision(sql, plan, allocs, self.policy, blocks, query)
         check_split_selection(plan, self.policy, self.ledger.total_delta)
+        self.check_unit_column(plan.table.name, *(j.table for j in plan.joins if j.table in self.policy.tables))  # first
         self._check(d.query)  # errors that do not depend on the rows: refused here, free
         if plan.finish is not None and plan.projection is None:  # and the finish's, on one row (finish.py)
             self._check(f"{d.query}\n-- finish: {plan.finish_sql}",
                         lambda: check_finish(plan, self.engine.describe(d.query)[:len(plan.keys)], self.finisher))
-        self.check_unit_column(plan.table.name, *(j.table for j in plan.joins if j.table in self.policy.tables))
         if check_budget:  # a workload checks its whole charge instead (dpsql/workload/run.py)
             self.ledger.check(d.rho, d.delta)  # refuse early; the binding check is the charge itself
         return d

@@ -59,6 +59,7 @@ MANYQ = "tests/test_many_rows_quantiles.py"
 SHARED = "tests/test_shared_units.py"
 REUSE = "dpsql/pipeline/reuse.py"
 REUSED = "tests/test_reuse.py"
+OWNER = "tests/test_owner_ledger.py"
 
 
 @dataclass(frozen=True)
@@ -905,6 +906,20 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/session.py", "reuse.reused(answers.find(self.ledger, key, self.output.reuse), self.output, self.ledger)",
                     "reuse.reused(answers.find(self.ledger, key, True), self.output, self.ledger)"),),
              (f"{REUSED}::test_fresh_release_is_explicit_charged_and_new_noise",)),
+    Mutation("owner_view_counts_a_shared_ledger_twice",
+             "`dpsql ledger --all` adds a ledger the server shares with embedded use twice: the data set's spending overstated",
+             (Patch("dpsql/faces/budget_commands.py", '    shared = embedded.exists() and os.path.samefile(path, embedded)',
+                    "    shared = False"),),
+             (f"{OWNER}::test_a_server_charging_the_embedded_ledger_is_counted_once",)),
+    Mutation("owner_view_misses_the_server",
+             "`dpsql ledger --all` leaves out what the server released: the data set's spending understated",
+             (Patch("dpsql/faces/budget_commands.py", '        if served is not None and not served["shared"]:',
+                    "        if False:"),),
+             (f"{OWNER}::test_ledger_all_sums_the_servers_and_the_embedded_charges",)),
+    Mutation("owner_view_reads_an_unadopted_ledger",
+             "`dpsql ledger` sums a file put in place of the server's adopted ledger as if it were the server's charges",
+             (Patch("dpsql/faces/budget_commands.py", "    LedgerGuard(state, path).verify()", "    pass"),),
+             (f"{OWNER}::test_a_replaced_server_ledger_is_refused_not_read",)),
 )
 
 

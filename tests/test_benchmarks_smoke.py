@@ -119,3 +119,17 @@ def test_the_server_benchmark_runs_with_tiny_sizes(demo_files, capsys) -> None:
     for path in ("raw DuckDB", "embedded dpsql", "wire, psycopg extended protocol", "wire, psycopg simple protocol"):
         assert f"| {path}" in out
     assert "| 1 |" in out and "| 2 |" in out and "answers charged" in out
+
+
+def test_the_many_rows_benchmark_runs_every_shape_with_tiny_sizes(tmp_path, capsys) -> None:
+    """benchmarks/many_rows.py end to end on 3,000 rows of 300 units: every query shape is
+    answered by dpsql, by the raw two-level floor and by the plain query, with the load beside
+    the table (no timing is checked). Each unit has ~10 rows over the ten regions, so κ = 3 binds."""
+    from benchmarks import many_rows
+
+    many_rows.main(["--rows", "3000", "--units", "300", "--runs", "1", "--dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "3,000 rows, 300 units" in out and out.count("load average (1/5/15 min)") == 2
+    rows = [line for line in out.splitlines() if line.startswith("| ") and " s | " in line]
+    assert [r.split(" | ")[0][2:] for r in rows] == [label for label, _, _ in many_rows.SHAPES]
+    assert all(len(r.strip("|").split("|")) == 8 for r in rows)

@@ -14,6 +14,7 @@ import os
 import re
 import sys
 from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 
 import duckdb
@@ -300,3 +301,26 @@ def test_duckdb_over_parquet_reads_no_other_path(engines, tmp_path):
         with pytest.raises(QueryRefused):
             duck.run(sql)
     assert not (tmp_path / "out.csv").exists()
+
+
+def test_a_many_row_table_is_refused_free_end_to_end_on_spark(tmp_path):
+    """Issue 31: Spark does not answer a table with many rows per unit (max_groups) yet. A query
+    on one through dpsql.connect(engine="spark") is refused in phase 1 (DP401, naming
+    max_groups), and the ledger holds no charge; DuckDB over the same Parquet answers it, charged."""
+    con = duckdb.connect()
+    con.execute(f"COPY (SELECT i // 5 AS pid, chr(65 + (i % 3)::INTEGER) AS region, i % 50 AS amount "
+                f"FROM range(600) t(i)) TO '{tmp_path / 'visits.parquet'}' (FORMAT parquet)")
+    con.close()
+    policy = tmp_path / "visits.policy.toml"
+    policy.write_text('[budget]\ndefault_rho = 0.1\ntotal_rho = 10\n[tables.visits]\nparquet = "visits.parquet"\n'
+                      'privacy_unit = "pid"\nmax_groups = 2\nrow_threshold = 5\n[tables.visits.measures]\n'
+                      'amount = { threshold = 50 }\n[tables.visits.keys]\nregion = { keyset = ["A", "B", "C"] }\n')
+    sql = "SELECT region, COUNT(*), SUM(amount) FROM visits GROUP BY region"
+    with dpsql.connect(None, policy, engine="spark", spark_master=MASTER) as spark:
+        with pytest.raises(PolicyFileError) as err:
+            spark.cursor().execute(sql)
+        assert err.value.code == "DP401" and "max_groups" in str(err.value)
+        assert spark.session.ledger.history(None) == []
+    with dpsql.connect(None, policy) as duck:
+        assert len(duck.cursor().execute(sql).fetchall()) == 3
+        assert [c.rho for c in duck.session.ledger.history(None)] == [Fraction(1, 10)]

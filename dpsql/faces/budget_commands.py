@@ -1,12 +1,16 @@
 """The budget commands of ``dpsql`` (registered by :mod:`dpsql.faces.cli`): ``ledger`` (the budget
 spent and left, the (epsilon, delta)-DP of everything spent, every charge), ``policy`` (the public
 policy function P(r) of everything released) and ``convert`` (rho-zCDP as (epsilon, delta)-DP).
-They read the ledger beside the policy, never the database.
+They read the ledger beside the policy, never the database, and the ledger of the data set's
+``dpsql serve`` (:func:`served_ledger`): the data owner's view of spending covers every release of
+the data set, embedded and served.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 from typing import Any
 
 from dpsql.pipeline import format as fmt_mod
@@ -15,9 +19,7 @@ from dpsql.errors import DpsqlError
 
 def open_ledger(args: argparse.Namespace, everyone: bool = False):
     """The ledger of the policy (no database needed), for one analyst or all."""
-    from pathlib import Path
-
-    from dpsql.ledger.book import Ledger, ledger_path, os_user
+    from dpsql.ledger.book import ledger_path, os_user
     from dpsql.policy.loader import default_policy_path, load_policy
 
     if args.policy:
@@ -30,10 +32,76 @@ def open_ledger(args: argparse.Namespace, everyone: bool = False):
         policy_file = ensure_demo()[1]
     policy = load_policy(policy_file)
     analyst = args.analyst or os_user()
-    b = policy.budget
-    ledger = Ledger(ledger_path(policy), analyst, b.total_rho, b.dataset_rho,
-                    total_delta=b.total_delta, dataset_delta=b.dataset_delta)
+    ledger = _open(ledger_path(policy), policy, analyst)
     return policy, ledger, analyst
+
+
+def server_state(args: argparse.Namespace, policy: Any) -> tuple[Path, bool]:
+    """The state folder of the data set's server, and whether the user named it (``--state``).
+    Else the one ``dpsql serve`` uses by default for the same files: ``<database>.dpsql-server``
+    beside ``--db``; with ``--policy X.policy.toml`` alone, ``X.dpsql-server`` beside it (the
+    folder of a database ``X.duckdb`` there); with neither, the demo server's ``DPSQL_HOME/server``.
+    A policy reading Parquet names no database: its server's folder must be given."""
+    from dpsql.faces.server.state import state_folder
+
+    if getattr(args, "state", None):
+        return Path(args.state), True
+    if args.db:
+        return state_folder(args.db), False
+    if args.policy:
+        name = Path(args.policy).name
+        stem = name[: -len(".policy.toml")] if name.endswith(".policy.toml") else Path(name).stem
+        return Path(args.policy).with_name(stem + ".dpsql-server"), False
+    return state_folder(None), False
+
+
+def served_ledger(args: argparse.Namespace, policy: Any, embedded: Path) -> dict[str, Any] | None:
+    """Where the data set's server keeps its charges: ``{"state", "ledger", "shared"}`` (``shared``:
+    the server charges the embedded ledger itself, the policy's ``budget.ledger``, so its charges
+    are read once), or None when no server was found. The server's ledger is the one its state
+    folder adopted (``ledger.id``), checked as the server checks it before charging it: a ledger
+    missing, replaced or foreign is refused (DP404), not read as the server's."""
+    from dpsql.errors import LedgerError
+    from dpsql.faces.server.state import LEDGER_ID_FILE, LedgerGuard
+
+    state, named = server_state(args, policy)
+    if not (state / LEDGER_ID_FILE).is_file():
+        if named:
+            raise LedgerError(f"{state} is not the state folder of a dpsql server that has run (no {LEDGER_ID_FILE})",
+                              code="DP411", hint="name the folder `dpsql serve --state DIR` uses (by default "
+                                                 "<database>.dpsql-server beside the database file).")
+        return None
+    path = Path(policy.budget.ledger or state / "ledger.sqlite")  # as dpsql serve chooses it
+    LedgerGuard(state, path).verify()
+    shared = embedded.exists() and os.path.samefile(path, embedded)
+    return {"state": state, "ledger": path, "shared": shared}
+
+
+def _open(path: Path, policy: Any, analyst: str) -> Any:
+    """A ledger with the analyst's walls as the session sets them (their own, where the policy names one)."""
+    from dpsql.ledger.book import Ledger
+
+    b = policy.budget
+    total_rho, total_delta = b.walls(analyst)
+    return Ledger(path, analyst, total_rho, b.dataset_rho, total_delta=total_delta, dataset_delta=b.dataset_delta)
+
+
+def open_books(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any] | None, list[tuple[str, Any]]]:
+    """The policy, the analyst, the server found (:func:`served_ledger`) and the ledgers to read:
+    ``("embedded", ledger)`` first, then ``("served", ledger)``; one ``("embedded and served",
+    ledger)`` when the server charges the embedded ledger itself."""
+    policy, ledger, analyst = open_ledger(args)
+    books = [("embedded", ledger)]
+    try:
+        served = served_ledger(args, policy, ledger.path)
+        if served is not None and served["shared"]:
+            books = [("embedded and served", ledger)]
+        if served is not None and not served["shared"]:
+            books.append(("served", _open(served["ledger"], policy, analyst)))
+    except BaseException:
+        ledger.close()
+        raise
+    return policy, analyst, served, books
 
 
 def _conversion_delta(text: str | None):
@@ -50,34 +118,60 @@ def _conversion_delta(text: str | None):
 
 
 def ledger(args: argparse.Namespace) -> int:
+    from fractions import Fraction
+
     from dpsql.privacy.accounting import guarantee
     from dpsql.privacy.budget import fmt, fmt_up
 
     conversion = _conversion_delta(args.delta)
-    _, ledger, analyst = open_ledger(args)
+    policy, analyst, served, books = open_books(args)
     try:
-        charges = ledger.history(None if args.all else analyst)
-        summary = ledger.summary(conversion)
-        everyone = ledger.totals
+        charges = [(name, c) for name, book in books for c in book.history(None if args.all else analyst)]
+        summaries = {name: book.summary(conversion) for name, book in books}
+        everyone = {name: book.totals for name, book in books}
     finally:
-        ledger.close()
-    out: dict[str, Any] = {"budget": summary}
+        for _, book in books:
+            book.close()
+    out: dict[str, Any] = {"budget": summaries[books[0][0]]}
+    if served is not None:
+        out["served"] = {"state": str(served["state"]), "ledger": str(served["ledger"]), "shared": served["shared"]}
+        if "served" in summaries:
+            out["served"]["budget"] = summaries["served"]
     if args.all:
-        g = guarantee(everyone.rho_all, everyone.delta_all, conversion)
-        out["dataset"] = {"spent": fmt(everyone.rho_all), "delta_spent": fmt(everyone.delta_all),
+        # Every release of the data set, each ledger read once: rho and delta add (composition).
+        rho = sum((t.rho_all for t in everyone.values()), Fraction(0))
+        delta = sum((t.delta_all for t in everyone.values()), Fraction(0))
+        g = guarantee(rho, delta, conversion)
+        out["dataset"] = {"spent": fmt(rho), "delta_spent": fmt(delta),
                           "epsilon": fmt_up(g.epsilon_tight), "epsilon_analytic": fmt_up(g.epsilon_analytic),
-                          "delta": fmt_up(g.delta), "conversion_delta": fmt_up(g.conversion_delta)}
+                          "delta": fmt_up(g.delta), "conversion_delta": fmt_up(g.conversion_delta),
+                          "ledgers": {name: {"spent": fmt(t.rho_all), "delta_spent": fmt(t.delta_all)}
+                                      for name, t in everyone.items()}}
     if args.json:
-        print(fmt_mod.to_json({**out, "charges": [fmt_mod.charge_dict(c) for c in charges]}))
+        print(fmt_mod.to_json({**out, "charges": [{**fmt_mod.charge_dict(c), "where": w} for w, c in charges]}))
         return 0
-    s = summary
-    print(f"analyst {analyst}: spent rho={s['spent']} of {s['total']}, {s['remaining']} left; "
-          f"delta={s['delta_spent']} of {s['delta_total']} (partition selection), {s['delta_remaining']} left"
-          f"  (ledger {s['ledger']})")
-    print(_guarantee_line("everything this analyst has spent", s))
+    for name, s in summaries.items():
+        whose = f"analyst {analyst}" + (" through the server" if name == "served" else "")
+        print(f"{whose}: spent rho={s['spent']} of {s['total']}, {s['remaining']} left; "
+              f"delta={s['delta_spent']} of {s['delta_total']} (partition selection), {s['delta_remaining']} left"
+              f"  (ledger {s['ledger']})")
+        print(_guarantee_line("everything this analyst has spent" + (" through the server" if name == "served"
+                                                                     else ""), s))
+    if served is None:
+        print(f"no dpsql serve of this data set found (no ledger.id in {server_state(args, policy)[0]}): give --state DIR "
+              "to include its charges")
+    elif served["shared"]:
+        print(f"the server (state folder {served['state']}) charges this same ledger: its charges are here, once")
     if args.all:
-        print(_guarantee_line("everything released from the data set (all analysts)", out["dataset"]))
-    print(fmt_mod.history(charges) if charges else "no charges yet")
+        d = out["dataset"]
+        parts = " + ".join(f"{name} {v['spent']}" for name, v in d["ledgers"].items())
+        print(f"the data set (all analysts): spent rho={d['spent']} ({parts}), delta={d['delta_spent']}")
+        print(_guarantee_line("everything released from the data set (all analysts)", d))
+    if charges:
+        for name in dict.fromkeys(w for w, _ in charges):
+            print(f"\n{name}:\n" + fmt_mod.history([c for w, c in charges if w == name]))
+    else:
+        print("no charges yet")
     return 0
 
 
@@ -92,11 +186,12 @@ def policy(args: argparse.Namespace) -> int:
     from dpsql.privacy import policy_function as pf
     from dpsql.privacy.budget import fmt
 
-    _, ledger, analyst = open_ledger(args)
-    try:
-        terms = pf.collect(ledger.history(None))  # everything released from this data set
+    _, _, _, books = open_books(args)
+    try:  # everything released from this data set, embedded and served
+        terms = pf.collect([c for _, book in books for c in book.history(None)])
     finally:
-        ledger.close()
+        for _, book in books:
+            book.close()
     formulas = pf.formula(terms)
     out: dict[str, object] = {"policy_function": formulas}
     if args.record:

@@ -6,8 +6,9 @@
     dpsql query "SQL" [--format table|csv|json]
                                    answer a query with noise; charges the budget
     dpsql explain "SQL"            show the plan, the exact SQL and the noise; charges nothing
-    dpsql ledger [--delta D]       budget spent and left in rho and delta, the (epsilon, delta)-DP of
-                                   everything spent, and the history of charges
+    dpsql ledger [--delta D] [--all] [--state DIR]
+                                   budget spent and left in rho and delta, the (epsilon, delta)-DP of
+                                   everything spent, and the history of charges, embedded and served
     dpsql policy [m=v ...]         the policy function P(r) so far; evaluated for a typed-in record
     dpsql convert --rho R --delta D [--plus-delta P]
                                    rho-zCDP (P-approximate) as (epsilon, D [+ P])-DP, two ways
@@ -141,6 +142,9 @@ def _ledger_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="FILE", help="database file (default: the demo database)")
     p.add_argument("--policy", metavar="FILE", help="policy file (default: <db>.policy.toml); its ledger is read")
     p.add_argument("--analyst", help="whose budget (default: your login name)")
+    p.add_argument("--state", metavar="DIR", help="the state folder of the data set's `dpsql serve`, whose ledger "
+                                                  "is read too (default: the one it uses beside the database, "
+                                                  "<db>.dpsql-server, when there is one)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 

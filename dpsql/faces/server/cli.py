@@ -81,7 +81,7 @@ def _state_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _state(args: argparse.Namespace) -> Path:
-    from dpsql.faces.server.server import state_folder
+    from dpsql.faces.server.state import state_folder
 
     return Path(args.state) if args.state else state_folder(args.database)
 

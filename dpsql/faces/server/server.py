@@ -29,11 +29,10 @@ from dpsql.faces.server import wire
 from dpsql.faces.server.connection import Connection
 from dpsql.faces.server.host import Interrupted
 from dpsql.faces.server.pgcatalog import PgCatalog, policy_comments
-from dpsql.faces.server.state import LedgerGuard, server_secret
+from dpsql.faces.server.state import LedgerGuard, server_secret, state_folder
 from dpsql.faces.server.throttle import LoginThrottle
 from dpsql.faces.server.users import UserStore
 from dpsql.errors import LedgerError
-from dpsql.home import home
 from dpsql.intercept.catalog import column_role, table_comment
 from dpsql.session import Session
 
@@ -47,14 +46,6 @@ STATEMENT_TIMEOUT = 300.0
 MAX_LOGINS, MAX_LOGINS_PER_ADDRESS = 64, 8
 #: connections that may wait for a login slot, per slot
 QUEUED_PER_LOGIN = 4
-
-def state_folder(database: str | Path | None) -> Path:
-    """The server's own folder (users, ledger): DPSQL_HOME/server for the demo, else
-    ``<database>.dpsql-server/`` beside the database file."""
-    if database is None:
-        return home() / "server"
-    path = Path(database)
-    return path.with_name(path.stem + ".dpsql-server")
 
 
 class Served:

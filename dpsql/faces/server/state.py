@@ -1,5 +1,8 @@
 """What the server's state folder knows besides its users: its secret, and which ledger is its own.
 
+:func:`state_folder` is where a server keeps them unless told (``--state``); ``dpsql ledger``
+finds a server's charges there too, so it is here, away from the server's heavier imports.
+
 ``secret`` (32 random bytes, mode 0600, made once) derives the made-up SCRAM salts of unknown
 user names, so that they are as stable across restarts as a real user's salt (docs/server.md,
 "Users").
@@ -29,12 +32,22 @@ from pathlib import Path
 
 from dpsql.errors import LedgerError
 from dpsql.faces.server.users import UserStoreError
+from dpsql.home import home
 
 SECRET_FILE = "secret"
 LEDGER_ID_FILE = "ledger.id"
 #: where SQLite keeps ``user_version`` and ``application_id`` in the file's header (4 bytes each)
 _USER_VERSION, _APPLICATION_ID = 60, 68
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def state_folder(database: str | Path | None) -> Path:
+    """The server's own folder (users, ledger): DPSQL_HOME/server for the demo, else
+    ``<database>.dpsql-server/`` beside the database file."""
+    if database is None:
+        return home() / "server"
+    path = Path(database)
+    return path.with_name(path.stem + ".dpsql-server")
 
 
 def _write_private(path: Path, data: bytes) -> None:
