@@ -589,7 +589,7 @@ def test_mixed_keys_select_on_distinct_units_per_private_group(tmp_path):
     rows = [(u, g, 1, "s9") for u in range(30) for g in "ABC"] + [(100 + u, "A", 1, "s0") for u in range(300)]
     db, policy = _database(tmp_path, rows)
     policy.write_text(policy.read_text().replace("total_rho = 1e15", "total_rho = 1e15\ntotal_delta = 0.001"))
-    con = dpsql.connect(db, policy, _random_source=seeded_random(4))
+    con = dpsql.connect(db, policy, reuse=False, _random_source=seeded_random(4))  # each query its own draws
     cur = con.cursor()
     released = [{s for _, s, _ in cur.execute("SELECT region, shop, COUNT(DISTINCT pid) FROM visits GROUP BY region, shop").fetchall()}
                 for _ in range(20)]
@@ -660,7 +660,7 @@ def test_gaussian_selection_rate_matches_the_discrete_gaussian_tail(tmp_path):
         raw.execute(f"INSERT INTO visits SELECT {k * 10**6} + i * {n} + j, 'A', 1, 'n{n}_' || i "
                     f"FROM range(40) a(i), range({n}) b(j)")
     raw.close()
-    con = dpsql.connect(db, policy, _random_source=seeded_random(8))
+    con = dpsql.connect(db, policy, reuse=False, _random_source=seeded_random(8))  # each query its own draws
     cur = con.cursor()
     kept = {n: 0 for n in sizes}
     for _ in range(10):
@@ -756,7 +756,7 @@ def test_optimal_selection_rate_with_kappa_three_matches_theorem_1(tmp_path):
         raw.execute(f"INSERT INTO visits SELECT {k * 10**6} + i * {n} + j, 'A', 1, 'n{n}_' || i "
                     f"FROM range(40) a(i), range({n}) b(j)")
     raw.close()
-    con = dpsql.connect(db, policy, _random_source=seeded_random(12))
+    con = dpsql.connect(db, policy, reuse=False, _random_source=seeded_random(12))  # each query its own draws
     cur = con.cursor()
     kept = {n: 0 for n in sizes}
     for _ in range(10):

@@ -366,5 +366,7 @@ def test_over_the_wire_with_psql_and_psycopg(start_server, tmp_path):
     if shutil.which("psql"):
         out = subprocess.run(["psql", srv.dsn("erin"), "-A", "-t", "-c", sql], capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
-        assert [line.split("|")[0] for line in out.stdout.strip().splitlines()] == REGIONS
-        assert srv.spent("erin") == 1
+        lines = out.stdout.strip().splitlines()
+        assert [line.split("|")[0] for line in lines] == REGIONS
+        assert srv.spent("erin") == Fraction(1, 2)  # the same statement: the release reused, not re-bought
+        assert [line.split("|")[1] for line in lines] == [str(m) for _, m, _ in rows]

@@ -382,7 +382,7 @@ def test_many_rows_kappa_three_spread(tmp_path):
     exact = {g: (n, u, s) for g, n, u, s in raw(db, MANY_EXACT)}
     sql = "SELECT region, COUNT(*) AS n, COUNT(DISTINCT pid) AS u, SUM(amount) AS s FROM visits GROUP BY region"
     z: dict[str, list[float]] = {"n": [], "u": [], "s": []}
-    with dpsql.connect(db, policy, _random_source=seeded_random(77)) as con:
+    with dpsql.connect(db, policy, reuse=False, _random_source=seeded_random(77)) as con:
         for _ in range(30):
             cur = con.execute(sql)
             got = cur.fetchall()
@@ -408,7 +408,7 @@ def test_many_rows_gaussian_selection_spread(tmp_path):
                                                   "COUNT(*) AS n FROM visits GROUP BY pid, shop) GROUP BY shop")}
     sql = "SELECT shop, COUNT(*) AS n, COUNT(DISTINCT pid) AS u FROM visits GROUP BY shop"
     z: dict[str, list[float]] = {"n": [], "u": []}
-    with dpsql.connect(db, policy, _random_source=seeded_random(78)) as con:
+    with dpsql.connect(db, policy, reuse=False, _random_source=seeded_random(78)) as con:
         for _ in range(25):
             cur = con.execute(sql)
             got = cur.fetchall()

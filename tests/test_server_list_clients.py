@@ -108,11 +108,11 @@ def test_psycopg2_and_the_superset_uri(server):
     con.autocommit = True
     try:
         cur = con.cursor()
-        cur.execute("SELECT state, COUNT(*) AS n FROM establishments WHERE state = ANY(%s) GROUP BY state", (["CA", "NY"],))
+        cur.execute("SELECT state, COUNT(*) AS n FROM establishments WHERE state = ANY(%s) GROUP BY state", (["CA", "WA"],))
         n = _counts(cur.fetchall())
-        assert n["CA"] > 1000 and abs(n["TX"]) < 50
+        assert n["CA"] > 1000 and n["WA"] > 100 and abs(n["TX"]) < 50
         assert any("charged rho=" in notice for notice in con.notices)  # the receipt
-        cur.execute("SELECT state, COUNT(*) AS n FROM establishments WHERE state IN %s GROUP BY state", (("CA", "NY"),))
+        cur.execute("SELECT state, COUNT(*) AS n FROM establishments WHERE state IN %s GROUP BY state", (("OR", "NY"),))
         assert _counts(cur.fetchall())["NY"] > 1000
         cur.execute("SELECT code FROM states WHERE code = ANY(%s) ORDER BY code", (["NY", "CA"],))
         assert cur.fetchall() == [("CA",), ("NY",)]  # a public table: exact, free
