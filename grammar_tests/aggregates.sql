@@ -127,3 +127,10 @@ SELECT SUM("payann") AS "__p0", SUM("payqtr1") AS "__p1", COUNT(*) AS "__p2" FRO
 # execute: true
 SELECT -SUM(payann) AS neg FROM establishments;
 SELECT SUM("payann") AS "__p0" FROM "establishments";
+
+# title: PI() over a noisy aggregate is post-processing
+# execute: true
+SELECT state, SUM(payann) * PI() AS scaled FROM establishments GROUP BY state;
+SELECT "state" AS "state", SUM("payann") AS "__p0"
+FROM "establishments"
+GROUP BY "state";

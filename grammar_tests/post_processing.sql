@@ -92,3 +92,17 @@ SELECT COUNT(*) AS "__p0" FROM "establishments";
 # execute: true
 SELECT CAST(naics2 AS INTEGER) AS sector, COUNT(*) FROM establishments GROUP BY naics2;
 SELECT "naics2" AS "naics2", COUNT(*) AS "__p0" FROM "establishments" GROUP BY "naics2";
+
+# title: TOP n (T-SQL) is LIMIT n
+# execute: true
+SELECT TOP 3 state, COUNT(*) FROM establishments GROUP BY state ORDER BY state;
+SELECT "state" AS "state", COUNT(*) AS "__p0"
+FROM "establishments"
+GROUP BY "state";
+
+# title: FETCH FIRST n ROWS ONLY (the SQL standard's) is LIMIT n
+# execute: true
+SELECT state, COUNT(*) FROM establishments GROUP BY state ORDER BY state FETCH FIRST 3 ROWS ONLY;
+SELECT "state" AS "state", COUNT(*) AS "__p0"
+FROM "establishments"
+GROUP BY "state";

@@ -244,3 +244,11 @@ SELECT COUNT(*) AS "__p0" FROM "establishments" WHERE NOT "employees" IN (1, 2, 
 # title: = ANY of an empty array matches no row, as in PostgreSQL
 SELECT COUNT(*) FROM establishments WHERE state = ANY(ARRAY[]);
 SELECT COUNT(*) AS "__p0" FROM "establishments" WHERE FALSE;
+
+# title: CONCAT in WHERE runs inside TRY (a result may pass DuckDB's string limit, as with ||)
+# execute: true
+SELECT state, COUNT(*) FROM establishments WHERE CONCAT(naics2, 'x') = '52x' GROUP BY state;
+SELECT "state" AS "state", COUNT(*) AS "__p0"
+FROM "establishments"
+WHERE TRY(CONCAT("naics2", 'x') = '52x')
+GROUP BY "state";

@@ -76,7 +76,7 @@ def candidates() -> list[str]:
         out += [f"{c} IS NULL", f"NOT {c} IS NULL", f"COALESCE({c}, {c})", f"-{c}", f"TRY_CAST({c} AS INTEGER)",
                 f"COALESCE({c}, 1)", f"COALESCE({c}, 'x')", f"COALESCE({c}, 1.5)"]
         out += [f"CASE WHEN {c} > 1 THEN {c} ELSE {d} END" for d in cols[:6] + ["'x'", "1"]]
-        out += [f"IF({c} = 1, {c}, 0)", f"({c} > 0 AND {c} < 5) OR {c} IS NULL"]
+        out += [f"IF({c} = 1, {c}, 0)", f"({c} > 0 AND {c} < 5) OR {c} IS NULL", f"COALESCE({c}, PI())"]
     for t in texts:
         out += [f"LOWER({t})", f"UPPER({t})", f"LENGTH({t})", f"TRIM({t})", f"TRIM({t}, 'x')", f"{t} LIKE 'a%'",
                 f"{t} ILIKE '%B'", f"{t} || {t}"]

@@ -16,6 +16,7 @@ from sqlglot import exp
 from dpsql.errors import QueryRefused
 from dpsql.policy.model import Policy
 from dpsql.sql.parse import parameter_position, parse
+from dpsql.sql.spellings import any_as_in, fetch_as_limit, top_as_limit
 from dpsql.sql.pg_dates import postgres_date_literals
 from dpsql.sql.inline import inline_derived_tables
 from dpsql.sql.plan import Plan
@@ -27,7 +28,8 @@ from dpsql.sql.validate import check_statement
 def plan_query(sql: str, parameters: Any, policy: Policy, schema: dict[str, dict[str, str]],
                not_null: dict[str, set[str]]) -> Plan:
     """The plan of one statement, or the refusal (a :class:`QueryRefused` with its code)."""
-    tree = parse(sql)
+    sql, top = top_as_limit(sql)
+    tree = fetch_as_limit(parse(sql), top, sql)
     placeholders = list(tree.find_all(exp.Placeholder))
     if any(p.this is not None for p in placeholders):
         # $1 / :name would bind in order of appearance, not by number or name: refuse them.
@@ -57,40 +59,6 @@ def bind_parameters(tree: exp.Expression, parameters: Any) -> exp.Expression:
     for node, value in zip(placeholders, values):
         node.replace(literal(value))
     return tree
-
-
-def any_as_in(tree: exp.Expression) -> exp.Expression:
-    """``x = ANY(ARRAY[a, b])`` as ``x IN (a, b)``, and ``x <> ALL(ARRAY[a, b])`` as ``x NOT IN (a,
-    b)``: the same truth values, NULLs included (PostgreSQL evaluates both sides the same way), for
-    an array of literals. That is how drivers send a list: psycopg2 writes the ARRAY literal into
-    the text, psycopg 3 and asyncpg bind an array parameter (:func:`literal` makes it the ARRAY).
-    An empty array is FALSE for ANY and TRUE for ALL, as in PostgreSQL. Other arrays stay as they
-    are, and validation refuses them with its code."""
-    for node in list(tree.find_all(exp.EQ, exp.NEQ)):
-        quantified = node.expression
-        if isinstance(quantified, exp.Anonymous) and quantified.name.upper() == "ALL" and len(quantified.expressions) == 1:
-            inner = quantified.expressions[0]  # DuckDB's grammar in sqlglot reads ALL(...) as a function call
-        elif isinstance(quantified, (exp.Any, exp.All)):
-            inner = quantified.this
-        else:
-            continue
-        if isinstance(node, exp.EQ) != isinstance(quantified, exp.Any):
-            continue
-        array = inner.unnest() if isinstance(inner, exp.Paren) else inner
-        if not isinstance(array, exp.Array) or not all(_is_literal(e) for e in array.expressions):
-            continue
-        if not array.expressions:
-            node.replace(exp.false() if isinstance(node, exp.EQ) else exp.true())
-            continue
-        test = exp.In(this=node.this, expressions=list(array.expressions))
-        node.replace(test if isinstance(node, exp.EQ) else exp.Not(this=test))
-    return tree
-
-
-def _is_literal(node: exp.Expression) -> bool:
-    return isinstance(node, (exp.Literal, exp.Null, exp.Boolean)) or (
-        isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal)) or (
-        isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal))
 
 
 def literal(value: Any) -> exp.Expression:

@@ -334,6 +334,7 @@ ALLOW_LIST: dict[type[exp.Expression], Rule] = {
     exp.Null: Rule(lambda n, s: SqlType("other", "NULL"), "a constant"),
     exp.Neg: Rule(_neg, "only the negation of a numeric literal (folded to a constant); -column overflows at the minimum"),
     exp.Paren: Rule(_inner, "grouping only"),
+    exp.Pi: Rule(lambda n, s: DOUBLE, "a constant"),
     exp.Lower: Rule(_text_of, "case mapping of valid UTF-8 text (DuckDB validates text on insert) cannot fail"),
     exp.Upper: Rule(_text_of, "case mapping of valid UTF-8 text cannot fail"),
     exp.Length: Rule(_length, "counts the characters of a text: a BIGINT, cannot overflow"),
@@ -378,5 +379,5 @@ ALLOW_LIST: dict[type[exp.Expression], Rule] = {
 
 #: Forms deliberately left out, and why (they run inside TRY): integer and DECIMAL arithmetic
 #: (overflow), a narrowing CAST (an analyst's CAST is a TRY_CAST), ABS of an integer, LN/SQRT/POW
-#: (domain errors), ``||`` (a result past DuckDB's 4 GiB string limit), LIKE … ESCAPE (an escape
+#: (domain errors), ``||`` and CONCAT (a result past DuckDB's 4 GiB string limit), LIKE … ESCAPE (an escape
 #: string of several characters fails per row).
