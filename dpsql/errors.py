@@ -125,6 +125,13 @@ class BudgetExceededError(DpsqlError, OperationalError):
     code = "DP301"
 
 
+class QueryCostCapError(DpsqlError, OperationalError):
+    """The query would cost more than the policy's per-query cap (``budget.max_query_rho``);
+    nothing was charged or released."""
+
+    code = "DP303"
+
+
 class BudgetValueError(DpsqlError, ProgrammingError):
     """A budget value given by the caller is not a finite positive number."""
 

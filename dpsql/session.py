@@ -34,8 +34,8 @@ from dpsql.records import plan as plan_record
 from dpsql.backends import InterruptedBeforeStart, PublicCatalog, open_engine, open_finisher
 from dpsql.backends.files import kind_of
 from dpsql.sql.salt import salted
-from dpsql.pipeline.decide import (Decision, allocations, check_split_selection, decision, selection_info,
-                                   settings_for)
+from dpsql.pipeline.decide import (Decision, allocations, check_query_cap, check_split_selection, decision,
+                                   selection_info, settings_for)
 from dpsql.pipeline.domain import PublicDomain, file_identity
 from dpsql.errors import DatabaseFileError, DpsqlError, PolicyFileError, QueryFailed
 from dpsql.pipeline.finish import check_finish, describe, finish
@@ -214,6 +214,7 @@ class Session:
         if plan.finish is not None and plan.projection is None:  # and the finish's, on one row (finish.py)
             self._check(f"{d.query}\n-- finish: {plan.finish_sql}",
                         lambda: check_finish(plan, self.engine.describe(d.query)[:len(plan.keys)], self.finisher))
+        check_query_cap(d, self.policy)  # budget.max_query_rho: public, per query, workloads too
         if check_budget:  # a workload checks its whole charge instead (dpsql/workload/run.py)
             self.ledger.check(d.rho, d.delta)  # refuse early; the binding check is the charge itself
         return d

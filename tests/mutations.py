@@ -864,6 +864,10 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/faces/advise_units.py", "session.ledger = Ledger(ledger_path(policy),",
                     "session.ledger = Ledger(ledger_path(session.policy),"),),
              ("tests/test_own_many_rows.py::test_advise_by_names_the_grouping",)),
+    Mutation("query_cap_ignored",
+             "the policy's per-query cap (budget.max_query_rho) is not enforced: one SET dpsql.moe spends past it",
+             (Patch("dpsql/pipeline/decide.py", "    if cap is not None and d.rho > cap:", "    if False:"),),
+             ("tests/test_query_cap.py::test_a_query_above_the_cap_is_refused_with_its_cost_and_charged_nothing",)),
     # ------------------------------------------------------------------ issue 33: a released answer is reused
     Mutation("reuse_key_ignores_analyst",
              "the reuse key leaves the analyst out: analysts overwrite each other's stored answer (and, with the "

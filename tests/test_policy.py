@@ -92,6 +92,7 @@ def test_overrides_granularity_and_exact_budget(tmp_path):
     ("[tables.t]\nprivacy_unit = 'id'\n[tables.t.measures]\npay = { threshold = 5, overrides = { key = 'county', thresholds = { a = 1 } } }",
      "tables.t.measures.pay.overrides.key", "public key"),
     ("[tables.t]\nprivacy_unit = 'id'\n[tables.t.measures]\nid = { threshold = 5 }", "tables.t.privacy_unit", "cannot also be"),
+    ("[budget]\nmax_query_rho = -0.5\n[tables.t]\nprivacy_unit = 'id'", "budget.max_query_rho", "positive"),
 ])
 def test_bad_policy_names_file_field_and_reason(tmp_path, bad, field, reason):
     path = write(tmp_path, bad)

@@ -18,7 +18,7 @@ from typing import Any
 
 from dpsql.pipeline import domain, memory
 from dpsql.pipeline.domain import Blocks
-from dpsql.errors import QueryRefused
+from dpsql.errors import QueryCostCapError, QueryRefused
 from dpsql.policy.model import Policy, Selection
 from dpsql.privacy.allocate import EXPONENTIAL, Allocation, Settings, allocate
 from dpsql.privacy.budget import fmt, fmt_up, parse_rho
@@ -76,6 +76,18 @@ def decision(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, blo
                                         TSGD if allocs else "partition_selection" if sel else "none")),
                     terms=policy_terms(plan, allocs, policy), query=query, blocks=blocks,
                     max_released=max_released)
+
+
+def check_query_cap(d: Decision, policy: Policy) -> None:
+    """Refuse (DP303), before anything runs, a query whose charge would pass the policy's
+    ``budget.max_query_rho``: one ``SET dpsql.moe`` or ``rho`` cannot spend a large share of a
+    budget in one answer. The cost is public (the settings, the policy): it is stated."""
+    cap = policy.budget.max_query_rho
+    if cap is not None and d.rho > cap:
+        raise QueryCostCapError(f"this query would cost rho={fmt_up(d.rho)}, more than the policy's per-query cap "
+                                f"max_query_rho={fmt(cap)}; nothing was charged",
+                                hint="ask for less: a smaller SET dpsql.rho, a larger SET dpsql.moe (a wider margin), "
+                                     "fewer aggregates, or ask the data owner to raise budget.max_query_rho.")
 
 
 def settings_for(settings: Settings, rho: Any) -> Settings:

@@ -96,7 +96,7 @@ def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
 
     budget_doc = _table(doc.get("budget", {}), where, "budget")
     _only(budget_doc, {"default_rho", "total_rho", "dataset_rho", "ledger", "default_epsilon", "total_delta",
-                       "dataset_delta", "analysts"}, where, "budget")
+                       "dataset_delta", "analysts", "max_query_rho"}, where, "budget")
     default_epsilon = _rho(budget_doc.get("default_epsilon", 1), where, "budget.default_epsilon")
     default_rho = _rho(budget_doc.get("default_rho", 0.1), where, "budget.default_rho")
     total_rho = _rho(budget_doc.get("total_rho", 1.0), where, "budget.total_rho")
@@ -104,8 +104,8 @@ def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
         raise _err(where, "budget.default_rho", "is larger than budget.total_rho")
     dataset_rho = _rho(budget_doc["dataset_rho"], where, "budget.dataset_rho") if "dataset_rho" in budget_doc else None
     total_delta = _delta(budget_doc.get("total_delta", 1e-5), where, "budget.total_delta")
-    dataset_delta = (_delta(budget_doc["dataset_delta"], where, "budget.dataset_delta")
-                     if "dataset_delta" in budget_doc else None)
+    dataset_delta = _delta(budget_doc["dataset_delta"], where, "budget.dataset_delta") if "dataset_delta" in budget_doc else None
+    cap = _rho(budget_doc["max_query_rho"], where, "budget.max_query_rho") if "max_query_rho" in budget_doc else None
     analysts = {}
     for name, walls in _table(budget_doc.get("analysts", {}), where, "budget.analysts").items():
         field = f"budget.analysts.{name}"
@@ -161,7 +161,7 @@ def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
         if name.lower() in tables:
             raise _err(where, pfield, f"table {name!r} is also declared private in [tables.{name}]")
         public_tables[name.lower()] = PublicTable(name.lower(), key.lower())
-    budget = Budget(default_rho, total_rho, dataset_rho, default_epsilon, ledger, total_delta, dataset_delta, analysts)
+    budget = Budget(default_rho, total_rho, dataset_rho, default_epsilon, ledger, total_delta, dataset_delta, analysts, cap)
     limits = _table(doc.get("limits", {}), where, "limits")
     _only(limits, {"query_memory_mib"}, where, "limits")
     memory = limits.get("query_memory_mib")

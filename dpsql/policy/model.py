@@ -267,6 +267,8 @@ class Budget:
     dataset_delta: Fraction | None = None  # all analysts together, when set
     #: an analyst's own (total_rho, total_delta), where the policy names one (``[budget.analysts]``)
     analysts: dict[str, tuple[Fraction, Fraction]] = field(default_factory=dict)
+    #: the most ρ one query may cost, selection included (None: no cap but the walls)
+    max_query_rho: Fraction | None = None
 
     def walls(self, analyst: str) -> tuple[Fraction, Fraction]:
         """(total ρ, total δ) of one analyst: their own when the policy names them, else the default."""
