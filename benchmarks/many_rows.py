@@ -142,24 +142,36 @@ def main(argv: list[str] | None = None) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     db = folder / f"visits_{args.rows}_{units}.duckdb"
     build(db, args.rows, units)
+    home = os.environ.get("DPSQL_HOME")
     with tempfile.TemporaryDirectory(prefix="dpsql-many-rows-") as tmp:
         os.environ["DPSQL_HOME"] = str(Path(tmp) / "home")  # throwaway ledgers and records
-        cons = {}
-        for kappa, text in POLICIES.items():
-            policy = Path(tmp) / f"visits_k{kappa}.policy.toml"
-            policy.write_text(text)
-            cons[kappa] = dpsql.connect(db, policy, reuse=False)  # each run a release
-        raw = duckdb.connect(str(db), read_only=True, config=dict(LOCKDOWN))
         try:
-            print(f"{args.rows:,} rows, {units:,} units, {args.runs} timed runs per side and shape, "
-                  f"{os.cpu_count()} cores")
-            for r in range(args.rounds):
-                print(f"\nround {r + 1}/{args.rounds}\n")
-                one_round(cons, raw, args.runs)
-        finally:
-            raw.close()
-            for con in cons.values():
-                con.close()
+            _timed_rounds(args, db, units, Path(tmp))
+        finally:  # the caller's own (a test calls main in its process)
+            if home is None:
+                os.environ.pop("DPSQL_HOME", None)
+            else:
+                os.environ["DPSQL_HOME"] = home
+
+
+def _timed_rounds(args: argparse.Namespace, db: Path, units: int, tmp: Path) -> None:
+    """Every round's table, on connections whose ledgers live in ``tmp``."""
+    cons = {}
+    for kappa, text in POLICIES.items():
+        policy = tmp / f"visits_k{kappa}.policy.toml"
+        policy.write_text(text)
+        cons[kappa] = dpsql.connect(db, policy, reuse=False)  # each run a release
+    raw = duckdb.connect(str(db), read_only=True, config=dict(LOCKDOWN))
+    try:
+        print(f"{args.rows:,} rows, {units:,} units, {args.runs} timed runs per side and shape, "
+              f"{os.cpu_count()} cores")
+        for r in range(args.rounds):
+            print(f"\nround {r + 1}/{args.rounds}\n")
+            one_round(cons, raw, args.runs)
+    finally:
+        raw.close()
+        for con in cons.values():
+            con.close()
 
 
 if __name__ == "__main__":

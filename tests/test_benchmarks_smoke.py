@@ -3,6 +3,8 @@ top-coding and its sensitivity, the policy loss of a workload and of a group. No
 
 from __future__ import annotations
 
+import os
+
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -127,7 +129,9 @@ def test_the_many_rows_benchmark_runs_every_shape_with_tiny_sizes(tmp_path, caps
     the table (no timing is checked). Each unit has ~10 rows over the ten regions, so κ = 3 binds."""
     from benchmarks import many_rows
 
+    home = os.environ.get("DPSQL_HOME")
     many_rows.main(["--rows", "3000", "--units", "300", "--runs", "1", "--dir", str(tmp_path)])
+    assert os.environ.get("DPSQL_HOME") == home  # its throwaway home is the benchmark's own, restored
     out = capsys.readouterr().out
     assert "3,000 rows, 300 units" in out and out.count("load average (1/5/15 min)") == 2
     rows = [line for line in out.splitlines() if line.startswith("| ") and " s | " in line]
