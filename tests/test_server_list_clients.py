@@ -11,6 +11,7 @@ import select
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 import pyte
@@ -247,3 +248,37 @@ def test_pgcli_as_a_person_uses_it(server, tmp_path):
     finally:
         term.close()
     assert charges(server, "alice") == before + 1
+
+
+def test_per_user_defaults_set_by_the_data_owner(tmp_path):
+    """``dpsql user add alice --error-columns on --set rho=0.25`` (issue 33): a BI tool logged in as
+    alice gets ± columns and is charged 0.25 without sending any SQL or option; the connection's
+    own options override a default; another user keeps the server's defaults; a malformed --set
+    is refused by the command and nothing is stored."""
+    import psycopg
+    from fractions import Fraction
+
+    home = tmp_path / "home"
+    harness.add_user(home, "alice", PASSWORD, "--error-columns", "on", "--set", "rho=0.25")
+    harness.add_user(home, "bob", PASSWORD)
+    bad = subprocess.run([sys.executable, "-m", "dpsql", "user", "add", "carol", "--set", "rho"], input=PASSWORD + "\n",
+                         text=True, env=harness.env(home), capture_output=True, timeout=60)
+    assert bad.returncode == 2 and "NAME=VALUE" in bad.stderr
+    listed = subprocess.run([sys.executable, "-m", "dpsql", "user", "list"], text=True, env=harness.env(home),
+                            capture_output=True, timeout=60)
+    assert "carol" not in listed.stdout and "dpsql.error_columns=on" in listed.stdout
+    served = harness.start(home)
+    try:
+        sql = "SELECT state, COUNT(*) AS n FROM establishments GROUP BY state"
+        with psycopg.connect(served.dsn("alice", PASSWORD), autocommit=True) as con:
+            cur = con.execute(sql)
+            assert [d.name for d in cur.description] == ["state", "n", "n_moe95"]
+            spent = dict(con.execute("SHOW dpsql.budget").fetchall())["dpsql.budget.spent"]
+            assert Fraction(spent) == Fraction(1, 4)
+        with psycopg.connect(served.dsn("alice", PASSWORD), options="-c dpsql.error_columns=off", autocommit=True) as con:
+            assert [d.name for d in con.execute(sql + " ORDER BY state").description] == ["state", "n"]
+        with psycopg.connect(served.dsn("bob", PASSWORD), autocommit=True) as con:
+            assert [d.name for d in con.execute(sql).description] == ["state", "n"]
+            assert con.execute("SHOW dpsql.rho").fetchall() == [("dpsql.rho", "0.1")]
+    finally:
+        served.stop()

@@ -65,6 +65,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     a.add_argument("name")
     a.add_argument("database", nargs="?", metavar="DATABASE")
     a.add_argument("--replace", action="store_true", help="set a new password for an existing user")
+    a.add_argument("--error-columns", choices=("on", "off", "sigma"), help="this analyst's answers carry a "
+                   "<column>_moe95 column after each noisy one (sigma: and _sigma), as SET dpsql.error_columns does: "
+                   "a BI tool's grid shows the ± without any SQL")
+    a.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a dpsql setting this analyst's "
+                   "connections start with (rho=0.05, moe=1000, clamp_negative=on, reuse=off, ...; repeatable); the "
+                   "connection's own options and SET override it")
     _state_arg(a)
     r = actions.add_parser("remove", help="remove an analyst (their ledger history stays)")
     r.add_argument("name")
@@ -92,7 +98,7 @@ def user(args: argparse.Namespace) -> int:
     store = UserStore(_state(args))
     if args.action == "list":
         for name, info in store.users().items():
-            print(f"{name}\tadded {info.get('created', '?')}")
+            print(f"{name}\tadded {info.get('created', '?')}" + (f"\t{info['options']}" if info.get("options") else ""))
         return 0
     check_name(args.name)
     if args.action == "remove":
@@ -106,8 +112,19 @@ def user(args: argparse.Namespace) -> int:
             return 1
     else:
         password = sys.stdin.readline().rstrip("\r\n")
-    existed = store.add(args.name, password, replace=args.replace)
-    print(f"{'changed the password of' if existed else 'added'} {args.name} in {store.path}")
+    settings = [*([f"error_columns={args.error_columns}"] if args.error_columns else []), *args.set]
+    options = None
+    if settings:  # checked here by name and form; the values when a connection applies them
+        from dpsql.faces.server.startup_options import dpsql_options
+
+        options = " ".join(f"-c dpsql.{s}" for s in settings)
+        if len(dpsql_options(options)) != len(settings) or any(not s.split("=", 1)[1] or "'" in s for s in settings):
+            print("dpsql user add: each --set is NAME=VALUE (a dpsql setting, no quotes), e.g. --set rho=0.05",
+                  file=sys.stderr)
+            return 2
+    existed = store.add(args.name, password, replace=args.replace, options=options)
+    print(f"{'changed the password of' if existed else 'added'} {args.name} in {store.path}"
+          + (f"; their connections start with {', '.join(settings)}" if settings else ""))
     return 0
 
 

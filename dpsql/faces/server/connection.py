@@ -153,8 +153,10 @@ class Connection(ExtendedProtocol):
             self.session = await self.server.in_thread(self.server.served.open_session, user)
         except DpsqlError as exc:
             raise Fatal("58000", *for_analyst(exc)) from None
-        try:  # -c dpsql.<name>=<value> in the startup options: a URL-only BI tool's settings
-            await self.server.in_thread(apply_options, self.session, params.get("options", ""))
+        try:  # the user's own defaults (dpsql user add --set), then -c dpsql.<name>=<value> in the
+            # startup options (a URL-only BI tool's settings), which override them
+            defaults = self.server.served.users.options(user)
+            await self.server.in_thread(apply_options, self.session, f"{defaults} {params.get('options', '')}")
         except DpsqlError as exc:
             raise Fatal("22023", *for_analyst(exc)) from None
         out = [wire.auth_ok()] if not self._authenticated_by_scram else []

@@ -109,17 +109,25 @@ class UserStore:
     def users(self) -> dict[str, dict[str, str]]:
         return {name: {k: v for k, v in info.items() if k != "verifier"} for name, info in sorted(self._read().items())}
 
-    def add(self, name: str, password: str, *, replace: bool = False) -> bool:
-        """Store ``name``'s verifier; returns whether the user existed (then ``replace`` must be set)."""
+    def add(self, name: str, password: str, *, replace: bool = False, options: str | None = None) -> bool:
+        """Store ``name``'s verifier (and ``options``: the dpsql settings their connections start
+        with, as libpq's ``-c dpsql.<name>=<value>``); returns whether the user existed (then
+        ``replace`` must be set). ``options`` None keeps a replaced user's own."""
         check_name(name)
         users = self._read()
         existed = name in users
         if existed and not replace:
             raise UserStoreError(f"user {name!r} exists", hint="pass --replace to set a new password.")
         now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        users[name] = {"verifier": verifier(password), "created": users.get(name, {}).get("created", now), "changed": now}
+        kept = users.get(name, {}).get("options", "") if options is None else options
+        users[name] = {"verifier": verifier(password), "created": users.get(name, {}).get("created", now), "changed": now,
+                       **({"options": kept} if kept else {})}
         self._write(users)
         return existed
+
+    def options(self, name: str) -> str:
+        """The dpsql settings ``name``'s connections start with (``dpsql user add --set``)."""
+        return self._read().get(name, {}).get("options", "")
 
     def remove(self, name: str) -> None:
         users = self._read()
