@@ -13,6 +13,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable
+from fractions import Fraction
 from typing import Any, TextIO
 
 from dpsql.pipeline import format as fmt_mod
@@ -20,7 +21,7 @@ from dpsql.errors import DpsqlError
 from dpsql.faces.repl import buffer, commands, output, results, statements  # noqa: F401 - they register commands
 from dpsql.faces.repl.progress import run_interruptible
 from dpsql.intercept import execute
-from dpsql.privacy.budget import fmt, fmt_down
+from dpsql.privacy.budget import fmt, fmt_down, fmt_up
 from dpsql.pipeline.result import Result
 
 
@@ -43,6 +44,10 @@ class Repl:
         self.pending = ""  # a half-typed statement kept while a meta-command ran; the next prompt shows it
         self.prompting = False  # True inside interactive(): \\e needs a prompt to hand the text back to
         self.depth = 0  # how deep \\i files are nested
+        #: at the prompt, ask before a statement that would spend more than this share of the budget
+        #: left (\\set confirm SHARE; 0 never asks); scripts never ask (issue 33)
+        self.confirm_share = Fraction(1, 4)
+        self._ask_io: tuple[Any, Any] = (None, None)  # the prompt's own input and output, for the question
 
     # ------------------------------------------------------------------ one input
     def handle(self, text: str) -> bool:
@@ -77,6 +82,9 @@ class Repl:
         return self._guard(lambda: self._answer(sql))
 
     def _answer(self, sql: str) -> None:
+        if self.prompting and self.confirm_share and not self._worth_it(sql):
+            self._error("not run; nothing was charged.")
+            return
         t0 = time.perf_counter()
         result = self.query(sql)
         elapsed = time.perf_counter() - t0
@@ -86,6 +94,32 @@ class Repl:
         self.emit_status(result)
         if self.timing:
             self.emit(fmt_mod.timing(elapsed, result.timings))
+
+    def _worth_it(self, sql: str) -> bool:
+        """Whether to run ``sql``: yes when it costs at most ``confirm_share`` of the budget left
+        (its cost from EXPLAIN: public, charges nothing), or it would show an answer released
+        before, or it is refused anyway (it then says why); else the analyst is asked, y or N."""
+        try:  # planned as the query is: a worker thread, Ctrl-C cancels (then nothing ran)
+            ex = run_interruptible(lambda: self.connection.explain(sql), self.session.engine.interrupt, stream=None)
+        except DpsqlError:
+            return True  # the statement itself says why it is refused
+        except KeyboardInterrupt:
+            self._error("query cancelled; nothing was charged.")
+            raise _Cancelled from None
+        # a Ctrl-C that reached the engine here stays sticky: the query's first engine call stops
+        left = self.session.ledger.remaining
+        if not ex.rho or any(n.startswith("reuse: would show") for n in ex.notes) or ex.rho <= self.confirm_share * left:
+            return True
+        share = f"{float(ex.rho / left):.0%} of" if left > 0 else "more than"
+        question = (f"this query costs rho={fmt_up(ex.rho)}, {share} the rho={fmt_down(left)} left "
+                    f"(\\set confirm 0 stops asking). Run it? [y/N] ")
+        from prompt_toolkit import PromptSession
+
+        try:
+            answer = PromptSession(input=self._ask_io[0], output=self._ask_io[1]).prompt(question)
+        except (EOFError, KeyboardInterrupt):
+            return False
+        return answer.strip().lower() in ("y", "yes")
 
     def emit_status(self, result: Result) -> None:
         """The line under an answer (its charge): to the screen, and also to a `\\o` file; on
@@ -183,6 +217,7 @@ class Repl:
         from dpsql.faces.repl.prompt import make_session
 
         prompt = make_session(self, input=input, output=output, history=history)
+        self._ask_io = (input, output)
         self.emit(self.banner().rstrip())
         self.prompting = True
         try:

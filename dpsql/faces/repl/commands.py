@@ -36,6 +36,7 @@ class ReplState(Protocol):
     view: View
     pending: str
     prompting: bool
+    confirm_share: Fraction
     depth: int
     out: Any
 
@@ -281,6 +282,7 @@ def _set(repl: ReplState, arg: str) -> str:
         return (f"rho      {fmt(repl.session.rho)}  (zCDP budget charged per query)\n"
                 f"display  {repl.display}  (moe: value ± 95% margin of error; sigma: value (σ …))\n"
                 f"timing   {'on' if repl.timing else 'off'}\n"
+                f"confirm  {fmt(repl.confirm_share)}  (ask before a query costing more than this share of what is left; 0: never)\n"
                 "Also: \\set moe 1000 (a target 95% MOE per cell), \\set epsilon 0.5, \\set weights '…': "
                 "the same as SQL SET dpsql.NAME = VALUE.")
     if not value:
@@ -288,6 +290,16 @@ def _set(repl: ReplState, arg: str) -> str:
     if name == "rho":
         repl.session.set_rho(value)
         return f"each query now costs rho={fmt(repl.session.rho)}."
+    if name == "confirm":
+        try:
+            share = Fraction(value)
+        except (ValueError, ZeroDivisionError):
+            share = Fraction(-1)
+        if not 0 <= share <= 1:
+            raise UsageError("confirm is a share of the budget left, from 0 (never ask) to 1, e.g. \\set confirm 0.25")
+        repl.confirm_share = share
+        return (f"the prompt asks before a query costing more than {float(share):.0%} of what is left." if share
+                else "the prompt no longer asks before a query.")
     if name == "display":
         if value.lower() not in ("moe", "sigma"):
             raise UsageError("display is moe (± 95% margin of error) or sigma (standard deviation of the noise)")
