@@ -123,3 +123,20 @@ def test_out_of_order_quantiles_are_flagged():
     assert (r["resolved"], r["recommended"], r["recommended_quantile"]) == (False, 10, 0.5)
     rows = [{"quantile": q, "threshold": t, "resolved": True} for q, t in ((0.5, 4), (0.8, 4), (0.95, 10**10), (0.99, 4))]
     assert recommend(rows, Fraction(19, 20))["recommended"] == 4  # the wild value beyond the data is not written
+
+
+def test_advise_run_again_shows_the_same_advice_charged_nothing(demo, capsys):
+    """A second `dpsql advise` with the same arguments on unchanged data is the same release
+    shown again (a released answer is reused, docs/privacy.md): the same recommendation, nothing
+    charged, and the text says which charge it was (not "charged rho=0 (ledger charge None)")."""
+    db, policy = demo
+    args = ["advise", "establishments", "--db", str(db), "--policy", str(policy)]
+    assert main([*args, "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    charges = _ledger(policy).charges
+    assert len(charges) == 1
+    assert "shown again: charged nothing now" in text and f"(ledger charge {charges[0].id}, rho=0.1)" in text
+    assert "ledger charge None" not in text
+    assert f"{first['measures']['payann']['recommended']:,}" in text

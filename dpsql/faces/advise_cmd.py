@@ -114,7 +114,8 @@ def release(con: Any, table: str, columns: dict[str, str], target: Fraction, sha
     terms = {t.aggregate: t for t in receipt.noise}
     n = row["units"]
     report: dict[str, Any] = {"table": table, "units": n, "rho": fmt(receipt.rho), "charge_id": receipt.charge_id,
-                              "split_share": float(share), "at_rho": float(at_rho), "measures": {}}
+                              "split_share": float(share), "at_rho": float(at_rho), "measures": {},
+                              **({"reused": receipt.reused} if receipt.reused else {})}
     for name, m in columns.items():
         rows = []
         for i, q in enumerate(qs):
@@ -229,8 +230,10 @@ def _threshold(value: Any, m: Measure) -> int | float:
 
 
 def _text(r: dict[str, Any]) -> str:
-    lines = [f"dpsql advise: {r['table']}, about {r['units']:,} units (noisy); charged rho={r['rho']} "
-             f"(ledger charge {r['charge_id']})", ""]
+    cost = (f"the advice released at {r['reused']['released_at']} (ledger charge {r['reused']['charge_id']}, rho="
+            f"{r['reused']['rho']}), shown again: charged nothing now" if r.get("reused")
+            else f"charged rho={r['rho']} (ledger charge {r['charge_id']})")
+    lines = [f"dpsql advise: {r['table']}, about {r['units']:,} units (noisy); {cost}", ""]
     for m, v in r["measures"].items():
         lines.append(v.get("title", f"{m}: threshold T = the quantile of the units' values"))
         noise_head = f"SUM noise sigma at rho={r['at_rho']:g}"
