@@ -22,6 +22,7 @@ import pytest
 
 import dpsql
 from dpsql.testing import seeded_random
+from test_selection_kappa import pi_theorem1  # paper 002 Theorem 1, written from the paper
 
 REGIONS = list("ABCDEFGHIJ")
 KAPPA, ROWS_T, AMOUNT_T, K = 3, 4, 50, 5  # max_groups, row_threshold, amount's threshold, max_splits
@@ -120,6 +121,18 @@ def _oracle(rows: list[tuple], hashes: dict[tuple, int] | None, keep=lambda row:
 
 
 QUERY = "SELECT region, COUNT(*), COUNT(DISTINCT pid), SUM(amount), AVG(amount) FROM visits {where}GROUP BY region ORDER BY region"
+
+
+def assert_refused_by_the_final_check(sql: str, tampered: list[str], types: dict[str, str]) -> None:
+    """Each tampered text differs from ``sql`` and the final totality check refuses it (DP122)."""
+    from dpsql.errors import QueryRefused
+    from dpsql.sql.final_check import check_final
+
+    for bad in tampered:
+        assert bad != sql
+        with pytest.raises(QueryRefused) as err:
+            check_final(bad, types)
+        assert err.value.code == "DP122"
 
 
 def _answer(db: Path, policy: Path, sql: str, seed: int = 11):
@@ -509,7 +522,6 @@ def test_the_many_row_sql_passes_the_final_check_and_tampered_forms_do_not(tmp_p
     (sql/final_check.py): its WITH steps, the bounding's QUALIFY and the re-sum of per-(unit,
     group) partial sums are proven total; the same text with arithmetic on a partial sum, another
     window function, another variable, or a cast of a partial sum is not."""
-    from dpsql.errors import QueryRefused
     from dpsql.sql.final_check import check_final
 
     db, policy = _database(tmp_path, [(1, "north", 5, "a"), (1, "south", 7, "b"), (2, "north", 3, "a")])
@@ -528,11 +540,7 @@ def test_the_many_row_sql_passes_the_final_check_and_tampered_forms_do_not(tmp_p
                 sql.replace(resum, f"SUM(CAST({resum[4:-1]} AS BIGINT))", 1),
                 sql.replace("ROW_NUMBER()", "NTILE(2)", 1),
                 sql.replace("getvariable('dpsql_secret_salt')", "getvariable('other')", 1)]
-    for bad in tampered:
-        assert bad != sql
-        with pytest.raises(QueryRefused) as err:
-            check_final(bad, types)
-        assert err.value.code == "DP122"
+    assert_refused_by_the_final_check(sql, tampered, types)
 
 
 # --- κ > 1: mixed public and private keys; Gaussian thresholding on the query path -----------------
@@ -705,7 +713,6 @@ def test_the_mixed_key_rank_passes_the_final_check_and_tampered_forms_do_not(tmp
     private keys ORDER BY public keys)) and the count of first-ranked records pass the final
     totality check; another window function, a window frame, a partition expression that can fail,
     or arithmetic on the rank do not (DP122)."""
-    from dpsql.errors import QueryRefused
     from dpsql.sql.final_check import check_final
     from dpsql.sql.rewrite import exact_sql
 
@@ -723,25 +730,7 @@ def test_the_mixed_key_rank_passes_the_final_check_and_tampered_forms_do_not(tmp
                 sql.replace(rank, rank[:-1] + " ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)", 1),
                 sql.replace(rank, 'ROW_NUMBER() OVER (PARTITION BY __unit, "shop" || \'x\' ORDER BY "region")', 1),
                 sql.replace(count, "SUM(CASE WHEN __r = 1 THEN __r * 4611686018427387904 ELSE 0 END)", 1)]
-    for bad in tampered:
-        assert bad != sql
-        with pytest.raises(QueryRefused) as err:
-            check_final(bad, types)
-        assert err.value.code == "DP122"
-
-
-def _pi_theorem1(n: int, eps: float, delta: float) -> float:
-    """Paper 002 Theorem 1's closed form of π_opt, written here from the paper."""
-    e = math.exp(eps)
-    n1 = 1 + math.floor(math.log((e + 2 * delta - 1) / ((e + 1) * delta)) / eps)
-    p1 = delta * (math.exp(n1 * eps) - 1) / (e - 1)
-    n2 = n1 + math.floor(math.log(1 + (e - 1) / delta * (1 - p1)) / eps)
-    if n <= n1:
-        return delta * (math.exp(n * eps) - 1) / (e - 1)
-    if n <= n2:
-        m = n - n1
-        return (1 - math.exp(-m * eps)) * (1 + delta / (e - 1)) + math.exp(-m * eps) * p1
-    return 1.0
+    assert_refused_by_the_final_check(sql, tampered, types)
 
 
 def test_optimal_selection_rate_with_kappa_three_matches_theorem_1(tmp_path):
@@ -765,9 +754,9 @@ def test_optimal_selection_rate_with_kappa_three_matches_theorem_1(tmp_path):
         assert cur.receipt.selection["kappa_method"] == "optimal"
     con.close()
     for n in sizes:
-        p = _pi_theorem1(n, 1 / KAPPA, 1e-6 / KAPPA)
+        p = pi_theorem1(n, 1 / KAPPA, 1e-6 / KAPPA)
         assert abs(kept[n] / 400 - p) <= 5 * math.sqrt(p * (1 - p) / 400) + 1e-9, (n, kept[n], p)
-        assert _pi_theorem1(n, 1.0, 1e-6) > 0.999999
+        assert pi_theorem1(n, 1.0, 1e-6) > 0.999999
 
 
 def test_groups_without_aggregates(tmp_path):

@@ -18,16 +18,7 @@ import pyte
 import pytest
 
 import server_clients_harness as harness
-from test_server_clients import PASSWORD, _need, charges
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    home = tmp_path_factory.mktemp("serve-home")
-    harness.add_user(home, "alice", PASSWORD)
-    served = harness.start(home)
-    yield served
-    served.stop()
+from test_server_clients import PASSWORD, _need, charges, server  # noqa: F401 - server: the module's own served demo
 
 
 def _counts(rows) -> dict[str, int]:
