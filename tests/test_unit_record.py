@@ -118,7 +118,7 @@ def test_the_scan_in_passes_finds_every_repeat_and_null(tmp_path, monkeypatch, e
 def test_a_table_read_from_its_own_parquet_file_is_recorded_by_that_file(tmp_path, monkeypatch):
     """Over Parquet (DuckDB here; Spark takes the same path in policy_check) each table's file is
     its identity: recorded after one scan, not scanned by a new session, checked again once the
-    file is rewritten; a table given as a folder is checked every time."""
+    file is rewritten (a folder: see the next test)."""
     from dpsql.backends import duckdb as duckdb_backend
 
     monkeypatch.setenv("DPSQL_HOME", str(tmp_path / "home"))
@@ -146,6 +146,80 @@ def test_a_table_read_from_its_own_parquet_file_is_recorded_by_that_file(tmp_pat
     with dpsql.connect(None, str(policy)) as con:
         with pytest.raises(PolicyFileError, match="does not identify one row per unit"):
             con.execute(QUERY)
+
+
+
+def test_a_table_read_from_a_folder_is_recorded_by_every_file_below_it(tmp_path, monkeypatch):
+    """A folder of Parquet files (Spark's usual input, partition sub-folders included) is checked
+    once: a new session does not scan it again; a file added in a sub-folder with a repeated unit
+    makes the next session scan again and refuse, and so does a file rewritten in place."""
+    from dpsql.backends import duckdb as duckdb_backend
+
+    monkeypatch.setenv("DPSQL_HOME", str(tmp_path / "home"))
+    folder = tmp_path / "people"
+    (folder / "part=1").mkdir(parents=True)
+    with duckdb.connect() as con:
+        for name, lo in (("a.parquet", 0), ("part=1/b.parquet", 500)):
+            con.execute(f"COPY (SELECT i AS id, CASE WHEN i % 2 = 0 THEN 'a' ELSE 'b' END AS region, i AS income "
+                        f"FROM range({lo}, {lo + 500}) t(i)) TO '{folder / name}' (FORMAT parquet)")
+    policy = tmp_path / "people.policy.toml"
+    policy.write_text(POLICY.replace('privacy_unit = "id"', 'privacy_unit = "id"\nparquet = "people"'))
+
+    def session_scans() -> list[str]:
+        duckdb_backend._UNIQUE_UNITS.clear()  # what a new process starts with
+        with dpsql.connect(None, str(policy)) as con:
+            scans = _scans(con, monkeypatch)
+            con.execute(QUERY)
+            return scans
+
+    assert session_scans() == ["people"]
+    assert unit_record.passed(folder, "people", "id")
+    assert session_scans() == []
+    with duckdb.connect() as con:  # a new file in the sub-folder repeats unit 7
+        con.execute(f"COPY (SELECT 7 AS id, 'a' AS region, 1 AS income) TO '{folder / 'part=1' / 'c.parquet'}' "
+                    "(FORMAT parquet)")
+    assert not unit_record.passed(folder, "people", "id")
+    duckdb_backend._UNIQUE_UNITS.clear()
+    with dpsql.connect(None, str(policy)) as con:
+        with pytest.raises(PolicyFileError, match="does not identify one row per unit"):
+            con.execute(QUERY)
+    (folder / "part=1" / "c.parquet").unlink()
+    # the added file removed: the folder is again exactly the one that passed (same files, same
+    # identities), so its record holds; a rewrite of a checked file is what must be seen:
+    assert session_scans() == []
+    with duckdb.connect() as con:  # rewritten in place, same name: unit 0 twice
+        con.execute(f"COPY (SELECT i % 499 AS id, 'a' AS region, i AS income FROM range(500) t(i)) "
+                    f"TO '{folder / 'a.parquet'}' (FORMAT parquet)")
+    duckdb_backend._UNIQUE_UNITS.clear()
+    with dpsql.connect(None, str(policy)) as con:
+        with pytest.raises(PolicyFileError, match="does not identify one row per unit"):
+            con.execute(QUERY)
+
+
+def test_a_file_written_during_the_scan_is_not_recorded(tmp_path, monkeypatch):
+    """The identity is taken before the scan: a Parquet file the owner rewrites while it is
+    scanned (nothing locks it) is not recorded as passed under its new identity, which the scan
+    did not see; the next session scans the new file and refuses it."""
+    monkeypatch.setenv("DPSQL_HOME", str(tmp_path / "home"))
+    data = tmp_path / "people.parquet"
+    write = ("COPY (SELECT {id} AS id, 'a' AS region, i AS income FROM range(1000) t(i)) "
+             f"TO '{data}' (FORMAT parquet)")
+    with duckdb.connect() as con:
+        con.execute(write.format(id="i"))
+    policy = tmp_path / "people.policy.toml"
+    policy.write_text(POLICY.replace('privacy_unit = "id"', 'privacy_unit = "id"\nparquet = "people.parquet"'))
+    with dpsql.connect(None, str(policy)) as con:
+        real = con.session.engine.units_unique
+
+        def scan_while_the_owner_writes(table, unit):
+            ok = real(table, unit)  # the scan saw the old file
+            with duckdb.connect() as writer:
+                writer.execute(write.format(id="i % 999"))  # unit 0 twice now
+            return ok
+
+        monkeypatch.setattr(con.session.engine, "units_unique", scan_while_the_owner_writes)
+        con.execute(QUERY)
+    assert not unit_record.passed(data, "people", "id")
 
 
 WRITER_DIES_BEFORE_CHECKPOINT = """

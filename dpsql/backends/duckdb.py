@@ -19,6 +19,7 @@ import duckdb
 from dpsql.backends.base import CatalogQueryError, memory_budget
 from dpsql.backends.check_bounds import bounded_below_by_zero
 from dpsql.backends import duckdb_local
+from dpsql.backends.files import file_stamps
 from dpsql.backends.duckdb_local import DuckDBCatalog, DuckDBFinisher, Twin, catalog_of, schema_twin  # noqa: F401 - re-exported
 from dpsql.backends.interrupt import StickyInterrupt
 from dpsql.errors import DatabaseFileError, QueryRefused
@@ -35,17 +36,6 @@ CATALOG_FLOOR = 64 << 20
 _UNIQUE_UNITS: dict[tuple[Any, ...], bool] = {}
 
 _UNSIGNED = {"UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"}
-def _file_stamps(paths: list[Path]) -> tuple[Any, ...]:
-    """(path, size, mtime) of each file (each file a folder or glob names): changes when data does."""
-    out: list[Any] = []
-    for path in paths:
-        files = [path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else sorted(path.parent.glob(path.name))
-        for f in files:
-            stat = f.stat()
-            out += [str(f.resolve()), stat.st_size, stat.st_mtime_ns]
-    return tuple(out)
-
-
 #: the most distinct privacy units one pass of the unit check holds (about 40 bytes each in DuckDB's hash table)
 UNITS_PER_PASS = 2_000_000
 
@@ -199,7 +189,7 @@ class DuckDBEngine:
             return True
         # the WAL too: rows inserted and not yet checkpointed are there, and a reader replays them
         files = [self.path, Path(f"{self.path}.wal")] if not self._parquet else [Path(p) for p in self._parquet.values()]
-        key = (*_file_stamps(files), table, unit)
+        key = (*file_stamps(files), table, unit)
         if key not in _UNIQUE_UNITS:
             _UNIQUE_UNITS[key] = self._units_unique_scan(table, unit)
         return _UNIQUE_UNITS[key]

@@ -28,6 +28,7 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import Any
 
+from dpsql.backends.files import file_stamps
 from dpsql.backends.duckdb_local import catalog_of, schema_twin, twin_check, twin_describe
 from dpsql.backends.interrupt import StickyInterrupt
 from dpsql.backends.spark_dates import UnsupportedOnSpark
@@ -207,9 +208,8 @@ class SparkEngine:
         """One scan on Spark (pass/fail only), remembered per process while local files are unchanged."""
         where = self._parquet[table]
         stamp: tuple[Any, ...] = (where,)
-        if "://" not in where and Path(where).exists():
-            stat = Path(where).stat()
-            stamp = (where, stat.st_size, stat.st_mtime_ns)
+        if "://" not in where and Path(where).exists():  # a file, or every file below a folder
+            stamp = (where, *file_stamps([Path(where)]))
         key = (*stamp, table, unit)
         if key not in _UNIQUE_UNITS:
             q = f"SELECT COUNT(*) = COUNT(DISTINCT `{unit}`) AND COUNT(`{unit}`) = COUNT(*) FROM `{table}`"

@@ -90,9 +90,11 @@ def check_units(policy: Policy, engine: Engine, table: str) -> None:
                                   "does not answer yet", hint="run it with the DuckDB engine (the default).")
         return
     # The file that holds the table: the database, or (DuckDB or Spark over Parquet) the table's
-    # own Parquet file. A folder, a glob or a URI has no single identity: checked per process.
+    # own Parquet file or folder (every file below it). A glob or a URI has no identity: checked
+    # per process.
     source = Path(policy.parquet[table]) if policy.parquet else engine.path
-    if unit_record.passed(source, table, tp.privacy_unit):
+    before = unit_record.identity(source, table, tp.privacy_unit)
+    if before is not None and unit_record.passed(source, table, tp.privacy_unit):
         return
     if not engine.units_unique(table, tp.privacy_unit):
         raise PolicyFileError(
@@ -101,4 +103,4 @@ def check_units(policy: Policy, engine: Engine, table: str) -> None:
             hint=f"if a unit may have many rows, the data owner adds max_groups = N (the groups a unit keeps in a "
                  f"query) and row_threshold = R to [tables.{table}] (docs/policy.md, \"Many rows per unit\"); "
                  "else declare the right unit column.")
-    unit_record.remember(source, table, tp.privacy_unit)
+    unit_record.remember(source, table, tp.privacy_unit, before)

@@ -18,6 +18,8 @@ unreadable record only means the check runs again (:mod:`dpsql.records.store`).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import stat
 from pathlib import Path
@@ -50,12 +52,54 @@ def data_identity(path: Path | str) -> tuple[object, ...] | None:
     return None if ident is None else (*ident, file_identity(f"{path}.wal"))
 
 
+#: the most files a folder of Parquet may hold for its identity to be taken (each is stat'ed)
+MAX_FOLDER_FILES = 100_000
+
+
+def folder_identity(path: Path | str) -> str | None:
+    """A folder's identity, as a reader of every file under it sees it (Spark and DuckDB read a
+    folder of Parquet files, partition sub-folders included): the folder's resolved path and the
+    :func:`file_identity` of every regular file below it, in order of their paths; None when it is
+    not a folder, cannot be walked, or holds more than :data:`MAX_FOLDER_FILES` files. Any file
+    written, added, removed or renamed below it changes it (a file's change time moves on rename).
+    Kept as the SHA-256 of that list: a record stays small however many files the folder holds."""
+    root = Path(path)
+    try:
+        if not stat.S_ISDIR(os.stat(root).st_mode):
+            return None
+        found: list[object] = [str(root.resolve())]
+        for dirpath, dirnames, filenames in os.walk(root, onerror=_raise, followlinks=True):
+            dirnames.sort()
+            for name in sorted(filenames):
+                ident = file_identity(os.path.join(dirpath, name))
+                if ident is None:  # a broken link, a socket: not one file
+                    return None
+                found.append(list(ident))
+                if len(found) > MAX_FOLDER_FILES:
+                    return None
+    except OSError:
+        return None
+    return hashlib.sha256(json.dumps(found).encode()).hexdigest()
+
+
+def _raise(exc: OSError) -> None:
+    raise exc
+
+
 def _identity(path: Path, table: str, unit: str) -> list[object] | None:
     ident = data_identity(path)
     if ident is None:
-        return None  # check each time
+        folder = folder_identity(path)  # a folder of Parquet files (Spark's usual input)
+        return None if folder is None else ["folder", folder, table.lower(), unit.lower()]
     wal = ident[-1]
     return [*ident[:-1], list(wal) if wal is not None else None, table.lower(), unit.lower()]
+
+
+def identity(path: Path, table: str, unit: str) -> list[object] | None:
+    """The key of a check of ``table``'s ``unit`` in this file or folder as it is now (None: it
+    has no identity, so it is checked each time). Taken before the scan, and given to
+    :func:`remember` after it: a file written during the scan is not recorded as passed."""
+    return _identity(path, table, unit)
 
 
 def passed(path: Path, table: str, unit: str) -> bool:
@@ -64,8 +108,9 @@ def passed(path: Path, table: str, unit: str) -> bool:
     return key is not None and key in RECORDS
 
 
-def remember(path: Path, table: str, unit: str) -> None:
-    """Record a pass (:meth:`dpsql.records.store.Records.add`)."""
+def remember(path: Path, table: str, unit: str, before: list[object] | None = None) -> None:
+    """Record a pass (:meth:`dpsql.records.store.Records.add`); with ``before`` (its
+    :func:`identity` when the scan began), only if the file is still that one."""
     key = _identity(path, table, unit)
-    if key is not None:
+    if key is not None and (before is None or key == before):
         RECORDS.add(key)
