@@ -609,9 +609,10 @@ MUTATIONS: tuple[Mutation, ...] = (
              "the array path's AVG is NULL at a noisy count of exactly 1",
              (Patch("dpsql/pipeline/finish.py", "for j in np.flatnonzero(c < 1).tolist():", "for j in np.flatnonzero(c <= 1).tolist():"),),
              (f"{ORR}::test_avg_is_null_exactly_below_a_noisy_count_of_one",)),
-    Mutation("avg_sigma_missing_at_count_one",
-             "an AVG's delta-method σ is missing at a noisy count of exactly 1",
-             (Patch("dpsql/pipeline/finish.py", "if c is None or c < 1:", "if c is None or c <= 1:"),),
+    Mutation("avg_sigma_beside_a_divisor_near_zero",
+             "an AVG (or derived ratio) shows a tiny ± where its noisy divisor's own 95% interval holds 0",
+             (Patch("dpsql/pipeline/propagate.py", "near_zero |= (b == 0) | ((m_b > 0) & (np.abs(b) <= m_b))",
+                    "near_zero |= (b == 0)"),),
              (f"{ORR}::test_avg_is_null_exactly_below_a_noisy_count_of_one",)),
     # ------------------------------------------------------------------ stale plans
     Mutation("plan_context_ignores_column_types",
