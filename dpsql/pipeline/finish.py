@@ -201,8 +201,8 @@ def column_errors(plan: Plan, columns: dict[str, Any], at: np.ndarray | None) ->
 
             # AVG is the derived column ("avg", s, c): one delta method, one rule near a 0 divisor
             form = ("avg", *oc.ratio) if oc.ratio is not None else oc.derived
-            sig_list, moe_list, near_zero = derived_errors(form, hidden, lambda i: hidden(sigma_column(i)),
-                                                           lambda i: hidden(moe_column(i)), n_rows)
+            arrays = at is not None or hasattr(columns[ROW_COLUMN], "dtype")  # a small answer's lists: no numpy
+            sig_list, moe_list, near_zero = derived_errors(form, hidden, n_rows, arrays)
             what = "noisy SUM / noisy COUNT" if oc.ratio is not None else "the noisy aggregates it is computed from"
             out.append(ColumnError(oc.name, sig_list, moe_list, note=f"approximate (delta method on {what})",
                                    flagged=near_zero))

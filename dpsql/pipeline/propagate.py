@@ -26,6 +26,8 @@ of the grid, and the row says so.
 
 from __future__ import annotations
 
+import contextlib
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -38,10 +40,15 @@ Z95 = 1.96
 Grad = dict[int, Any]  # a variable (primitive) -> ∂f/∂v per row
 
 
-def _floats(values: list[Any]) -> np.ndarray:
+def _floats(values: list[Any]) -> np.ndarray:  # noqa: F821 (numpy: under TYPE_CHECKING)
     """A float array of one column's values, NaN where a value is NULL or not a number."""
     import numpy as np
 
+    if not any(isinstance(v, (str, bytes)) for v in values):  # numpy would read '12' as a number
+        try:  # numbers and NULLs (NaN): one conversion
+            return np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError):
+            pass
     out = np.full(len(values), np.nan)
     for j, v in enumerate(values):
         if type(v) in (int, float) or isinstance(v, (np.integer, np.floating)):
@@ -51,62 +58,163 @@ def _floats(values: list[Any]) -> np.ndarray:
     return out
 
 
-def derived_errors(form: tuple[Any, ...], value: Callable[[str], list[Any]], sigma: Callable[[int], list[Any]],
-                   moe: Callable[[int], list[Any]], n_rows: int
+class _Columns:
+    """Every row at once, in numpy arrays (an answer released in arrays: numpy is loaded)."""
+
+    def __init__(self, value: Callable[[str], list[Any]], n_rows: int):
+        import numpy as np
+
+        self.np, self.value, self.n = np, value, n_rows
+        self.false = np.zeros(n_rows, dtype=bool)
+
+    def col(self, name: str) -> Any:
+        return _floats(self.value(name))
+
+    def const(self, x: float) -> Any:
+        return self.np.full(self.n, x)
+
+    def quiet(self) -> Any:
+        return self.np.errstate(divide="ignore", invalid="ignore", over="ignore")
+
+    def div(self, a: Any, b: Any) -> Any:
+        return a / b
+
+    def sign(self, a: Any) -> Any:
+        return self.np.sign(a)
+
+    def sqrt(self, a: Any) -> Any:
+        return self.np.sqrt(a)
+
+    def finite(self, a: Any) -> Any:
+        return self.np.isfinite(a)
+
+    def null_where(self, v: Any, cond: Any) -> Any:
+        return self.np.where(cond, self.np.nan, v)
+
+    def rows(self, a: Any) -> list[Any]:
+        return a.tolist()
+
+
+class _Row:
+    """One row, in Python floats (a small answer's lists: released without numpy, release.py)."""
+
+    false = False
+
+    def __init__(self, value: Callable[[str], list[Any]], r: int):
+        self.value, self.r = value, r
+
+    def col(self, name: str) -> float:
+        v = self.value(name)[self.r]
+        return float(v) if v is not None and (type(v) in (int, float) or hasattr(v, "as_integer_ratio")) else math.nan
+
+    def const(self, x: float) -> float:
+        return x
+
+    def quiet(self) -> Any:
+        return contextlib.nullcontext()
+
+    def div(self, a: float, b: float) -> float:
+        if b == 0 or math.isnan(b) or math.isnan(a):  # IEEE, as numpy: ±inf, or NaN for 0/0 and NaN
+            return math.nan if a == 0 or math.isnan(a) or math.isnan(b) else math.copysign(math.inf, a) * math.copysign(1, b)
+        return a / b  # a Python float overflows to ±inf here, as numpy's
+
+    def sign(self, a: float) -> float:
+        return math.nan if math.isnan(a) else float((a > 0) - (a < 0))
+
+    def sqrt(self, a: float) -> float:
+        return math.sqrt(a) if a >= 0 else math.nan
+
+    def finite(self, a: float) -> bool:
+        return math.isfinite(a)
+
+    def null_where(self, v: float, cond: bool) -> float:
+        return math.nan if cond else v
+
+    def rows(self, a: Any) -> list[Any]:
+        return [a]
+
+
+def derived_errors(form: tuple[Any, ...], value: Callable[[str], list[Any]], n_rows: int, arrays: bool = True
                    ) -> tuple[tuple[float | None, ...], tuple[float | None, ...], int]:
     """(each row's σ and 95% MOE, or None, and how many rows have a divisor within its 95%
-    margin of 0) of a derived column's ``form``; ``value(name)``: a noisy-relation column per
-    answer row (``__p0``, a key), ``sigma(i)`` and ``moe(i)``: primitive ``i``'s per answer row.
-    A function of one primitive has MOE |f'|·MOE_i (that primitive's own, exact for its
-    discrete noise: ``COUNT(*) * 2`` is ± twice the count's); of several, 1.96·σ_f."""
-    import numpy as np
+    margin of 0) of a derived column's ``form``; ``value(name)``: a column of the noisy relation
+    per answer row (``__p0``, ``__s0``, ``__m0``, a key). A function of one primitive has MOE
+    |f'|·MOE_i (that primitive's own, exact for its discrete noise: ``COUNT(*) * 2`` is ± twice
+    the count's); of several, 1.96·σ_f. ``arrays``: all rows at once in numpy; else row by row
+    in Python floats (a small answer, released without numpy): the same operations, in order."""
+    if arrays:
+        sig, moe, n = _evaluate(form, _Columns(value, n_rows))
+        return tuple(sig), tuple(moe), n
+    cache: dict[str, list[Any]] = {}
 
-    from dpsql.sql.plan import primitive_column
+    def column(name: str) -> list[Any]:  # each column read once, not once a row
+        if name not in cache:
+            cache[name] = value(name)
+        return cache[name]
 
-    near_zero = np.zeros(n_rows, dtype=bool)
-    sigmas: dict[int, np.ndarray] = {}
-    moes: dict[int, np.ndarray] = {}
+    sig_out: list[float | None] = []
+    moe_out: list[float | None] = []
+    flagged = 0
+    for r in range(n_rows):
+        s, m, n = _evaluate(form, _Row(column, r))
+        sig_out += s
+        moe_out += m
+        flagged += n
+    return tuple(sig_out), tuple(moe_out), flagged
 
-    def sd(grad: Grad) -> np.ndarray:
-        total = np.zeros(n_rows)
+
+def _evaluate(form: tuple[Any, ...], ops: Any) -> tuple[list[Any], list[Any], int]:
+    """Forward-mode differentiation of ``form`` over ``ops`` (all rows, or one): each row's σ and
+    MOE (None where not stated) and how many rows (of those with a value) have a divisor within
+    its own 95% margin of 0."""
+    from dpsql.sql.plan import moe_column, primitive_column, sigma_column
+
+    near_zero = ops.false
+    sigmas: dict[int, Any] = {}
+    moes: dict[int, Any] = {}
+
+    def sd(grad: Grad) -> Any:
+        total = ops.const(0.0)
         for i, g in grad.items():
             if i not in sigmas:
-                sigmas[i] = _floats(sigma(i))
-            total = total + (g * sigmas[i]) ** 2
-        return np.sqrt(total)
+                sigmas[i] = ops.col(sigma_column(i))
+            term = g * sigmas[i]
+            total = total + term * term  # not ** 2: a Python float's power raises on overflow, a product is inf
+        return ops.sqrt(total)
 
-    def margin(grad: Grad) -> np.ndarray:  # a function of one primitive: |f'|·its own MOE; else 1.96 σ_f
+    def margin(grad: Grad) -> Any:  # a function of one primitive: |f'|·its own MOE; else 1.96 σ_f
         if len(grad) == 1:
             (i, g), = grad.items()
             if i not in moes:
-                moes[i] = _floats(moe(i))
-            return np.abs(g) * moes[i]
+                moes[i] = ops.col(moe_column(i))
+            return abs(g) * moes[i]
         return Z95 * sd(grad)
 
-    def divide(a: np.ndarray, ga: Grad, b: np.ndarray, gb: Grad) -> tuple[np.ndarray, Grad]:
+    def divide(a: Any, ga: Grad, b: Any, gb: Grad) -> tuple[Any, Grad]:
         nonlocal near_zero
         m_b = margin(gb)  # the divisor's own 95% interval b ± m_b holds 0: no honest ±
-        near_zero |= (b == 0) | ((m_b > 0) & (np.abs(b) <= m_b))
-        grad = {i: ga.get(i, 0.0) / b - a * gb.get(i, 0.0) / (b * b) for i in set(ga) | set(gb)}
-        return a / b, grad
+        near_zero = near_zero | (b == 0) | ((m_b > 0) & (abs(b) <= m_b))
+        grad = {i: ops.div(ga.get(i, 0.0), b) - ops.div(a * gb.get(i, 0.0), b * b) for i in set(ga) | set(gb)}
+        return ops.div(a, b), grad
 
-    def ev(f: tuple[Any, ...]) -> tuple[np.ndarray, Grad]:
+    def ev(f: tuple[Any, ...]) -> tuple[Any, Grad]:
         op = f[0]
         if op == "p":
-            return _floats(value(primitive_column(f[1]))), {f[1]: np.ones(n_rows)}
+            return ops.col(primitive_column(f[1])), {f[1]: ops.const(1.0)}
         if op == "c":
-            return np.full(n_rows, float(f[1])), {}
+            return ops.const(float(f[1])), {}
         if op == "k":
-            return _floats(value(f[1])), {}
+            return ops.col(f[1]), {}
         if op == "avg":  # NULL when the noisy count is below 1 (aggregates.py)
             (s, gs), (c, gc) = ev(("p", f[1])), ev(("p", f[2]))
             v, g = divide(s, gs, c, gc)
-            v[c < 1] = np.nan
-            return v, g
+            return ops.null_where(v, c < 1), g
         if op in ("neg", "abs", "same"):
             a, ga = ev(f[1])
-            k = {"neg": -np.ones(n_rows), "abs": np.sign(a), "same": np.ones(n_rows)}[op]
-            return (a if op == "same" else k * a), {i: k * g for i, g in ga.items()}
+            if op == "same":
+                return a, ga
+            k = ops.const(-1.0) if op == "neg" else ops.sign(a)
+            return k * a, {i: k * g for i, g in ga.items()}
         (a, ga), (b, gb) = ev(f[1]), ev(f[2])
         if op == "/":
             return divide(a, ga, b, gb)
@@ -116,14 +224,16 @@ def derived_errors(form: tuple[Any, ...], value: Callable[[str], list[Any]], sig
         s = 1.0 if op == "+" else -1.0
         return (a + b if op == "+" else a - b), {i: ga.get(i, 0.0) + s * gb.get(i, 0.0) for i in keys}
 
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+    with ops.quiet():
         v, grad = ev(form)
-        out = sd(grad)
-        m = margin(grad)
-    bad = near_zero | ~np.isfinite(out) | ~np.isfinite(m) | ~np.isfinite(v)
-    shown = int((near_zero & np.isfinite(v)).sum())
-    return (tuple(None if b else float(x) for x, b in zip(out.tolist(), bad.tolist())),
-            tuple(None if b else float(x) for x, b in zip(m.tolist(), bad.tolist())), shown)
+        out, m = sd(grad), margin(grad)
+    has_value = ops.rows(ops.finite(v))
+    stated = ops.rows(ops.finite(out) & ops.finite(m))
+    near = ops.rows(near_zero)
+    shown = [h and ok and not z for h, ok, z in zip(has_value, stated, near)]
+    return ([float(x) if ok else None for x, ok in zip(ops.rows(out), shown)],
+            [float(x) if ok else None for x, ok in zip(ops.rows(m), shown)],
+            sum(1 for h, z in zip(has_value, near) if h and z))
 
 
 def rank_interval(q: float, rank_error: list[Any], count: list[Any], count_moe: list[Any]
