@@ -271,3 +271,49 @@ def test_row_by_row_and_array_propagation_agree():
             assert [x for x in a if x is not None] == pytest.approx([x for x in b if x is not None], rel=1e-12), form
     flagged = derived_errors(forms[0], cols.__getitem__, n, arrays=False)[2]
     assert 0 < flagged < n
+
+
+MANY_POLICY = """
+[budget]
+default_rho = 0.5
+total_rho = 1e15
+[tables.visits]
+privacy_unit = "pid"
+max_groups = 1
+row_threshold = 3
+quantile_rows = 4
+[tables.visits.measures]
+amount = { threshold = 50, range = [0, 200] }
+[tables.visits.keys]
+region = { keyset = ["A", "B", "C"] }
+"""
+
+
+@pytest.mark.parametrize("not_null", [True, False], ids=["not-null", "nullable"])
+def test_many_rows_quantile_interval_uses_the_count_of_units_when_it_is_a_lower_bound(tmp_path, not_null):
+    """Many rows per unit: a kept unit adds 1 to quantile_rows values of a NOT NULL measure, so its
+    COUNT(DISTINCT pid) stands for n (q ∓ r/(n − MOE), written here); a measure that may be NULL
+    has no count bounding its values from below: NULL, and the column note says so."""
+    db, policy = tmp_path / "v.duckdb", tmp_path / "v.policy.toml"
+    con = duckdb.connect(str(db))
+    con.execute(f"CREATE TABLE visits(pid INTEGER, region VARCHAR, amount BIGINT {'NOT NULL' if not_null else ''})")
+    con.execute("INSERT INTO visits SELECT i // 5, ['A', 'B', 'C'][1 + (i // 5) % 3], i % 200 FROM range(3000) r(i)")
+    con.execute("INSERT INTO visits VALUES (9000, 'C', 7)")
+    con.close()
+    policy.write_text(MANY_POLICY)
+    with dpsql.connect(db, policy, error_columns="on", _random_source=seeded_random(12)) as c:
+        cur = c.execute("SELECT region, MEDIAN(amount) AS med, COUNT(DISTINCT pid) AS n FROM visits GROUP BY region")
+        names = [d[0] for d in cur.description]
+        rows = [dict(zip(names, r)) for r in cur.fetchall()]
+        receipt = cur.receipt
+    assert names == ["region", "med", "med_moe95", "med_rank_lo", "med_rank_hi", "n", "n_moe95"]
+    r95 = next(t.rank_error95 for t in receipt.noise if t.rank_error95 is not None)
+    for r in rows:
+        if not_null:
+            width = r95 / (r["n"] - r["n_moe95"])
+            assert (r["med_rank_lo"], r["med_rank_hi"]) == pytest.approx((max(0, 0.5 - width), min(1, 0.5 + width)))
+            assert 0 < r["med_rank_lo"] < 0.5 < r["med_rank_hi"] < 1  # 200 units a group: informative
+        else:
+            assert r["med_rank_lo"] is None and r["med_rank_hi"] is None
+    if not not_null:
+        assert "COUNT(DISTINCT pid)" in receipt.columns["med"].note

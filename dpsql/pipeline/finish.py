@@ -228,7 +228,8 @@ def quantile_errors(plan: Plan, oc: OutputColumn, hidden: Callable[[str], list[A
     assert oc.primitive is not None
     p = plan.primitives[oc.primitive]
     if oc.ranked_by is None:
-        why = ("a table with many rows per unit ranks a sample of each unit's rows, which no count counts" if plan.table.many_rows
+        why = (f"the query has no COUNT(DISTINCT {plan.table.privacy_unit}) (a lower bound on the values it ranks when "
+               f"{p.column} is NOT NULL; with NULLs no count bounds them)" if plan.table.many_rows
                else f"the query has no COUNT({p.column}), the noisy number of values it ranks")
         return ColumnError(oc.name, none, none, note=f"{note}; no rank interval: {why}",
                            extra=(("rank_lo", none), ("rank_hi", none)))

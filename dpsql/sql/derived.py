@@ -91,15 +91,16 @@ def noisy(f: Form) -> bool:
 
 
 def ranked_by(q: int, primitives: list[Primitive], not_null: set[str], many_rows: bool) -> int | None:
-    """The query's noisy count of exactly the values quantile primitive ``q`` ranks (its
-    ``COUNT(m)``, or ``COUNT(*)`` when the schema says m is NOT NULL), or None. On a table with
-    many rows per unit a quantile ranks a sample of each unit's rows (sql/units.py), which no
-    count of the query counts: None."""
-    if many_rows:
-        return None
+    """The query's noisy count of the values quantile primitive ``q`` ranks, or of fewer (its
+    rank interval is then wider, never narrower), or None. One row per unit: ``COUNT(m)``, or
+    ``COUNT(*)`` when the schema says m is NOT NULL — exactly the values ranked. Many rows per
+    unit (sql/units.py): each kept (unit, group) record adds 1 to ``quantile_rows`` values of
+    m, so when m is NOT NULL its ``COUNT(DISTINCT unit)`` (one per kept record) is a lower bound;
+    when m may be NULL no count of the query bounds them from below."""
     m = primitives[q].column
     for i, p in enumerate(primitives):
-        if p.kind == "count" and not p.distinct and (p.column == m or (p.column is None and m in not_null)):
+        if p.kind != "count" or p.distinct:
+            continue
+        if (p.column is None and m in not_null) or (p.column == m and not many_rows):
             return i
     return None
-
