@@ -9,8 +9,8 @@ filtering and sorting.
 from __future__ import annotations
 
 import math
-from operator import itemgetter
 from collections.abc import Callable
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from dpsql.backends import Finisher

@@ -8,8 +8,10 @@ Roth 2014, Proposition 2.1) and reads no exact value.
   ``?error_columns=on``): after each noisy column ``c`` of the answer, a column ``c_moe95`` with
   each row's 95% margin of error (and with ``sigma`` or ``all``, also ``c_sigma``), taken from the
   receipt's per-column errors, so pandas, BI tools and the wire server carry error bars in the
-  rows themselves. A column whose error dpsql cannot state (an expression over several
-  aggregates) gets none.
+  rows themselves. A column computed from noisy aggregates gets its ± propagated from theirs
+  (``pipeline/propagate.py``); a quantile also gets ``c_rank_lo`` and ``c_rank_hi``, the shares of
+  its group it lies between; a column whose error dpsql cannot state (a quantile or a variance
+  inside an expression, CASE, a text function) gets none.
 * **Clamping** (``SET dpsql.clamp_negative = on``): a noisy count, or a noisy sum of a measure
   that cannot be negative, below 0 is shown as 0. It is applied to the noisy cells before HAVING,
   ORDER BY, LIMIT and AVG = SUM / COUNT run, so they all see the same values, and the receipt
