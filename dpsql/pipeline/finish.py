@@ -183,6 +183,14 @@ def column_errors(plan: Plan, columns: dict[str, Any], at: np.ndarray | None) ->
             return np.asarray(values)[at].tolist()
         return values.tolist() if hasattr(values, "tolist") else list(values)
 
+    def raw(name: str) -> Any:  # one value per answer row, as the release made the column (an array, a list)
+        values = columns[name]
+        if at is not None:
+            import numpy as np
+
+            return np.asarray(values)[at]
+        return values
+
     def floats(name: str) -> tuple[float, ...]:  # σ and MOE: float64 arrays, or lists of floats
         values = hidden(name)
         kind = columns[name].dtype.name if hasattr(columns[name], "dtype") else "list"
@@ -202,7 +210,7 @@ def column_errors(plan: Plan, columns: dict[str, Any], at: np.ndarray | None) ->
             # AVG is the derived column ("avg", s, c): one delta method, one rule near a 0 divisor
             form = ("avg", *oc.ratio) if oc.ratio is not None else oc.derived
             arrays = at is not None or hasattr(columns[ROW_COLUMN], "dtype")  # a small answer's lists: no numpy
-            sig_list, moe_list, near_zero = derived_errors(form, hidden, n_rows, arrays)
+            sig_list, moe_list, near_zero = derived_errors(form, raw if arrays else hidden, n_rows, arrays)
             what = "noisy SUM / noisy COUNT" if oc.ratio is not None else "the noisy aggregates it is computed from"
             out.append(ColumnError(oc.name, sig_list, moe_list, note=f"approximate (delta method on {what})",
                                    flagged=near_zero))

@@ -40,20 +40,22 @@ Z95 = 1.96
 Grad = dict[int, Any]  # a variable (primitive) -> ∂f/∂v per row
 
 
-def _floats(values: list[Any]) -> np.ndarray:  # noqa: F821 (numpy: under TYPE_CHECKING)
-    """A float array of one column's values, NaN where a value is NULL or not a number."""
+def _floats(values: Any) -> np.ndarray:  # noqa: F821 (numpy: under TYPE_CHECKING)
+    """A float array of one column's values (a list or an array), NaN where a value is NULL or
+    not a number (text is never read as one)."""
     import numpy as np
 
-    if not any(isinstance(v, (str, bytes)) for v in values):  # numpy would read '12' as a number
-        try:  # numbers and NULLs (NaN): one conversion
-            return np.asarray(values, dtype=np.float64)
-        except (TypeError, ValueError, OverflowError):
+    arr = np.asarray(values)
+    if arr.dtype.kind in "fiub":  # numbers: one conversion (a column without NULL or text)
+        try:
+            return arr.astype(np.float64)
+        except OverflowError:
             pass
     out = np.full(len(values), np.nan)
     for j, v in enumerate(values):
         if type(v) in (int, float) or isinstance(v, (np.integer, np.floating)):
             out[j] = float(v)
-        elif v is not None and hasattr(v, "as_integer_ratio"):  # Decimal, Fraction
+        elif v is not None and not isinstance(v, (str, bytes)) and hasattr(v, "as_integer_ratio"):  # Decimal
             out[j] = float(v)
     return out
 
@@ -61,7 +63,7 @@ def _floats(values: list[Any]) -> np.ndarray:  # noqa: F821 (numpy: under TYPE_C
 class _Columns:
     """Every row at once, in numpy arrays (an answer released in arrays: numpy is loaded)."""
 
-    def __init__(self, value: Callable[[str], list[Any]], n_rows: int):
+    def __init__(self, value: Callable[[str], Any], n_rows: int):
         import numpy as np
 
         self.np, self.value, self.n = np, value, n_rows
@@ -91,8 +93,17 @@ class _Columns:
     def null_where(self, v: Any, cond: Any) -> Any:
         return self.np.where(cond, self.np.nan, v)
 
-    def rows(self, a: Any) -> list[Any]:
-        return a.tolist()
+    def not_(self, a: Any) -> Any:
+        return ~a
+
+    def listed(self, a: Any, shown: Any) -> list[float | None]:
+        out: list[float | None] = a.tolist()
+        for j in self.np.flatnonzero(~shown).tolist():
+            out[j] = None
+        return out
+
+    def count(self, a: Any) -> int:
+        return int(a.sum())
 
 
 class _Row:
@@ -130,15 +141,21 @@ class _Row:
     def null_where(self, v: float, cond: bool) -> float:
         return math.nan if cond else v
 
-    def rows(self, a: Any) -> list[Any]:
-        return [a]
+    def not_(self, a: bool) -> bool:
+        return not a
+
+    def listed(self, a: float, shown: bool) -> list[float | None]:
+        return [float(a) if shown else None]
+
+    def count(self, a: bool) -> int:
+        return int(a)
 
 
-def derived_errors(form: tuple[Any, ...], value: Callable[[str], list[Any]], n_rows: int, arrays: bool = True
+def derived_errors(form: tuple[Any, ...], value: Callable[[str], Any], n_rows: int, arrays: bool = True
                    ) -> tuple[tuple[float | None, ...], tuple[float | None, ...], int]:
     """(each row's σ and 95% MOE, or None, and how many rows have a divisor within its 95%
     margin of 0) of a derived column's ``form``; ``value(name)``: a column of the noisy relation
-    per answer row (``__p0``, ``__s0``, ``__m0``, a key). A function of one primitive has MOE
+    per answer row (``__p0``, ``__s0``, ``__m0``, a key; a list, or an array with ``arrays``). A function of one primitive has MOE
     |f'|·MOE_i (that primitive's own, exact for its discrete noise: ``COUNT(*) * 2`` is ± twice
     the count's); of several, 1.96·σ_f. ``arrays``: all rows at once in numpy; else row by row
     in Python floats (a small answer, released without numpy): the same operations, in order."""
@@ -227,13 +244,9 @@ def _evaluate(form: tuple[Any, ...], ops: Any) -> tuple[list[Any], list[Any], in
     with ops.quiet():
         v, grad = ev(form)
         out, m = sd(grad), margin(grad)
-    has_value = ops.rows(ops.finite(v))
-    stated = ops.rows(ops.finite(out) & ops.finite(m))
-    near = ops.rows(near_zero)
-    shown = [h and ok and not z for h, ok, z in zip(has_value, stated, near)]
-    return ([float(x) if ok else None for x, ok in zip(ops.rows(out), shown)],
-            [float(x) if ok else None for x, ok in zip(ops.rows(m), shown)],
-            sum(1 for h, z in zip(has_value, near) if h and z))
+    has_value = ops.finite(v)
+    shown = has_value & ops.finite(out) & ops.finite(m) & ops.not_(near_zero)
+    return ops.listed(out, shown), ops.listed(m, shown), ops.count(has_value & near_zero)
 
 
 def rank_interval(q: float, rank_error: list[Any], count: list[Any], count_moe: list[Any]
