@@ -352,7 +352,7 @@ class Session:
         if self.output.clamp_negative:
             columns, clamped = output.clamp(columns, d.plan, prims)
         names, types, rows, errors = finish(d.plan, columns, self.finisher)
-        notes, selection = output.notes(d.plan, names, rows, prims, clamped), selection_info(d, self.policy, released)
+        notes, selection = output.notes(d.plan, names, rows, prims, clamped, errors), selection_info(d, self.policy, released)
         answers.keep(self.ledger, key, charge_id, lambda: reuse.encode(d, names, types, rows, errors, notes, noise_terms, selection))
         names, types, rows = output.with_error_columns(names, types, rows, errors, self.output.error_columns)
         timings["finish"] = time.perf_counter() - t0

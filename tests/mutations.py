@@ -59,6 +59,7 @@ MANYQ = "tests/test_many_rows_quantiles.py"
 SHARED = "tests/test_shared_units.py"
 REUSE = "dpsql/pipeline/reuse.py"
 REUSED = "tests/test_reuse.py"
+DERIVED = "tests/test_derived_errors.py"
 OWNER = "tests/test_owner_ledger.py"
 
 
@@ -609,10 +610,23 @@ MUTATIONS: tuple[Mutation, ...] = (
              "the array path's AVG is NULL at a noisy count of exactly 1",
              (Patch("dpsql/pipeline/finish.py", "for j in np.flatnonzero(c < 1).tolist():", "for j in np.flatnonzero(c <= 1).tolist():"),),
              (f"{ORR}::test_avg_is_null_exactly_below_a_noisy_count_of_one",)),
-    Mutation("avg_sigma_missing_at_count_one",
-             "an AVG's delta-method σ is missing at a noisy count of exactly 1",
-             (Patch("dpsql/pipeline/finish.py", "if c is None or c < 1:", "if c is None or c <= 1:"),),
-             (f"{ORR}::test_avg_is_null_exactly_below_a_noisy_count_of_one",)),
+    Mutation("avg_sigma_beside_a_divisor_near_zero",
+             "an AVG (or derived ratio) shows a tiny ± where its noisy divisor's own 95% interval holds 0",
+             (Patch("dpsql/pipeline/propagate.py", "near_zero = near_zero | (b == 0) | ((m_b > 0) & (abs(b) <= m_b))",
+                    "near_zero = near_zero | (b == 0)"),),
+             (f"{ORR}::test_avg_is_null_exactly_below_a_noisy_count_of_one",
+              f"{DERIVED}::test_a_denominator_near_zero_is_flagged_not_given_a_tiny_margin")),
+    Mutation("derived_sigma_ignores_the_divisors_noise",
+             "a ratio's ± leaves out its denominator's noise: a margin narrower than the truth's spread",
+             (Patch("dpsql/pipeline/propagate.py",
+                    "grad = {i: ops.div(ga.get(i, 0.0), b) - ops.div(a * gb.get(i, 0.0), b * b) for i in set(ga) | set(gb)}",
+                    "grad = {i: ops.div(ga.get(i, 0.0), b) for i in set(ga) | set(gb)}"),),
+             (f"{DERIVED}::test_ratio_sigma_is_the_delta_method_at_the_noisy_values",
+              f"{DERIVED}::test_the_95_percent_margin_covers_the_true_ratio")),
+    Mutation("rank_interval_trusts_the_noisy_count",
+             "a quantile's rank interval divides by the noisy count itself, not by its lower bound: narrower than stated",
+             (Patch("dpsql/pipeline/propagate.py", "n = n_hat - np.nan_to_num(moe)", "n = n_hat"),),
+             (f"{DERIVED}::test_quantile_rank_interval",)),
     # ------------------------------------------------------------------ stale plans
     Mutation("plan_context_ignores_column_types",
              "a plan made when a column was an INTEGER is served once it is text (its bare comparison then fails on rows)",

@@ -91,9 +91,9 @@ def test_list_path_draws_each_cell_at_its_own_groups_threshold(per_group, drawn)
 
 
 # ------------------------------------------------------------------------------ AVG at small counts
-COUNTS = [-3, 0, 1, 2, 1, 7]
-SUMS = [10, 10, 10, 10, -4, 21]
-WANT = [None, None, 10.0, 5.0, -4.0, 3.0]  # s / c when c >= 1, else NULL
+COUNTS = [-3, 0, 1, 2, 1, 7, 60, 400]
+SUMS = [10, 10, 10, 10, -4, 21, 120, -800]
+WANT = [None, None, 10.0, 5.0, -4.0, 3.0, 2.0, -2.0]  # s / c when c >= 1, else NULL
 
 
 def _avg_columns(session):
@@ -123,6 +123,14 @@ def test_avg_is_null_exactly_below_a_noisy_count_of_one(con, as_arrays):
     # DuckDB's own finish query on the same cells agrees
     _, _, duck = con.session.finisher.run(cols, plan.finish_sql)
     assert [r[1] for r in duck] == WANT
-    # the delta-method σ exists exactly where the AVG does
+    # the delta-method σ exists exactly where the AVG does and the noisy count is beyond its own
+    # 95% margin of 0 (docs/privacy.md, "Derived columns"): its MOE, as the count's column states it
+    count_moe = list(cols[c_col.replace("__p", "__m")])
     err = column_errors(plan, cols, None)[names.index("a")]
-    assert [s is None for s in err.sigma] == [w is None for w in WANT]
+    assert [s is None for s in err.sigma] == [w is None or c <= m for w, c, m in zip(WANT, COUNTS, count_moe)]
+    assert [s is None for s in err.moe95] == [s is None for s in err.sigma]
+    assert err.sigma[-1] is not None and err.sigma[2] is None  # both cases occur here
+    assert err.flagged == sum(1 for w, c, m in zip(WANT, COUNTS, count_moe) if w is not None and c <= m)
+    # where it exists, the delta method's closed form: √(σ_S² + (S/C)² σ_C²) / C, at the noisy values
+    s_sd, c_sd = cols[s_col.replace("__p", "__s")][-1], cols[c_col.replace("__p", "__s")][-1]
+    assert err.sigma[-1] == pytest.approx(math.sqrt(s_sd ** 2 + (SUMS[-1] / COUNTS[-1]) ** 2 * c_sd ** 2) / COUNTS[-1])

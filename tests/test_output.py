@@ -33,13 +33,15 @@ def test_error_columns_follow_each_noisy_column(con):
     assert con.execute("SET dpsql.error_columns = on").fetchall() == [("dpsql.error_columns", "on")]
     cur = con.execute(BY_STATE)
     names = [d[0] for d in cur.description]
-    assert names == ["state", "n", "n_moe95", "pay", "pay_moe95", "avg_emp", "avg_emp_moe95", "twice"]
+    assert names == ["state", "n", "n_moe95", "pay", "pay_moe95", "avg_emp", "avg_emp_moe95", "twice", "twice_moe95"]
     assert [d[1] for d in cur.description][2] == "DOUBLE" and cur.receipt.rho > 0
     rows = cur.fetchall()
     errors = cur.receipt.columns
-    for i, name in ((1, "n"), (3, "pay"), (5, "avg_emp")):
+    for i, name in ((1, "n"), (3, "pay"), (5, "avg_emp"), (7, "twice")):
         assert [r[i + 1] for r in rows] == list(errors[name].moe95)  # each row its own MOE, after ORDER/LIMIT
-    assert set(errors) == {"n", "pay", "avg_emp"}  # the receipt describes the analyst's columns only
+    assert set(errors) == {"n", "pay", "avg_emp", "twice"}  # the receipt describes the analyst's columns only
+    # COUNT(*) * 2 is derived (linear): its ± is exactly twice the count's (docs/privacy.md, "Derived columns")
+    assert [r[8] for r in rows] == pytest.approx([2 * r[2] for r in rows], rel=1e-12)
 
 
 def test_error_columns_with_sigma_and_reset_to_the_connection_option(demo):

@@ -9,12 +9,14 @@ filtering and sorting.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from dpsql.backends import Finisher
 from dpsql.pipeline.result import ColumnError
-from dpsql.sql.plan import NOISY_RELATION, ROW_COLUMN, Plan, moe_column, primitive_column, sigma_column
+from dpsql.sql.plan import (NOISY_RELATION, ROW_COLUMN, OutputColumn, Plan, moe_column, primitive_column, rank_column,
+                            sigma_column)
 
 if TYPE_CHECKING:  # numpy: imported by the release of any but a small answer (release.py)
     import numpy as np
@@ -181,6 +183,14 @@ def column_errors(plan: Plan, columns: dict[str, Any], at: np.ndarray | None) ->
             return np.asarray(values)[at].tolist()
         return values.tolist() if hasattr(values, "tolist") else list(values)
 
+    def raw(name: str) -> Any:  # one value per answer row, as the release made the column (an array, a list)
+        values = columns[name]
+        if at is not None:
+            import numpy as np
+
+            return np.asarray(values)[at]
+        return values
+
     def floats(name: str) -> tuple[float, ...]:  # σ and MOE: float64 arrays, or lists of floats
         values = hidden(name)
         kind = columns[name].dtype.name if hasattr(columns[name], "dtype") else "list"
@@ -190,34 +200,53 @@ def column_errors(plan: Plan, columns: dict[str, Any], at: np.ndarray | None) ->
     out: list[ColumnError | None] = []
     for oc in plan.outputs:
         if oc.primitive is not None and plan.primitives[oc.primitive].kind == "quantile":
-            none: tuple[None, ...] = (None,) * n_rows
-            out.append(ColumnError(oc.name, none, none, note="a value of the measure's public grid, drawn by the "
-                                   "exponential mechanism; its error is in ranks (the receipt's rank_error95)"))
+            out.append(quantile_errors(plan, oc, hidden, n_rows))
         elif oc.primitive is not None:
             i = oc.primitive
             out.append(ColumnError(oc.name, floats(sigma_column(i)), floats(moe_column(i))))
-        elif oc.ratio is not None:
-            s_i, c_i = oc.ratio
-            sig_list: list[float | None] = []
-            for s, s_sig, c, c_sig in zip(hidden(primitive_column(s_i)), hidden(sigma_column(s_i)),
-                                          hidden(primitive_column(c_i)), hidden(sigma_column(c_i))):
-                if c is None or c < 1:
-                    sig_list.append(None)
-                else:
-                    # Delta method for S/C with independent noise: computed from noisy values only.
-                    sig_list.append(math.sqrt(s_sig**2 + (float(s) / c) ** 2 * c_sig**2) / c)
-            out.append(ColumnError(oc.name, tuple(sig_list), tuple(None if s is None else 1.96 * s for s in sig_list),
-                                   note="approximate (delta method on noisy SUM / noisy COUNT)"))
+        elif oc.ratio is not None or oc.derived is not None:
+            from dpsql.pipeline.propagate import derived_errors
+
+            # AVG is the derived column ("avg", s, c): one delta method, one rule near a 0 divisor
+            form = ("avg", *oc.ratio) if oc.ratio is not None else oc.derived
+            arrays = at is not None or hasattr(columns[ROW_COLUMN], "dtype")  # a small answer's lists: no numpy
+            sig_list, moe_list, near_zero = derived_errors(form, raw if arrays else hidden, n_rows, arrays)
+            what = "noisy SUM / noisy COUNT" if oc.ratio is not None else "the noisy aggregates it is computed from"
+            out.append(ColumnError(oc.name, sig_list, moe_list, note=f"approximate (delta method on {what})",
+                                   flagged=near_zero))
         elif oc.spread is not None:
             q_i, s_i, c_i, kind = oc.spread
             parts = [list(zip(hidden(primitive_column(i)), hidden(sigma_column(i)))) for i in (q_i, s_i, c_i)]
-            sig_list = [None if None in (q, s, c) else spread_sigma(kind, float(q), qs, float(s), ss, float(c), cs)
-                        for (q, qs), (s, ss), (c, cs) in zip(*parts)]
-            out.append(ColumnError(oc.name, tuple(sig_list), tuple(None if s is None else 1.96 * s for s in sig_list),
+            spread_list = [None if None in (q, s, c) else spread_sigma(kind, float(q), qs, float(s), ss, float(c), cs)
+                           for (q, qs), (s, ss), (c, cs) in zip(*parts)]
+            out.append(ColumnError(oc.name, tuple(spread_list), tuple(None if s is None else 1.96 * s for s in spread_list),
                                    note="approximate (delta method on noisy sums of squares, SUM and COUNT)"))
         else:
             out.append(None)
     return out
+
+
+def quantile_errors(plan: Plan, oc: OutputColumn, hidden: Callable[[str], list[Any]], n_rows: int) -> ColumnError:
+    """A quantile column's errors: no σ or ± in the measure's units (its error is in ranks), and
+    each row's rank interval as a share of the group when the query counts the values it ranks
+    (``pipeline/propagate.py``), else NULL."""
+    none: tuple[None, ...] = (None,) * n_rows
+    note = ("a value of the measure's public grid, drawn by the exponential mechanism; its error is in ranks "
+            "(the receipt's rank_error95)")
+    assert oc.primitive is not None
+    p = plan.primitives[oc.primitive]
+    if oc.ranked_by is None:
+        why = (f"the query has no COUNT(DISTINCT {plan.table.privacy_unit}) (a lower bound on the values it ranks when "
+               f"{p.column} is NOT NULL; with NULLs no count bounds them)" if plan.table.many_rows
+               else f"the query has no COUNT({p.column}), the noisy number of values it ranks")
+        return ColumnError(oc.name, none, none, note=f"{note}; no rank interval: {why}",
+                           extra=(("rank_lo", none), ("rank_hi", none)))
+    from dpsql.pipeline.propagate import rank_interval
+
+    assert p.q is not None
+    lo, hi, whole = rank_interval(float(p.q), hidden(rank_column(oc.primitive)), hidden(primitive_column(oc.ranked_by)),
+                                  hidden(moe_column(oc.ranked_by)))
+    return ColumnError(oc.name, none, none, note=note, extra=(("rank_lo", lo), ("rank_hi", hi)), flagged=whole)
 
 
 def spread_sigma(kind: str, q: float, q_sd: float, s: float, s_sd: float, n: float, n_sd: float) -> float | None:

@@ -70,7 +70,10 @@ def footer(result: Result) -> str:
                 f"{fmt(rc.budget_total)}, {fmt_down(rc.budget_remaining)} left."
                 + (" ± is the 95% margin of error." if _any_margin(rc) else "")
                 + "".join(f"\nNote: {note}." for note in rc.notes[1:]))
-    notes = {e.note for e in rc.columns.values() if e.note and e.note.startswith("approximate")}
+    notes: dict[str, list[str]] = {}  # an approximate ± -> its columns
+    for name, e in rc.columns.items():
+        if e.note.startswith("approximate"):
+            notes.setdefault(e.note, []).append(name)
     cost = f"zCDP, {rc.mechanism.replace('_', ' ')}"
     if rc.selection:  # say plainly that the selection is part of the charge
         sel_rho = rc.selection["rho"]
@@ -81,8 +84,8 @@ def footer(result: Result) -> str:
     text = (f"({n} row{'s' if n != 1 else ''}) {charged}; "
             f"budget spent {fmt(rc.budget_spent)} of {fmt(rc.budget_total)}, {fmt_down(rc.budget_remaining)} left."
             + (" ± is the 95% margin of error." if _any_margin(rc) else ""))
-    for note in sorted(notes):
-        text += f"\nAVG columns: ± is {note}."
+    for note in sorted(notes):  # AVG's as it always read; a derived column's names the columns
+        text += f"\n{'AVG columns' if 'noisy SUM / noisy COUNT' in note else ', '.join(notes[note])}: ± is {note}."
     for t in rc.noise:
         if t.rank_error95 is not None:
             text += (f"\n{t.aggregate}: one of {t.grid}, drawn by the exponential mechanism; with 95% probability "

@@ -8,8 +8,10 @@ Roth 2014, Proposition 2.1) and reads no exact value.
   ``?error_columns=on``): after each noisy column ``c`` of the answer, a column ``c_moe95`` with
   each row's 95% margin of error (and with ``sigma`` or ``all``, also ``c_sigma``), taken from the
   receipt's per-column errors, so pandas, BI tools and the wire server carry error bars in the
-  rows themselves. A column whose error dpsql cannot state (an expression over several
-  aggregates) gets none.
+  rows themselves. A column computed from noisy aggregates gets its ± propagated from theirs
+  (``pipeline/propagate.py``); a quantile also gets ``c_rank_lo`` and ``c_rank_hi``, the shares of
+  its group it lies between; a column whose error dpsql cannot state (a quantile or a variance
+  inside an expression, CASE, a text function) gets none.
 * **Clamping** (``SET dpsql.clamp_negative = on``): a noisy count, or a noisy sum of a measure
   that cannot be negative, below 0 is shown as 0. It is applied to the noisy cells before HAVING,
   ORDER BY, LIMIT and AVG = SUM / COUNT run, so they all see the same values, and the receipt
@@ -25,6 +27,7 @@ measure the schema bounds below by zero (an unsigned type, or ``CHECK (x >= 0)``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -107,11 +110,12 @@ def clamp(columns: dict[str, Any], plan: Plan, prims: set[int]) -> tuple[dict[st
     return out, changed
 
 
-def notes(plan: Plan, names: list[str], rows: list[tuple[Any, ...]], prims: set[int], clamped: int | None
-          ) -> tuple[str, ...]:
-    """What the receipt says about post-processing and impossible values: the clamp (when on)
-    and, per column that cannot be negative, how many shown values are below 0."""
-    out = []
+def notes(plan: Plan, names: list[str], rows: list[tuple[Any, ...]], prims: set[int], clamped: int | None,
+          errors: Sequence[ColumnError | None] = ()) -> tuple[str, ...]:
+    """What the receipt says about post-processing and impossible values: the clamp (when on),
+    per column that cannot be negative how many shown values are below 0, and per column whose
+    ± some rows cannot have (:func:`error_notes`)."""
+    out = list(error_notes(plan, errors))
     if clamped is not None:
         labels = [plan.primitives[i].label for i in sorted(prims)]
         if labels:
@@ -129,7 +133,32 @@ def notes(plan: Plan, names: list[str], rows: list[tuple[Any, ...]], prims: set[
     return tuple(out)
 
 
+def error_notes(plan: Plan, errors: Sequence[ColumnError | None]) -> list[str]:
+    """Per column, the rows whose ± cannot be stated from their values (pipeline/propagate.py):
+    a divisor within its own 95% margin of 0, or a quantile whose rank interval is the whole group."""
+    out = []
+    for oc, err in zip(plan.outputs, errors):
+        if err is None:
+            continue
+        n = err.flagged
+        rows = f"{n} row{'s' if n != 1 else ''}"
+        p = plan.primitives[oc.primitive] if oc.primitive is not None else None
+        if p is not None and p.kind == "quantile":
+            if n:
+                out.append(f"{oc.name}: in {rows} the 95% rank error is as large as the group itself ({oc.name}_rank_lo "
+                           f"= 0, {oc.name}_rank_hi = 1): the value may be any of its grid's and says nothing about "
+                           "that group")
+        elif n:
+            out.append(f"{oc.name}: no ± in {rows} (NULL), whose divisor is within its own 95% margin of 0: "
+                       "the ratio there may be anything")
+    return out
+
+
 # --------------------------------------------------------------------------- error columns
+
+
+#: the columns a quantile's rank interval adds after its ± ones (:func:`dpsql.pipeline.finish.quantile_errors`)
+RANK_SUFFIXES = ("rank_lo", "rank_hi")
 
 
 def _extra(name: str, mode: str) -> list[tuple[str, int]]:
@@ -143,8 +172,9 @@ def error_column_types(plan: Plan, names: list[str], types: list[str], mode: str
     for name, typ, oc in zip(names, types, plan.outputs):
         out_names.append(name)
         out_types.append(typ)
-        if oc.primitive is not None or oc.ratio is not None or oc.spread is not None:
-            for extra, _ in _extra(name, mode):
+        if oc.primitive is not None or oc.ratio is not None or oc.spread is not None or oc.derived is not None:
+            quantile = oc.primitive is not None and plan.primitives[oc.primitive].kind == "quantile"
+            for extra, _ in _extra(name, mode) + ([(f"{name}_{s}", 0) for s in RANK_SUFFIXES] if quantile and mode != "off" else []):
                 out_names.append(extra)
                 out_types.append("DOUBLE")
     return out_names, out_types
@@ -156,13 +186,13 @@ def with_error_columns(names: list[str], types: list[str], rows: list[tuple[Any,
     """The answer with ``<column>_moe95`` (and ``_sigma``) after each column that has errors."""
     if mode == "off":
         return names, types, rows
-    out_names, out_types, picks = [], [], []  # picks: (column index, None) or (column index, 1 σ / 2 MOE)
+    out_names, out_types, picks = [], [], []  # picks: (column index, 0 value / 1 σ / 2 MOE / 3+ err.extra[k - 3])
     for j, (name, typ, err) in enumerate(zip(names, types, errors)):
         out_names.append(name)
         out_types.append(typ)
         picks.append((j, 0))
         if err is not None:
-            for extra, k in _extra(name, mode):
+            for extra, k in _extra(name, mode) + [(f"{name}_{suffix}", 3 + x) for x, (suffix, _) in enumerate(err.extra)]:
                 out_names.append(extra)
                 out_types.append("DOUBLE")
                 picks.append((j, k))
@@ -172,6 +202,6 @@ def with_error_columns(names: list[str], types: list[str], rows: list[tuple[Any,
             return rows[r][j]
         err = errors[j]
         assert err is not None
-        return (err.sigma if k == 1 else err.moe95)[r]
+        return (err.sigma if k == 1 else err.moe95 if k == 2 else err.extra[k - 3][1])[r]
 
     return out_names, out_types, [tuple(cell(r, j, k) for j, k in picks) for r in range(len(rows))]

@@ -29,7 +29,8 @@ from dpsql.privacy.allocate import EXPONENTIAL, GAUSSIAN, Allocation
 from dpsql.privacy.guided import in_range, scalar_draws
 from dpsql.privacy.mechanisms import discrete_laplace_variance, exact_positive
 from dpsql.pipeline.result import NoiseTerm
-from dpsql.sql.plan import ROW_COLUMN, Plan, Primitive, count_sensitivity, moe_column, primitive_column, sigma_column
+from dpsql.sql.plan import (ROW_COLUMN, Plan, Primitive, count_sensitivity, moe_column, primitive_column, rank_column,
+                             sigma_column)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -138,7 +139,9 @@ def release_quantile(i: int, a: Allocation, plan: Plan, hists: list[Any], rng: R
     n = len(hists)
     values = np.array([grid[j] for j in picked] + [0], dtype=object)[:-1]  # Python ints, any size
     return {primitive_column(i): as_array(values, m.granularity),
-            sigma_column(i): np.full(n, np.nan), moe_column(i): np.full(n, np.nan)}
+            sigma_column(i): np.full(n, np.nan), moe_column(i): np.full(n, np.nan),
+            # public (q, ε, the grid's size): each row's rank interval is post-processing (pipeline/propagate.py)
+            rank_column(i): np.full(n, quantile.rank_error95(p.q, a.em_epsilon, len(grid)))}
 
 
 def quantile_term(a: Allocation, plan: Plan) -> NoiseTerm:

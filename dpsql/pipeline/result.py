@@ -52,9 +52,16 @@ class ColumnError:
     sigma: tuple[float | None, ...]
     moe95: tuple[float | None, ...]
     note: str = ""
+    #: further per-row figures shown as error columns after the ± ones, as (suffix, values): a
+    #: quantile's rank interval, ``(("rank_lo", ...), ("rank_hi", ...))`` (pipeline/propagate.py)
+    extra: tuple[tuple[str, tuple[float | None, ...]], ...] = ()
+    #: how many rows have no ± because of what their values are (a divisor within its margin of
+    #: 0, a quantile's rank interval the whole group): the receipt's note (pipeline/output.py)
+    flagged: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"sigma": list(self.sigma), "moe95": list(self.moe95)}
+        out.update({suffix: list(values) for suffix, values in self.extra})
         if self.note:
             out["note"] = self.note
         return out

@@ -104,7 +104,8 @@ def encode(d: Decision, names: list[str], types: list[str], rows: list[tuple[Any
         doc = {"version": VERSION, "mechanism": d.mechanism, "table": d.plan.table.name,
                "names": list(names), "types": list(types),
                "rows": [[_value(v) for v in row] for row in rows],
-               "errors": [None if e is None else [e.column, list(e.sigma), list(e.moe95), e.note] for e in errors],
+               "errors": [None if e is None else [e.column, list(e.sigma), list(e.moe95), e.note,
+                                                  [[x, list(v)] for x, v in e.extra], e.flagged] for e in errors],
                "notes": list(notes), "selection": selection,
                "noise": [[n.aggregate, str(n.rho), list(n.sensitivity), list(n.sigma), list(n.moe95), n.mechanism,
                           None if n.epsilon is None else str(n.epsilon), n.rank_error95, n.grid] for n in noise]}
@@ -125,7 +126,9 @@ def reused(hit: Any, shown: output.Output, ledger: Any) -> Result | None:
         if doc.get("version") != VERSION:
             return None
         rows = [tuple(_read_value(v) for v in row) for row in doc["rows"]]
-        errors = [None if e is None else ColumnError(e[0], tuple(e[1]), tuple(e[2]), e[3]) for e in doc["errors"]]
+        errors = [None if e is None else ColumnError(e[0], tuple(e[1]), tuple(e[2]), e[3],
+                                                     tuple((x, tuple(v)) for x, v in (e[4] if len(e) > 4 else ())),
+                                                     e[5] if len(e) > 5 else 0) for e in doc["errors"]]
         noise = tuple(NoiseTerm(n[0], Fraction(n[1]), tuple(n[2]), tuple(n[3]), tuple(n[4]), n[5],
                                 None if n[6] is None else Fraction(n[6]), n[7], n[8]) for n in doc["noise"])
         names, types, rows = output.with_error_columns(doc["names"], doc["types"], rows, errors, shown.error_columns)

@@ -47,7 +47,7 @@ from dpsql.records.store import Documents
 from dpsql.sql.plan import GroupKey, Join, OutputColumn, Plan, Primitive
 
 #: bump when what a record holds changes
-VERSION = 2  # 2: outputs carry a spread (VARIANCE / STDDEV)
+VERSION = 3  # 2: outputs carry a spread (VARIANCE / STDDEV); 3: a derived form and a quantile's count
 #: the records, one file each in dpsql's folder (the least recently written of 1024 dropped first)
 DOCUMENTS = Documents("plans", 1024)
 #: records read, kept in memory
@@ -140,8 +140,8 @@ def encode(plan: Plan) -> dict[str, Any]:
         "sql": plan.sql, "table": plan.table.name,
         "keys": [[k.name, k.label, list(k.sources), k.public, k.column, k.text, k.bounded_text, k.plain] for k in plan.keys],
         "primitives": [[p.kind, p.column, p.shown, p.distinct, None if p.q is None else str(p.q)] for p in plan.primitives],
-        "outputs": [[o.name, o.primitive, None if o.ratio is None else list(o.ratio), None if o.spread is None else list(o.spread)]
-                    for o in plan.outputs],
+        "outputs": [[o.name, o.primitive, None if o.ratio is None else list(o.ratio), None if o.spread is None else list(o.spread),
+                     o.derived, o.ranked_by] for o in plan.outputs],
         "selection_count": plan.selection_count,
         "joins": [[j.table, j.alias, j.side, j.left, j.key, list(j.columns)] for j in plan.joins],
         "public_types": plan.public_types,
@@ -164,11 +164,17 @@ def decode(doc: dict[str, Any], policy: Policy) -> Plan:
                          for kind, column, shown, distinct, q in doc["primitives"]),
         finish=None,
         outputs=tuple(OutputColumn(name, primitive, None if ratio is None else (ratio[0], ratio[1]),
-                                   None if spread is None else (spread[0], spread[1], spread[2], spread[3]))
-                      for name, primitive, ratio, spread in doc["outputs"]),
+                                   None if spread is None else (spread[0], spread[1], spread[2], spread[3]),
+                                   _tuples(derived), ranked_by)
+                      for name, primitive, ratio, spread, derived, ranked_by in doc["outputs"]),
         selection_count=doc["selection_count"],
         joins=tuple(Join(t, a, side, left, k, tuple(cols)) for t, a, side, left, k, cols in doc["joins"]),
         public_types=dict(doc["public_types"]),
         public_columns={c: (v[0], v[1]) for c, v in doc["public_columns"].items()},
         finish_sql=doc["finish_sql"], finish_names=tuple(doc["finish_names"]),
         projection=None if doc["projection"] is None else tuple(tuple(p) for p in doc["projection"]))
+
+
+def _tuples(v: Any) -> Any:
+    """A derived column's form (sql/derived.py: nested tuples) from its JSON lists."""
+    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v

@@ -26,6 +26,7 @@ from sqlglot import exp
 
 from dpsql.errors import NotSupportedYet
 from dpsql.policy.model import TablePolicy
+from dpsql.sql.derived import derived_form, ranked_by
 from dpsql.sql.keys import key_for, keys_by_text
 from dpsql.sql.parse import position, written_name
 from dpsql.sql.quantiles import is_quantile, quantile_call, quantile_name
@@ -68,6 +69,14 @@ class FinishRewriter:
             finished, direct, ratio = self.to_finish(inner.copy(), context="SELECT")
             finish_items.append(exp.alias_(finished, name, quoted=True))
             outputs.append(OutputColumn(name, direct, ratio, self.spread))
+            if direct is None and ratio is None and self.spread is None:  # arithmetic over aggregates: sql/derived.py
+                form = derived_form(finished, self.primitives, {k.name for k in self.key_lookup.values()})
+                outputs[-1] = OutputColumn(name, derived=form)
+        not_null = self.not_null.get(self.table.name, set())
+        outputs = [OutputColumn(oc.name, oc.primitive, ranked_by=ranked_by(oc.primitive, self.primitives, not_null,
+                                                                           self.table.many_rows))
+                   if oc.primitive is not None and self.primitives[oc.primitive].kind == "quantile" else oc
+                   for oc in outputs]
         if not has_aggregate and not self.key_lookup:
             raise self.scopes.refuse(items[0], "DP201", "the query selects no aggregate, so it would return private rows or keys",
                                      "aggregate with COUNT, SUM or AVG, e.g. SELECT state, COUNT(*) FROM t GROUP BY state, "

@@ -138,12 +138,17 @@ class GroupKey:
 class OutputColumn:
     """A column of the result. ``primitive`` is set when the column is exactly one noisy
     primitive; ``ratio`` when it is AVG = SUM / COUNT of two primitives; ``spread`` when it is a
-    variance or standard deviation: (sum of squares, sum, count, its function: ``sql/spread.py``)."""
+    variance or standard deviation: (sum of squares, sum, count, its function: ``sql/spread.py``);
+    ``derived`` when it is other arithmetic over noisy aggregates (``sql/derived.py``), its ± then
+    propagated from theirs; ``ranked_by`` for a quantile, the query's noisy count of the values it
+    ranks (its rank interval as a share of the group, ``pipeline/propagate.py``)."""
 
     name: str
     primitive: int | None = None
     ratio: tuple[int, int] | None = None
     spread: tuple[int, int, int, str] | None = None
+    derived: tuple | None = None  # type: ignore[type-arg]  # nested tuples: sql/derived.py
+    ranked_by: int | None = None
 
 
 @dataclass(frozen=True)
@@ -199,6 +204,11 @@ def sigma_column(i: int) -> str:
 
 def moe_column(i: int) -> str:
     return f"__m{i}"
+
+
+def rank_column(i: int) -> str:
+    """A quantile's 95% rank error (public: q, ε, the grid's size) in each cell (release.py)."""
+    return f"__r{i}"
 
 
 #: The one column the finish SELECT carries after the visible ones: each noisy cell's position in
