@@ -215,3 +215,10 @@ __all__ = [
     "DpsqlInternalError",
     "QueryFailed",
 ]
+
+
+class PostProcessingFailed(DpsqlError, DataError):
+    """SQL over a released answer failed on its noisy rows, after the release was charged (DP125,
+    dpsql/intercept/over_answers.py): the charge stands, the message quotes no value."""
+
+    code = "DP125"

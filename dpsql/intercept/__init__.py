@@ -73,4 +73,10 @@ def execute(session: Session, sql: str, parameters: Any = None, rho: Any = None)
                         or public_tables.answer_public_query(session, sql, parameters))
         if answered is not None:
             return answered
+        if parameters is None:  # SQL over a released answer, a series limit (issue 32): releases of their own
+            from dpsql.intercept import over_answers
+
+            over = over_answers.answer(session, sql, rho)
+            if over is not None:
+                return over
         return session.execute(sql, parameters, rho, record=parameters is None)
