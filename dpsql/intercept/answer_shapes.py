@@ -7,7 +7,10 @@ information only: the text, the policy and the schema.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from sqlglot import exp
 
@@ -33,6 +36,8 @@ class Over:
 
     inner: str
     outer: exp.Expression
+    sql: str = ""  # the whole statement, and where the inner's text starts in it (None: rendered)
+    offset: int | None = None
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,8 @@ class SeriesLimit:
     inner: str
     outer: exp.Select
     pairs: tuple[tuple[exp.Column, str], ...]
+    sql: str = ""
+    offset: int | None = None
 
 
 # ---------------------------------------------------------------------- shapes, from the text
@@ -65,9 +72,10 @@ def _from(node: exp.Expression) -> exp.From | None:
     return node.args.get("from_") or node.args.get("from")
 
 
-def _text(node: exp.Expression, sql: str) -> str:
-    """The text of ``node`` as the query wrote it (so a refusal of the inner points into it), or
-    sqlglot's rendering when no parenthesised span of ``sql`` parses to it."""
+def _text(node: exp.Expression, sql: str) -> tuple[str, int | None]:
+    """The text of ``node`` as the query wrote it and where it starts (so a refusal of the inner
+    points into the statement: :func:`inner_errors`), or sqlglot's rendering and None when no
+    parenthesised span of ``sql`` parses to it."""
     from sqlglot.tokens import TokenType
 
     from dpsql.sql.parse import _tokens
@@ -84,11 +92,31 @@ def _text(node: exp.Expression, sql: str) -> str:
                 text = sql[tokens[i + 1].start:tokens[j - 1].end + 1]
                 try:
                     if parse(text) == node:
-                        return text
+                        return text, tokens[i + 1].start
                 except DpsqlError:
                     pass
                 break
-    return node.sql(dialect="duckdb")
+    return node.sql(dialect="duckdb"), None
+
+
+@contextmanager
+def inner_errors(found: Over | SeriesLimit) -> Iterator[None]:
+    """A refusal of the inner statement, its line and column moved from the inner's text to the
+    whole statement's."""
+    try:
+        yield
+    except DpsqlError as exc:
+        if exc.line and found.offset is not None:
+            lines = found.inner.split("\n")
+            index = found.offset + sum(len(ln) + 1 for ln in lines[:exc.line - 1]) + (exc.column or 1) - 1
+            exc.line = found.sql.count("\n", 0, index) + 1
+            exc.column = index - (found.sql.rfind("\n", 0, index) + 1) + 1
+        raise
+
+
+def _at(node: exp.Expression, sql: str, outer: exp.Expression) -> tuple[Any, ...]:
+    text, offset = _text(node, sql)
+    return text, outer, sql, offset
 
 
 def _names_cte(table: exp.Table, name: str) -> bool:
@@ -115,7 +143,7 @@ def shape(sql: str, session: Session) -> Over | SeriesLimit | None:
         if others:
             raise refuse("DP127", f"the query reads {others[0].sql('duckdb')} besides the answer of the CTE {name!r}",
                           OVER_HINT)
-        return Over(_text(ctes[0].this, sql), outer)
+        return Over(*_at(ctes[0].this, sql, outer))
     subqueries = [s for s in tree.find_all(exp.Subquery) if _aggregates(s.this)]
     outermost = [s for s in subqueries if not any(a in subqueries for a in _ancestors(s))]
     if not outermost:
@@ -134,7 +162,7 @@ def shape(sql: str, session: Session) -> Over | SeriesLimit | None:
     if others:
         raise refuse("DP127", f"the query reads {others[0].sql('duckdb')} besides the aggregate subquery's answer",
                       OVER_HINT)
-    return Over(_text(inner.this, sql), outer)
+    return Over(*_at(inner.this, sql, outer))
 
 
 def _ancestors(node: exp.Expression):
@@ -208,7 +236,8 @@ def _series_limit(tree: exp.Select, sub: exp.Subquery, sql: str, session: Sessio
         if inner_name(col) is not None:
             raise refuse("DP126", f"the query uses the subquery's column {col.sql('duckdb')} outside ON; "
                                    "only its groups can be joined", JOIN_HINT)
-    return SeriesLimit(_text(inner, sql), outer, tuple((c.copy(), n) for c, n in pairs))
+    text, offset = _text(inner, sql)
+    return SeriesLimit(text, outer, tuple((c.copy(), n) for c, n in pairs), sql, offset)
 
 
 def _group_outputs(inner: exp.Select) -> set[str] | None:

@@ -33,7 +33,7 @@ from typing import Any
 from sqlglot import exp
 
 from dpsql.errors import DpsqlError, PostProcessingFailed
-from dpsql.intercept.answer_shapes import ANSWER, JOIN_HINT, Over, SeriesLimit, refuse, shape, with_of
+from dpsql.intercept.answer_shapes import ANSWER, JOIN_HINT, Over, SeriesLimit, inner_errors, refuse, shape, with_of
 from dpsql.ledger import answers
 from dpsql.pipeline import reuse
 from dpsql.pipeline.result import Result
@@ -66,7 +66,8 @@ def bind(session: Session, over: Over) -> tuple[list[str], list[str], list[str],
     """Phase 1 of the outer SQL: the inner's result schema from its plan, and the outer's, bound
     on an empty relation of it (DuckDB's message is shown: there is no row to quote). DP124 when
     it does not bind. Returns (inner names, inner types, outer names, outer types)."""
-    names, types = session.describe(over.inner)
+    with inner_errors(over):
+        names, types = session.describe(over.inner)
     try:
         out_names, out_types, _ = session.finisher.run({}, outer_sql(over, names, types, rows=False))
     except DpsqlError:
@@ -113,7 +114,8 @@ def execute_over(session: Session, over: Over, rho: Any = None) -> Result:
     """Phase 1 of both parts (:func:`bind`), then the inner release through the session (charged
     or reused), then the outer SQL on its noisy rows: post-processing, charged 0."""
     bind(session, over)
-    inner = session.execute(over.inner, rho=rho)
+    with inner_errors(over):
+        inner = session.execute(over.inner, rho=rho)
     names, types, rows = run_outer(session, over, inner)
     notes = (_inner_note(inner, f"inner query ({over.inner})"),
              "outer query: post-processing of the released answer, charged 0; its values carry no error bars "
@@ -123,38 +125,72 @@ def execute_over(session: Session, over: Over, rho: Any = None) -> Result:
 
 
 # ---------------------------------------------------------------------- the series limit: two releases
+def _match(columns: list[exp.Column], values: list[tuple[Any, ...]]) -> exp.Expression:
+    """``col IN (?, …)`` for one column, ``(c1 = ? AND c2 = ?) OR …`` for several, one ``?`` per value."""
+    if len(columns) == 1:
+        return exp.In(this=columns[0].copy(), expressions=[exp.Placeholder() for _ in values])
+    return exp.or_(*(exp.and_(*(exp.EQ(this=c.copy(), expression=exp.Placeholder()) for c in columns)) for _ in values))
+
+
+def _grouped(outer: exp.Select, col: exp.Column) -> bool:
+    """Whether the outer query groups by ``col`` itself (by name, ordinal or output alias)."""
+    group = outer.args.get("group")
+    items = {i.alias_or_name.lower(): i for i in outer.expressions}
+    for key in (group.expressions if group is not None else []):
+        if isinstance(key, exp.Literal) and key.is_int and 1 <= int(key.this) <= len(outer.expressions):
+            key = outer.expressions[int(key.this) - 1]
+        elif isinstance(key, exp.Column) and not key.table and key.name.lower() in items:
+            key = items[key.name.lower()]
+        key = key.this if isinstance(key, exp.Alias) else key
+        if isinstance(key, exp.Column) and key.name.lower() == col.name.lower():
+            return True
+    return False
+
+
 def _in_released(series: SeriesLimit, values: list[tuple[Any, ...]] | None) -> tuple[str, list[Any]]:
-    """The outer query with the join replaced by its groups: ``col IN (?, …)`` (or, for several
-    keys, ``(c1 = ? AND c2 = ?) OR …``) over ``values``; None: no condition (phase 1's form)."""
+    """The outer query with the join replaced by its groups over ``values`` (None: no condition,
+    phase 1's form): a WHERE keeps the rows of the released groups and, where the outer query
+    groups by a joined column, a HAVING keeps only those groups' rows of the answer (a public
+    keyset is otherwise released whole, noise on zero for the other keys)."""
     outer = series.outer.copy()
-    params: list[Any] = []
-    if values is not None:
-        if len(series.pairs) == 1:
-            cond: exp.Expression = exp.In(this=series.pairs[0][0].copy(), expressions=[exp.Placeholder() for _ in values])
-        else:
-            cond = exp.or_(*(exp.and_(*(exp.EQ(this=c.copy(), expression=exp.Placeholder()) for c, _ in series.pairs))
-                             for _ in values))
-        outer = outer.where(exp.Paren(this=cond), copy=False)
-        params = [v for row in values for v in row]
+    if values is None:
+        return outer.sql(dialect="duckdb"), []
+    columns = [c for c, _ in series.pairs]
+    outer = outer.where(exp.Paren(this=_match(columns, values)), copy=False)
+    params = [v for row in values for v in row]
+    keyed = [i for i, c in enumerate(columns) if _grouped(outer, c)]
+    if keyed:
+        rows = sorted({tuple(row[i] for i in keyed) for row in values}, key=repr)
+        outer = outer.having(exp.Paren(this=_match([exp.column(columns[i].name) for i in keyed], rows)), copy=False)
+        params += [v for row in rows for v in row]
     return outer.sql(dialect="duckdb"), params
 
 
-def execute_series(session: Session, series: SeriesLimit, rho: Any = None) -> Result:
-    """Phase 1 for both releases (the inner decided, the outer decided without its IN list, the
-    budget checked for both, the inner free when it is reused), then release 1, then release 2
-    with the released groups (an empty list: no rows, no second charge)."""
-    names, _ = session.describe(series.inner)
+def _decide_series(session: Session, series: SeriesLimit, rho: Any = None) -> tuple[Any, Any, str]:
+    """Phase 1 of both releases, before either runs: the subquery decided (and its join columns
+    among its outputs, DP126), the outer query decided without its IN list (the list only narrows
+    it). Returns both decisions and the outer query's text without the list."""
+    with inner_errors(series):
+        names, _ = session.describe(series.inner)
+        d_inner = session.decide(series.inner, rho=rho, check_budget=False)
     if missing := [n for _, n in series.pairs if n not in [x.lower() for x in names]]:
         raise refuse("DP126", f"the subquery has no output column {missing[0]!r}", JOIN_HINT)
-    d_inner = session.decide(series.inner, rho=rho, check_budget=False)
     plain, _ = _in_released(series, None)
-    d_outer = session.decide(plain, rho=rho, check_budget=False)
+    return d_inner, session.decide(plain, rho=rho, check_budget=False), plain
+
+
+def execute_series(session: Session, series: SeriesLimit, rho: Any = None) -> Result:
+    """Phase 1 for both releases (:func:`_decide_series`; the budget checked for both, the
+    subquery free when it is shown again), then release 1, then release 2 with the released
+    groups (an empty list: no rows, no second charge)."""
+    d_inner, d_outer, plain = _decide_series(session, series, rho)
     key = reuse.key(session.policy, session.analyst, session.database, d_inner.plan, d_inner.query, d_inner.allocs,
                     session.output.clamp_negative)
     free = answers.find(session.ledger, key, session.output.reuse) is not None
     session.ledger.check(d_outer.rho + (0 if free else d_inner.rho), d_outer.delta + (0 if free else d_inner.delta))
 
-    first = session.execute(series.inner, rho=rho)
+    with inner_errors(series):
+        first = session.execute(series.inner, rho=rho)
     index = [[x.lower() for x in first.columns].index(n) for _, n in series.pairs]
     values = sorted({tuple(row[i] for i in index) for row in first.rows if all(row[i] is not None for i in index)},
                     key=repr)
@@ -172,6 +208,19 @@ def execute_series(session: Session, series: SeriesLimit, rho: Any = None) -> Re
                       delta=sum((r.delta for r in charged), Fraction(0)),
                       notes=(_inner_note(first, what1), _inner_note(second, what2), *second.receipt.notes))
     return replace(second, receipt=receipt)
+
+
+def decide(session: Session, sql: str, rho: Any = None) -> Over | SeriesLimit | None:
+    """Phase 1 alone, from public information: the shape, the subquery decided, the outer query
+    bound (DP124) or decided; runs nothing, charges nothing. None for any other statement."""
+    found = shape(sql, session)
+    if isinstance(found, Over):
+        bind(session, found)
+        with inner_errors(found):
+            session.decide(found.inner, rho=rho, check_budget=False)
+    elif isinstance(found, SeriesLimit):
+        _decide_series(session, found, rho)
+    return found
 
 
 def answer(session: Session, sql: str, rho: Any = None) -> Result | None:
@@ -203,14 +252,17 @@ def explain(session: Session, sql: str) -> str | None:
         return None
     if isinstance(found, Over):
         bind(session, found)  # DP124 here too: EXPLAIN refuses what the query would be refused
-        inner = session.explain(found.inner)
+        with inner_errors(found):
+            inner = session.explain(found.inner)
         return "\n".join([
             f"SQL over a released answer: the subquery is one release (rho={fmt(inner.rho)}, or 0 when it was released "
             "before and is shown again); the outer query runs on its noisy rows only: post-processing, charged 0.",
             "", f"-- the subquery, an ordinary dpsql query: {found.inner}", explanation(inner), "",
             "-- the outer query, run on the released rows only (free):", found.outer.sql(dialect="duckdb") + ";"])
     plain, _ = _in_released(found, None)
-    first, second = session.explain(found.inner), session.explain(plain)
+    with inner_errors(found):
+        first = session.explain(found.inner)
+    second = session.explain(plain)
     keys = ", ".join(f"{c.sql(dialect='duckdb')} = {n}" for c, n in found.pairs)
     return "\n".join([
         f"a join to an aggregate subquery (a series limit): two releases, rho={fmt(first.rho)} + {fmt(second.rho)} = "
