@@ -128,7 +128,7 @@ def test_a_series_limit_that_releases_no_group_is_one_release_and_no_rows(con):
     ("SELECT naics2, COUNT(*) FROM establishments LEFT JOIN (SELECT naics2 AS k, COUNT(*) AS c FROM establishments "
      "GROUP BY naics2 LIMIT 5) s ON naics2 = k GROUP BY naics2", "DP126"),
     (f"SELECT COUNT(*) FROM (SELECT state, payann FROM establishments GROUP BY state, payann) t", "DP206"),
-])
+], ids=["unbound_outer", "a_table_besides", "left_join", "inner_refused"])
 def test_refused_in_phase_1_with_nothing_charged(con, sql, code):
     with pytest.raises(DpsqlError) as err:
         con.execute(sql)
@@ -184,3 +184,11 @@ def test_through_dpsql_serve_with_psycopg(dpsql_server):
             conn.execute(f"SELECT nope FROM ({COUNTS}) t")
         assert "DP124" in str(err.value) and len(srv.charges(user)) == 4
     srv.check_ledger()
+
+
+def test_an_empty_released_answer_is_an_empty_relation_of_the_planned_types(con):
+    """No group released (a private key, no row): the outer query still runs, on no row, with the
+    plan's types (an empty answer's key column has DuckDB type NULL)."""
+    inner = "SELECT county, COUNT(*) AS n FROM establishments WHERE state = 'ZZ' GROUP BY county"
+    assert con.execute(f"SELECT COUNT(*), MAX(county) || 'x' FROM ({inner}) t").fetchall() == [(0, None)]
+    assert [c.query for c in _charges(con)] == [inner]

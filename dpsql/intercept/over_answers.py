@@ -84,10 +84,12 @@ def _registered(rows: list[tuple[Any, ...]], width: int) -> dict[str, list[Any]]
             for k, vs in cols.items()}
 
 
-def run_outer(session: Session, over: Over, inner: Result) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
-    """The outer SQL over ``inner``'s released (charged) rows, in the finisher; DP125 with
-    fixed text when it fails (its failure depends on noisy values only, shown nowhere else)."""
-    names, types = list(inner.columns), list(inner.types)
+def run_outer(session: Session, over: Over, inner: Result, names: list[str], types: list[str]
+              ) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
+    """The outer SQL over ``inner``'s released (charged) rows, in the finisher, under the names
+    and types it was bound to in phase 1 (an empty answer's keys are typed NULL; the plan's types
+    hold); DP125 with fixed text when it fails (its failure depends on noisy values only, shown
+    nowhere else)."""
     try:
         if not inner.rows:
             return session.finisher.run({}, outer_sql(over, names, types, rows=False))
@@ -113,10 +115,10 @@ def _inner_note(result: Result, what: str) -> str:
 def execute_over(session: Session, over: Over, rho: Any = None) -> Result:
     """Phase 1 of both parts (:func:`bind`), then the inner release through the session (charged
     or reused), then the outer SQL on its noisy rows: post-processing, charged 0."""
-    bind(session, over)
+    names, types, _, _ = bind(session, over)
     with inner_errors(over):
         inner = session.execute(over.inner, rho=rho)
-    names, types, rows = run_outer(session, over, inner)
+    names, types, rows = run_outer(session, over, inner, names, types)
     notes = (_inner_note(inner, f"inner query ({over.inner})"),
              "outer query: post-processing of the released answer, charged 0; its values carry no error bars "
              "of their own (the inner's are in the receipt's noise terms)")
