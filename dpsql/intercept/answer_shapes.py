@@ -145,7 +145,8 @@ def shape(sql: str, session: Session) -> Over | SeriesLimit | None:
                           OVER_HINT)
         return Over(*_at(ctes[0].this, sql, outer))
     subqueries = [s for s in tree.find_all(exp.Subquery) if _aggregates(s.this)]
-    outermost = [s for s in subqueries if not any(a in subqueries for a in _ancestors(s))]
+    ids = {id(s) for s in subqueries}
+    outermost = [s for s in subqueries if not any(id(a) in ids for a in _ancestors(s))]
     if not outermost:
         return None
     if isinstance(tree, exp.Select) and len(outermost) == 1 and isinstance(outermost[0].parent, exp.Join):
@@ -156,7 +157,8 @@ def shape(sql: str, session: Session) -> Over | SeriesLimit | None:
         return None
     inner = outermost[0]
     outer = tree.copy()
-    target = next(s for s in outer.find_all(exp.Subquery) if s == inner)
+    place = next(i for i, s in enumerate(tree.find_all(exp.Subquery)) if s is inner)
+    target = list(outer.find_all(exp.Subquery))[place]  # the same node of the copy (the parsed tree is shared)
     target.this.replace(_read_answer())
     others = [t for t in outer.find_all(exp.Table) if t.name != ANSWER or not isinstance(t.this, exp.Identifier)]
     if others:
