@@ -127,7 +127,7 @@ def test_a_series_limit_that_releases_no_group_is_one_release_and_no_rows(con):
     (f"SELECT COUNT(*) FROM ({COUNTS}) t JOIN establishments e ON t.state = e.state", "DP127"),
     ("SELECT naics2, COUNT(*) FROM establishments LEFT JOIN (SELECT naics2 AS k, COUNT(*) AS c FROM establishments "
      "GROUP BY naics2 LIMIT 5) s ON naics2 = k GROUP BY naics2", "DP126"),
-    (f"SELECT COUNT(*) FROM (SELECT state, payann FROM establishments GROUP BY state, payann) t", "DP206"),
+    ("SELECT COUNT(*) FROM (SELECT state, payann FROM establishments GROUP BY state, payann) t", "DP206"),
 ], ids=["unbound_outer", "a_table_besides", "left_join", "inner_refused"])
 def test_refused_in_phase_1_with_nothing_charged(con, sql, code):
     with pytest.raises(DpsqlError) as err:

@@ -25,7 +25,9 @@ reported with fixed text (DP125) and the charge stays recorded.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import threading
+from collections import OrderedDict
+from dataclasses import replace
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -40,6 +42,7 @@ from dpsql.pipeline.result import Result
 from dpsql.privacy.budget import fmt
 from dpsql.session import Session
 from dpsql.sql.parse import parse
+
 
 # ---------------------------------------------------------------------- the outer SQL, on noisy rows
 def _cte_of_answer(names: list[str], types: list[str], rows: bool) -> str:
@@ -112,10 +115,11 @@ def _inner_note(result: Result, what: str) -> str:
     return f"{what}: charged rho={fmt(r.rho)} (charge {r.charge_id})"
 
 
-def execute_over(session: Session, over: Over, rho: Any = None) -> Result:
-    """Phase 1 of both parts (:func:`bind`), then the inner release through the session (charged
-    or reused), then the outer SQL on its noisy rows: post-processing, charged 0."""
-    names, types, _, _ = bind(session, over)
+def execute_over(session: Session, over: Over, rho: Any = None, bound: tuple[list[str], ...] | None = None) -> Result:
+    """Phase 1 of both parts (:func:`bind`, or ``bound``: its result for this statement), then the
+    inner release through the session (charged or reused), then the outer SQL on its noisy rows:
+    post-processing, charged 0."""
+    names, types, _, _ = bound or bind(session, over)
     with inner_errors(over):
         inner = session.execute(over.inner, rho=rho)
     names, types, rows = run_outer(session, over, inner, names, types)
@@ -225,12 +229,34 @@ def decide(session: Session, sql: str, rho: Any = None) -> Over | SeriesLimit | 
     return found
 
 
+#: phase 1's shape and bound schema of recent statements, per plan context (analyst, policy,
+#: schema: :func:`dpsql.sql.plan_cache.context`) and error-columns mode: a dashboard repeats its
+#: SQL, and the shape and the bind are functions of these alone (refusals are not remembered)
+_DECIDED: OrderedDict[tuple[Any, ...], tuple[Over | SeriesLimit | None, tuple[list[str], ...] | None]] = OrderedDict()
+_DECIDED_LOCK = threading.Lock()
+
+
+def _prepared(session: Session, sql: str) -> tuple[Over | SeriesLimit | None, tuple[list[str], ...] | None]:
+    key = (getattr(session, "_plan_context", None), session.output.error_columns, sql)
+    with _DECIDED_LOCK:
+        if key in _DECIDED:
+            _DECIDED.move_to_end(key)
+            return _DECIDED[key]
+    found = shape(sql, session)
+    value = (found, bind(session, found) if isinstance(found, Over) else None)
+    with _DECIDED_LOCK:
+        _DECIDED[key] = value
+        while len(_DECIDED) > 256:
+            _DECIDED.popitem(last=False)
+    return value
+
+
 def answer(session: Session, sql: str, rho: Any = None) -> Result | None:
     """The answer of SQL over a released answer or of a series limit; None for any other statement."""
-    found = shape(sql, session)
+    found, bound = _prepared(session, sql)
     if found is None:
         return None
-    return execute_over(session, found, rho) if isinstance(found, Over) else execute_series(session, found, rho)
+    return execute_over(session, found, rho, bound) if isinstance(found, Over) else execute_series(session, found, rho)
 
 
 def describe(session: Session, sql: str) -> tuple[list[str], list[str]] | None:
