@@ -192,3 +192,16 @@ def test_an_empty_released_answer_is_an_empty_relation_of_the_planned_types(con)
     inner = "SELECT county, COUNT(*) AS n FROM establishments WHERE state = 'ZZ' GROUP BY county"
     assert con.execute(f"SELECT COUNT(*), MAX(county) || 'x' FROM ({inner}) t").fetchall() == [(0, None)]
     assert [c.query for c in _charges(con)] == [inner]
+
+
+def test_connection_explain_prices_both_forms(con):
+    """``Connection.explain`` (the prompt's confirmation, ``dpsql explain --json``): the subquery's
+    cost for SQL over its answer, the sum for a series limit (its subquery 0 once released)."""
+    assert con.explain(ROWCOUNT).rho == Fraction(1, 10)
+    assert con.explain(SERIES).rho == Fraction(2, 10)
+    con.execute(TOP)
+    assert con.explain(SERIES).rho == Fraction(1, 10)
+    assert [c.query for c in _charges(con)] == [TOP]
+    with pytest.raises(DpsqlError) as err:
+        con.explain(f"SELECT nope FROM ({COUNTS}) t")
+    assert err.value.code == "DP124"

@@ -38,7 +38,7 @@ from dpsql.errors import DpsqlError, PostProcessingFailed
 from dpsql.intercept.answer_shapes import ANSWER, JOIN_HINT, Over, SeriesLimit, inner_errors, refuse, shape, with_of
 from dpsql.ledger import answers
 from dpsql.pipeline import reuse
-from dpsql.pipeline.result import Result
+from dpsql.pipeline.result import Explanation, Result
 from dpsql.privacy.budget import fmt
 from dpsql.session import Session
 from dpsql.sql.parse import parse
@@ -298,3 +298,27 @@ def explain(session: Session, sql: str) -> str | None:
         "", f"-- release 1 of 2, the subquery: {found.inner}", explanation(first), "",
         f"-- release 2 of 2, the query with its join replaced by the released groups ({keys}: "
         "an IN list of released, public values; no group released: no second release):", plain, explanation(second)])
+
+
+def explanation(session: Session, sql: str) -> Explanation | None:
+    """``Connection.explain`` of SQL over a released answer (the subquery's explanation, the outer
+    query free) or of a series limit (the second release's, its ρ the sum of both, the first's 0
+    when it would be shown again), so a face pricing a statement (the prompt's confirmation,
+    ``dpsql explain --json``) sees its cost; None for any other statement."""
+    found, _ = _prepared(session, sql)
+    if isinstance(found, Over):
+        with inner_errors(found):
+            inner = session.explain(found.inner)
+        return replace(inner, sql=sql, notes=(*inner.notes, "outer query: post-processing of the subquery's released "
+                                              "answer, charged 0: " + found.outer.sql(dialect="duckdb")))
+    if isinstance(found, SeriesLimit):
+        with inner_errors(found):
+            first = session.explain(found.inner)
+        second = session.explain(_in_released(found, None)[0])
+        again = any(n.startswith("reuse: would show") for n in first.notes)
+        rho = second.rho + (0 if again else first.rho)
+        notes = (f"a series limit: two releases, the subquery ({found.inner}: rho={fmt(first.rho)}"
+                 f"{', would be shown again, 0' if again else ''}) then this query over its released groups "
+                 f"(rho={fmt(second.rho)})", *(n for n in second.notes if not n.startswith("reuse:")))
+        return replace(second, sql=sql, rho=rho, delta=second.delta + (0 if again else first.delta), notes=notes)
+    return None
