@@ -237,7 +237,11 @@ _DECIDED_LOCK = threading.Lock()
 
 
 def _prepared(session: Session, sql: str) -> tuple[Over | SeriesLimit | None, tuple[list[str], ...] | None]:
-    key = (getattr(session, "_plan_context", None), session.output.error_columns, sql)
+    context = getattr(session, "_plan_context", None)
+    if context is None:  # no analyst's context to key on: never shared (its speed would tell others' texts)
+        found = shape(sql, session)
+        return found, bind(session, found) if isinstance(found, Over) else None
+    key = (context, session.output.error_columns, sql)
     with _DECIDED_LOCK:
         if key in _DECIDED:
             _DECIDED.move_to_end(key)
@@ -262,11 +266,11 @@ def answer(session: Session, sql: str, rho: Any = None) -> Result | None:
 def describe(session: Session, sql: str) -> tuple[list[str], list[str]] | None:
     """(names, types) of the answer, from public information only (a wire client's Describe); None
     for any other statement."""
-    found = shape(sql, session)
+    found, bound = _prepared(session, sql)
     if found is None:
         return None
     if isinstance(found, Over):
-        return tuple(bind(session, found)[2:])  # type: ignore[return-value]
+        return tuple(bound[2:])  # type: ignore[index,return-value]
     return session.describe(_in_released(found, None)[0])
 
 
