@@ -205,3 +205,45 @@ def test_connection_explain_prices_both_forms(con):
     with pytest.raises(DpsqlError) as err:
         con.explain(f"SELECT nope FROM ({COUNTS}) t")
     assert err.value.code == "DP124"
+
+
+#: Superset 6's table chart with server pagination (models/helpers.py: the rowcount wraps the
+#: chart's query with the chart's row limit, no offset) and its time series with a series limit
+SUPERSET_PAGE = ("SELECT state AS state, count(*) AS count FROM establishments GROUP BY state "
+                 "ORDER BY count DESC LIMIT 10 OFFSET 0")
+SUPERSET_ROWCOUNT = ("SELECT COUNT(*) AS rowcount FROM (SELECT state AS state, count(*) AS count FROM establishments "
+                     "GROUP BY state ORDER BY count DESC LIMIT 1000) AS rowcount_qry")
+SUPERSET_SERIES = (
+    "SELECT DATE_TRUNC('year', opened) AS opened, naics2 AS naics2, sum(payann) AS \"SUM(payann)\" "
+    "FROM establishments JOIN (SELECT naics2 AS naics2__, sum(payann) AS mme_inner__ FROM establishments "
+    "WHERE opened >= '2000-01-01 00:00:00.000000' AND opened < '2020-01-01 00:00:00.000000' GROUP BY naics2 "
+    "ORDER BY sum(payann) DESC LIMIT 5) AS series_limit ON naics2 = naics2__ "
+    "WHERE opened >= '2000-01-01 00:00:00.000000' AND opened < '2020-01-01 00:00:00.000000' "
+    "GROUP BY DATE_TRUNC('year', opened), naics2 ORDER BY \"SUM(payann)\" DESC LIMIT 10000")
+
+
+def test_superset_6_sql_through_psycopg2(dpsql_server):
+    """Superset 6's own texts through its driver (psycopg2, the simple protocol): the page and the
+    row count are two releases, each charged once and free when the chart is refreshed; the series
+    limit is two releases, free on refresh; nothing is refused after a charge."""
+    psycopg2 = pytest.importorskip("psycopg2")
+    srv, user = dpsql_server, "superset_6"
+    srv.add_user(user, cli=False)
+    con = psycopg2.connect(srv.dsn(user))
+    con.autocommit = True
+    try:
+        cur = con.cursor()
+        for _ in range(2):  # the chart, then a refresh
+            cur.execute(SUPERSET_PAGE)
+            assert len(cur.fetchall()) == 10
+            cur.execute(SUPERSET_ROWCOUNT)
+            assert cur.fetchall() == [(51,)]  # the released states: the public keyset, every one
+            assert len(srv.charges(user)) == 2
+        for _ in range(2):
+            cur.execute(SUPERSET_SERIES)
+            rows = cur.fetchall()
+            assert len(srv.charges(user)) == 4
+        assert rows and len({r[1] for r in rows}) == 5  # the five released sectors, by year
+        assert any("release 2 of 2" in n for n in con.notices)
+    finally:
+        con.close()
