@@ -190,6 +190,13 @@ class QueryFailed(DpsqlInternalError):
     code = "DP901"
 
 
+class PostProcessingFailed(DpsqlError, DataError):
+    """SQL over a released answer failed on its noisy rows, after the release was charged (DP125,
+    dpsql/intercept/over_answers.py): the charge stands, the message quotes no value."""
+
+    code = "DP125"
+
+
 __all__ = [
     "WorkloadFileError",
     "Warning",
@@ -214,4 +221,5 @@ __all__ = [
     "EngineUnavailable",
     "DpsqlInternalError",
     "QueryFailed",
+    "PostProcessingFailed",
 ]

@@ -1,7 +1,3 @@
-# title: subquery that aggregates
-# error: DP104
-SELECT SUM(n) FROM (SELECT state, COUNT(*) AS n FROM establishments GROUP BY state);
-
 # title: subquery with an expression in its select list
 # error: DP104
 SELECT SUM(pay) FROM (SELECT payann * 2 AS pay FROM establishments);
@@ -13,10 +9,6 @@ SELECT COUNT(*) FROM (SELECT * FROM establishments LIMIT 10);
 # title: subquery with order by
 # error: DP104
 SELECT COUNT(*) FROM (SELECT * FROM establishments ORDER BY payann DESC);
-
-# title: subquery with distinct
-# error: DP104
-SELECT COUNT(*) FROM (SELECT DISTINCT state FROM establishments);
 
 # title: subquery inside a filtering subquery
 # error: DP104

@@ -53,9 +53,16 @@ def _chunks(text: str):
             yield start, meta, "\n".join(body).strip()
 
 
-def load_cases() -> list[Case]:
+#: files whose cases are SQL over released answers (docs/sql.md): planned as two statements, not one,
+#: so only ``load_cases(over_answers=True)`` reads them (tests/test_grammar.py, the docs)
+OVER_ANSWERS = "over_answers"
+
+
+def load_cases(over_answers: bool = False) -> list[Case]:
     cases: list[Case] = []
     for path in sorted(CORPUS.glob("*.sql")):
+        if path.stem.startswith(OVER_ANSWERS) and not over_answers:
+            continue
         chunks = list(_chunks(path.read_text()))
         if path.stem.endswith("__refused"):
             cases += [Case(path.name, ln, meta, sql) for ln, meta, sql in chunks]
@@ -107,6 +114,7 @@ def catalog(cases: list[Case]) -> str:
                   "| case | query | answer |", "|---|---|---|"]
         for c in accepted + refused:
             answer = ("answered exactly, free (public tables only)" if c.meta.get("public") == "true" else
+                      "accepted (SQL over a released answer)" if c.expected is not None and theme == OVER_ANSWERS else
                       "accepted" if c.expected is not None else f"refused, {c.meta['error']}")
             lines.append(f"| {_cell(c.id)} | `{_cell(c.sql)}` | {answer} |")
         lines.append("")
@@ -120,7 +128,7 @@ def sql_doc_with_summary(text: str, cases: list[Case]) -> str:
 
 
 def main() -> int:
-    cases = load_cases()
+    cases = load_cases(over_answers=True)
     CATALOG_DOC.write_text(catalog(cases))
     SQL_DOC.write_text(sql_doc_with_summary(SQL_DOC.read_text(), cases))
     print(f"wrote {CATALOG_DOC.relative_to(ROOT)} and the summary in {SQL_DOC.relative_to(ROOT)} ({len(cases)} cases)")

@@ -61,6 +61,8 @@ REUSE = "dpsql/pipeline/reuse.py"
 REUSED = "tests/test_reuse.py"
 DERIVED = "tests/test_derived_errors.py"
 OWNER = "tests/test_owner_ledger.py"
+OVER = "dpsql/intercept/over_answers.py"
+OVERT = "tests/test_over_answers.py"
 
 
 @dataclass(frozen=True)
@@ -948,6 +950,37 @@ MUTATIONS: tuple[Mutation, ...] = (
              "`dpsql ledger` sums a file put in place of the server's adopted ledger as if it were the server's charges",
              (Patch("dpsql/faces/budget_commands.py", "    LedgerGuard(state, path).verify()", "    pass"),),
              (f"{OWNER}::test_a_replaced_server_ledger_is_refused_not_read",)),
+    # ------------------------------------------------------------------ SQL over released answers (issue 32)
+    Mutation("over_answers_outer_on_exact_rows",
+             "the outer SQL over an aggregate subquery runs on the subquery's exact per-group values, not its release",
+             (Patch(OVER, "        return session.finisher.run(_registered(inner.rows, len(names)), outer_sql(over, names, types, rows=True))",
+                    "        return session.finisher.run(_registered(session.engine.run(session.decide(over.inner).query), "
+                    "len(names)), outer_sql(over, names, types, rows=True))"),),
+             (f"{OVERT}::test_an_average_of_released_counts_is_the_mean_of_the_released_rows",
+              f"{OVERT}::test_a_cte_used_twice_charges_once_and_the_outer_sql_runs_on_the_released_rows")),
+    Mutation("over_answers_bound_after_the_charge",
+             "the outer SQL is not bound in phase 1: an outer query that cannot run is found after the subquery was charged",
+             (Patch(OVER, "    names, types, _, _ = bound or bind(session, over)",
+                    "    names, types = session.describe(over.inner)"),
+              Patch(OVER, "    value = (found, bind(session, found) if isinstance(found, Over) else None)",
+                    "    value = (found, None)"),),
+             (f"{OVERT}::test_refused_in_phase_1_with_nothing_charged[unbound_outer]",)),
+    Mutation("over_answers_outer_reads_a_table",
+             "the outer SQL over a released answer may also read a private table (of the finisher's schema twin)",
+             (Patch("dpsql/intercept/answer_shapes.py",
+                    "    others = [t for t in outer.find_all(exp.Table) if t.name != ANSWER or not isinstance(t.this, exp.Identifier)]",
+                    "    others = []"),),
+             (f"{OVERT}::test_refused_in_phase_1_with_nothing_charged[a_table_besides]",)),
+    Mutation("series_limit_budget_of_the_second_only",
+             "a series limit checks only its second release's cost first: the first is charged, then the second refused",
+             (Patch(OVER, "    session.ledger.check(d_outer.rho + (0 if free else d_inner.rho), d_outer.delta + (0 if free else d_inner.delta))",
+                    "    session.ledger.check(d_outer.rho, d_outer.delta)"),),
+             (f"{OVERT}::test_the_series_limit_checks_the_budget_of_both_releases_first",)),
+    Mutation("series_limit_receipt_omits_the_second_charge",
+             "a series limit's receipt states the first release's charge only, not the second's",
+             (Patch(OVER, "    charged = [r for r in (first.receipt, second.receipt) if r.charge_id is not None]  # a reused one has none",
+                    "    charged = [first.receipt]"),),
+             (f"{OVERT}::test_the_series_limit_is_two_releases_and_keeps_the_released_groups",)),
 )
 
 

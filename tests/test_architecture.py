@@ -41,7 +41,9 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
     # dpsql's own statements, answered from public information before the pipeline.
     "dpsql.intercept": ("dpsql.errors", "dpsql.version", "dpsql.intercept", "dpsql.session", "dpsql.pipeline.result",
                         "dpsql.pipeline.format", "dpsql.pipeline.output", "dpsql.sql.parse", "dpsql.privacy.budget",
-                        "dpsql.privacy.allocate", "dpsql.backends"),
+                        "dpsql.privacy.allocate", "dpsql.backends",
+                        # SQL over released answers: whether its subquery would be shown again, free
+                        "dpsql.pipeline.reuse", "dpsql.ledger.answers"),
     # Workloads plan through the session (one query's plan path) and charge through its ledger.
     # Parquet outputs are written by DuckDB's writer (backends/duckdb_files.py).
     "dpsql.workload": ("dpsql.errors", "dpsql.privacy", "dpsql.workload", "dpsql.ledger.book", "dpsql.pipeline.result", "dpsql.backends.duckdb_files"),

@@ -23,6 +23,8 @@ from corpus import Case, load_cases  # noqa: E402
 
 
 CASES = load_cases()
+#: SQL over released answers (grammar_tests/over_answers*.sql): decided as two statements
+OVER_ANSWERS = [c for c in load_cases(over_answers=True) if c.file.startswith(corpus.OVER_ANSWERS)]
 
 
 def norm(sql: str) -> str:
@@ -69,6 +71,31 @@ def test_corpus(corpus_session, case: Case):
 ACCEPTED = [c for c in CASES if c.expected is not None and c.meta.get("public") != "true"]
 
 
+@pytest.mark.parametrize("case", OVER_ANSWERS, ids=[c.id for c in OVER_ANSWERS])
+def test_over_answers_corpus(corpus_session, case: Case):
+    """Phase 1 of SQL over a released answer (dpsql/intercept/over_answers.py), which runs and
+    charges nothing: a refused case gets its code; an accepted one is found, its outer query
+    bound or decided, and its first release's exact SQL is the expected one (and runs)."""
+    from dpsql.intercept import over_answers
+
+    session = corpus_session
+    where = f"{case.file}:{case.line} ({case.id})"
+    spent = session.ledger.rho_spent_and_left()
+    if case.expected is None:
+        with pytest.raises(DpsqlError) as err:
+            over_answers.decide(session, case.sql)
+        assert err.value.code == case.meta["error"], f"{where}: {err.value}"
+    else:
+        found = over_answers.decide(session, case.sql)
+        assert found is not None, f"{where}: not read as SQL over a released answer"
+        plan = session.plan(found.inner)
+        got = exact_sql(plan, session.schema[plan.table.name])
+        assert norm(got) == norm(case.expected), f"{where}\n got: {got}"
+        assert sorted(session.engine.run(case.expected), key=repr) == \
+            sorted(session.engine.run(reference_sql(plan, session.schema[plan.table.name])), key=repr), where
+    assert session.ledger.rho_spent_and_left() == spent, f"{where}: phase 1 charged"
+
+
 @pytest.mark.parametrize("case", ACCEPTED, ids=[c.id for c in ACCEPTED])
 def test_reference_and_fast_sql_give_the_same_exact_values(corpus_session, case: Case):
     """EXPLAIN shows the materialised-split reference (paper 000 Algorithm 1) as "the same
@@ -102,17 +129,21 @@ def test_the_docs_are_generated_from_the_corpus():
     """docs/sql_corpus.md lists every case and docs/sql.md carries the per-theme counts, both
     rendered from the corpus; run `python grammar_tests/corpus.py` after changing a case."""
     hint = "out of date: run `python grammar_tests/corpus.py`"
-    assert corpus.CATALOG_DOC.read_text() == corpus.catalog(CASES), f"docs/sql_corpus.md {hint}"
+    everything = load_cases(over_answers=True)
+    assert corpus.CATALOG_DOC.read_text() == corpus.catalog(everything), f"docs/sql_corpus.md {hint}"
     text = corpus.SQL_DOC.read_text()
-    assert corpus.sql_doc_with_summary(text, CASES) == text, f"the corpus summary in docs/sql.md {hint}"
+    assert corpus.sql_doc_with_summary(text, everything) == text, f"the corpus summary in docs/sql.md {hint}"
 
 
 def test_the_sql_examples_in_the_docs_are_accepted(corpus_session):
-    """Every ```sql block of docs/sql.md (the examples the text promises work) plans."""
+    """Every ```sql block of docs/sql.md (the examples the text promises work) plans (SQL over a
+    released answer: is decided, dpsql/intercept/over_answers.py)."""
+    from dpsql.intercept import over_answers
+
     blocks = re.findall(r"```sql\n(.*?)```", corpus.SQL_DOC.read_text(), flags=re.DOTALL)
     assert blocks
     for block in blocks:
-        corpus_session.plan(block)
+        over_answers.decide(corpus_session, block) or corpus_session.plan(block)
 
 
 def _documented_codes() -> dict[str, str]:
@@ -126,7 +157,7 @@ def test_error_codes_match_the_docs():
     excepted), and every code the corpus or dpsql uses is in the table."""
     documented = _documented_codes()
     live = {c for c, meaning in documented.items() if c[2] in "12" and "retired" not in meaning}
-    corpus = {c.meta["error"] for c in CASES if "error" in c.meta}
+    corpus = {c.meta["error"] for c in CASES + OVER_ANSWERS if "error" in c.meta}
     tests = set(re.findall(r"DP[12]\d\d", "".join(p.read_text() for p in (ROOT / "tests").glob("test_*.py")
                                                     if p.name != "test_grammar.py")))
     raised = set(re.findall(r"DP\d{3}", "".join(p.read_text() for p in (ROOT / "dpsql").rglob("*.py"))))

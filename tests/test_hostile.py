@@ -283,3 +283,29 @@ def test_issue_32_outcomes_do_not_depend_on_hostile_rows(pairs, sql):
     """Each on the full table and on every neighbour: answered, whatever the missing unit held."""
     outcomes = {drop: outcome(con, sql) for drop, con in pairs.items()}
     assert set(outcomes.values()) == {"answer"}, outcomes
+
+
+#: SQL over released answers and series limits (dpsql/intercept/over_answers.py) over the hostile
+#: measures and keys: the subquery is an ordinary release, the outer SQL runs on its noisy rows, the
+#: series limit's second release keeps the released groups; and an outer query refused in phase 1
+OVER_ANSWERS_QUERIES = [
+    "SELECT COUNT(*) AS rowcount FROM (SELECT state, AVG(hug) AS a FROM establishments WHERE 100 / (employees - 5) > 1 "
+    "GROUP BY state ORDER BY a DESC LIMIT 10) AS rowcount_qry",
+    "SELECT AVG(n), MAX(n), COUNT(*) FROM (SELECT county, COUNT(*) AS n FROM establishments GROUP BY county) t",
+    "WITH a AS (SELECT naics2, SUM(dbl) AS s, STDDEV(decm) AS sd FROM establishments GROUP BY naics2) "
+    "SELECT a.naics2, a.s, b.sd FROM a JOIN a AS b ON a.naics2 = b.naics2 ORDER BY a.s DESC",
+    "SELECT COUNT(*) FROM (SELECT DISTINCT device_model FROM devices WHERE latency_ms > 1) d",
+    "SELECT naics2, COUNT(*) AS n FROM establishments JOIN (SELECT naics2 AS naics2__, SUM(hug) AS mme_inner__ "
+    "FROM establishments GROUP BY naics2 ORDER BY mme_inner__ DESC LIMIT 3) AS series_limit ON naics2 = naics2__ "
+    "GROUP BY naics2",
+    "SELECT county, SUM(payann) AS pay FROM establishments JOIN (SELECT county AS c__, COUNT(*) AS m FROM establishments "
+    "WHERE CAST(dbl AS BIGINT) > 10 GROUP BY county ORDER BY m DESC LIMIT 5) AS s ON county = c__ GROUP BY county",
+    "SELECT employees FROM (SELECT state, COUNT(*) AS n FROM establishments GROUP BY state) t",  # DP124 everywhere
+]
+
+
+@pytest.mark.parametrize("sql", OVER_ANSWERS_QUERIES)
+def test_over_answers_outcomes_do_not_depend_on_hostile_rows(pairs, sql):
+    """Each on the full table and on every neighbour: the same outcome, an answer (the last: DP124)."""
+    outcomes = {drop: outcome(con, sql) for drop, con in pairs.items()}
+    assert set(outcomes.values()) == ({"DP124"} if sql == OVER_ANSWERS_QUERIES[-1] else {"answer"}), outcomes

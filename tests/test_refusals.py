@@ -49,7 +49,7 @@ CASES = [
     ("SELECT COUNT(*) FROM glob('*')", "DP107"),
     ("SELECT COUNT(*) FROM establishments e JOIN devices d ON e.state = d.device_model", "DP105"),
     ("SELECT COUNT(*) FROM establishments e JOIN devices d ON e.id = d.user_id", "DP217"),  # both one row per unit
-    ("SELECT COUNT(*) FROM (SELECT state, COUNT(*) FROM establishments GROUP BY state)", "DP104"),
+    ("SELECT COUNT(*) FROM (SELECT * FROM establishments ORDER BY payann LIMIT 10)", "DP104"),  # aggregating: over_answers
     ("WITH x AS (SELECT payann * 2 AS p FROM establishments) SELECT SUM(p) FROM x", "DP104"),
     ("SELECT COUNT(*) FROM establishments WHERE payann > (SELECT 1)", "DP104"),
     ("SELECT SUM(payann) OVER () FROM establishments", "DP106"),

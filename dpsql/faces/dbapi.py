@@ -140,8 +140,11 @@ class Connection:
         return self.cursor().execute(sql, parameters)
 
     def explain(self, sql: str) -> Explanation:
-        """The plan of a query, its exact SQL and its noise: costs nothing, touches no data."""
-        return self.session.explain(sql)
+        """The plan of a query, its exact SQL and its noise: costs nothing, touches no data. SQL over
+        a released answer: its subquery's, the outer query free (dpsql/intercept/over_answers.py)."""
+        from dpsql.intercept.over_answers import explanation
+
+        return explanation(self.session, sql) or self.session.explain(sql)
 
     def set_rho(self, rho: Any) -> None:
         """Set the zCDP ρ charged for each following query of this connection."""

@@ -10,8 +10,10 @@ it answers the statement, or None; a statement no handler answers goes on to
 Handlers never touch private rows and never charge the budget: what they return is public
 (settings, the policy, the schema of declared tables, the rows of public tables: queries that
 read public tables only run on a database that holds nothing else, :mod:`.public_tables`).
-May import: the session, results, errors, the SQL parser, budget values, the policy and the
-engine seam's error type; never the faces.
+SQL over a released answer (:mod:`.over_answers`) is not a handler: it releases its subquery
+through :meth:`Session.execute` (charged, or reused) and runs after them, before the pipeline.
+May import: the session, results, errors, the SQL parser, budget values, the policy, the
+engine seam's error type, and the reuse key with the released answers' store; never the faces.
 """
 
 from __future__ import annotations
@@ -73,4 +75,10 @@ def execute(session: Session, sql: str, parameters: Any = None, rho: Any = None)
                         or public_tables.answer_public_query(session, sql, parameters))
         if answered is not None:
             return answered
+        if parameters is None:  # SQL over a released answer, a series limit (issue 32): releases of their own
+            from dpsql.intercept import over_answers
+
+            over = over_answers.answer(session, sql, rho)
+            if over is not None:
+                return over
         return session.execute(sql, parameters, rho, record=parameters is None)

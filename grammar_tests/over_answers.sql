@@ -1,0 +1,60 @@
+-- SQL over released answers (docs/sql.md, "SQL over released answers"). The expected SQL is the
+-- exact query of the first release, the subquery's (an ordinary dpsql query). The outer query runs
+-- on its noisy rows only (post-processing, free), or, for a join to an aggregate subquery of the
+-- same table (a series limit), as a second release over the released groups.
+
+# title: count of the rows of a released page (superset rowcount)
+SELECT COUNT(*) AS rowcount FROM (SELECT state AS state, AVG(employees) AS "AVG(employees)" FROM establishments GROUP BY state ORDER BY "AVG(employees)" DESC LIMIT 10) AS rowcount_qry;
+SELECT "state" AS "state", SUM("employees") AS "__p0", COUNT(*) AS "__p1" FROM "establishments" GROUP BY "state";
+
+# title: count over an aggregate subquery with a limit
+SELECT COUNT(*) FROM (SELECT state, AVG(employees) FROM establishments GROUP BY state LIMIT 10) AS x;
+SELECT "state" AS "state", SUM("employees") AS "__p0", COUNT(*) AS "__p1" FROM "establishments" GROUP BY "state";
+
+# title: average of released counts
+SELECT AVG(n) FROM (SELECT state, COUNT(*) n FROM establishments GROUP BY state) t;
+SELECT "state" AS "state", COUNT(*) AS "__p0" FROM "establishments" GROUP BY "state";
+
+# title: filter and order over a released answer
+SELECT t.state, t.pay FROM (SELECT state, SUM(payann) AS pay FROM establishments WHERE employees > 10 GROUP BY state) AS t WHERE t.pay > 1000 ORDER BY t.pay DESC LIMIT 3;
+SELECT "state" AS "state", SUM("payann") AS "__p0" FROM "establishments" WHERE "employees" > 10 GROUP BY "state";
+
+# title: sum of released counts
+SELECT SUM(n) FROM (SELECT state, COUNT(*) AS n FROM establishments GROUP BY state);
+SELECT "state" AS "state", COUNT(*) AS "__p0" FROM "establishments" GROUP BY "state";
+
+# title: released answer without a group by
+SELECT total / 1000 AS thousands FROM (SELECT SUM(payann) AS total FROM establishments) s;
+SELECT SUM("payann") AS "__p0" FROM "establishments";
+
+# title: count of released distinct values
+SELECT COUNT(*) FROM (SELECT DISTINCT naics2 FROM establishments) v;
+SELECT "naics2" AS "naics2" FROM "establishments" GROUP BY "naics2";
+
+# title: count of released distinct states
+SELECT COUNT(*) FROM (SELECT DISTINCT state FROM establishments);
+SELECT "state" AS "state" FROM "establishments" GROUP BY "state";
+
+# title: cte of an aggregate joined to itself
+WITH a AS (SELECT state, COUNT(*) AS n FROM establishments GROUP BY state) SELECT a.state, a.n, b.n AS m FROM a JOIN a AS b ON a.state = b.state ORDER BY a.n DESC LIMIT 3;
+SELECT "state" AS "state", COUNT(*) AS "__p0" FROM "establishments" GROUP BY "state";
+
+# title: cte of an aggregate used in a scalar subquery
+WITH a AS (SELECT naics2, SUM(payann) AS pay FROM establishments GROUP BY naics2) SELECT naics2, pay / (SELECT SUM(pay) FROM a) AS share FROM a ORDER BY share DESC;
+SELECT "naics2" AS "naics2", SUM("payann") AS "__p0" FROM "establishments" GROUP BY "naics2";
+
+# title: filtering subquery around an aggregate subquery
+SELECT COUNT(*) FROM (SELECT * FROM (SELECT county, COUNT(*) AS n FROM establishments GROUP BY county) AS c WHERE n > 10) AS big;
+SELECT "county" AS "county", COUNT(*) AS "__p0", COUNT(*) AS "__n" FROM "establishments" GROUP BY "county";
+
+# title: series limit join (superset time series)
+SELECT naics2, DATE_TRUNC('year', opened) AS t, COUNT(*) FROM establishments JOIN (SELECT naics2 AS naics2__, COUNT(*) AS mme_inner__ FROM establishments GROUP BY naics2 ORDER BY mme_inner__ DESC LIMIT 5) AS series_limit ON establishments.naics2 = series_limit.naics2__ GROUP BY naics2, t;
+SELECT "naics2" AS "naics2", COUNT(*) AS "__p0" FROM "establishments" GROUP BY "naics2";
+
+# title: series limit join as superset 6 writes it
+SELECT state AS state, SUM(payann) AS "SUM(payann)" FROM establishments JOIN (SELECT state AS state__, SUM(payann) AS mme_inner__ FROM establishments GROUP BY state ORDER BY SUM(payann) DESC LIMIT 10) AS series_limit ON state = state__ GROUP BY state ORDER BY "SUM(payann)" DESC LIMIT 10000;
+SELECT "state" AS "state", SUM("payann") AS "__p0" FROM "establishments" GROUP BY "state";
+
+# title: series limit join on two keys
+SELECT state, naics2, COUNT(*) AS n FROM establishments JOIN (SELECT state AS state__, naics2 AS naics2__, COUNT(*) AS mme_inner__ FROM establishments GROUP BY state, naics2 ORDER BY mme_inner__ DESC LIMIT 5) AS series_limit ON state = state__ AND naics2 = naics2__ GROUP BY state, naics2;
+SELECT "state" AS "state", "naics2" AS "naics2", COUNT(*) AS "__p0" FROM "establishments" GROUP BY "state", "naics2";

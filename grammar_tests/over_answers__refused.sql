@@ -1,0 +1,41 @@
+-- SQL over released answers that dpsql refuses in phase 1, before anything is charged.
+
+# title: outer query names a column the subquery does not return
+# error: DP124
+SELECT employees FROM (SELECT state, COUNT(*) AS n FROM establishments GROUP BY state) t;
+
+# title: outer query compares a released count with text
+# error: DP124
+SELECT state FROM (SELECT state, COUNT(*) AS n FROM establishments GROUP BY state) t WHERE n > DATE '2020-01-01';
+
+# title: cte of an aggregate read beside a private table
+# error: DP127
+WITH a AS (SELECT state, COUNT(*) AS n FROM establishments GROUP BY state) SELECT COUNT(*) FROM a JOIN establishments e ON a.state = e.state;
+
+# title: two aggregate subqueries
+# error: DP127
+SELECT COUNT(*) FROM (SELECT state, COUNT(*) FROM establishments GROUP BY state) a, (SELECT naics2, COUNT(*) FROM establishments GROUP BY naics2) b;
+
+# title: outer query reads a table function beside the released answer
+# error: DP127
+SELECT COUNT(*) FROM (SELECT state, COUNT(*) AS n FROM establishments GROUP BY state) t JOIN range(10) r ON t.n = r.range;
+
+# title: inner query refused as it would be alone
+# error: DP206
+SELECT COUNT(*) FROM (SELECT state, payann FROM establishments GROUP BY state, payann) t;
+
+# title: series limit joined on a column that is not its group key
+# error: DP126
+SELECT naics2, COUNT(*) FROM establishments JOIN (SELECT naics2 AS naics2__, state AS s__, COUNT(*) AS c FROM establishments GROUP BY naics2, state ORDER BY c DESC LIMIT 5) AS sl ON naics2 = naics2__ GROUP BY naics2;
+
+# title: series limit column used outside on
+# error: DP126
+SELECT naics2, mme_inner__, COUNT(*) FROM establishments JOIN (SELECT naics2 AS naics2__, COUNT(*) AS mme_inner__ FROM establishments GROUP BY naics2 LIMIT 5) AS sl ON naics2 = naics2__ GROUP BY naics2, mme_inner__;
+
+# title: series limit by a left join
+# error: DP126
+SELECT naics2, COUNT(*) FROM establishments LEFT JOIN (SELECT naics2 AS naics2__, COUNT(*) AS c FROM establishments GROUP BY naics2 LIMIT 5) AS sl ON naics2 = naics2__ GROUP BY naics2;
+
+# title: series limit on a key the policy does not declare
+# error: DP206
+SELECT payann, COUNT(*) FROM establishments JOIN (SELECT payann AS p__, COUNT(*) AS c FROM establishments GROUP BY payann LIMIT 5) AS sl ON payann = p__ GROUP BY payann;
