@@ -361,6 +361,30 @@ def measure(run: Run, api: Api, made: dict[str, Any], loads: int) -> dict[str, A
     return out
 
 
+def summary(r: dict[str, Any]) -> str:
+    """What the run measured, in the words docs/bi.md records."""
+    loads = r["loads"]
+    refused = sorted({f"{c_name}: {m[0]}" for load in loads for c_name, c in zip(r["chart_names"], load["charts"])
+                      for e in c["errors"] for m in [re.search(r"DP\d{3}", e)] if m})
+    lines = ["SUMMARY (charges of analyst in the server's ledger, read with dpsql ledger --state DIR --analyst analyst)",
+             f"  dashboard of 4 charts, {len(loads)} loads through /api/v1/chart/data: {loads[-1]['charges_so_far']} "
+             f"charges (rho {loads[-1]['rho_so_far']:g}); after load 1: {loads[0]['charges_so_far']}, loads 2-{len(loads)}: "
+             f"{loads[-1]['charges_so_far'] - loads[0]['charges_so_far']}; refused on every load: {', '.join(refused) or 'none'}"]
+    if "browser" in r:
+        lines.append(f"  the same dashboard, {len(loads)} loads in headless Chromium: "
+                     f"{r['browser']['charges_total_after'] - r['browser']['charges_before']} more charges")
+    for key, what in (("samples", "Explore's Samples pane"), ("pagination", "table chart with server pagination"),
+                      ("pagination_again", "  the same page again"), ("filter_values", "filter values of naics2 (public keyset)"),
+                      ("filter_values_again", "  again"), ("filter_values_private_key", "filter values of county (private key)")):
+        step = r[key]
+        error = re.search(r"DP\d{3}", step["answer"])
+        lines.append(f"  {what}: {step['charges']} charges (rho {step['rho']:g}), HTTP {step['status']}"
+                     + (f", {error[0]}" if error and step["status"] != 200 else ""))
+    lines.append(f"  analyst_pm (--error-columns on), table chart through /api/v1/chart/data: columns "
+                 f"{r['error_columns']['colnames']}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--work", type=Path, default=Path("/tmp/superset-run"), help="the run's folder, emptied first")
@@ -385,16 +409,19 @@ def main(argv: list[str]) -> int:
         say(f"database {made['db']}, dataset {made['dataset']}, charts {[c['id'] for c in made['charts']]}, "
             f"dashboard {made['dashboard']}")
         results = measure(run, api, made, args.loads)
+        results["chart_names"] = [c["name"] for c in made["charts"]]
         if args.browser:
+            results["browser"] = {"charges_before": len(run.charges("analyst"))}
             done = subprocess.run([str(args.venv / "bin" / "python"), str(HERE / "browser.py"), base,
                                    str(made["dashboard"]), str(made["saved_query"]), str(ROOT / "docs" / "images"),
                                    str(args.loads)], capture_output=True, text=True, timeout=1800)
             say(done.stdout + done.stderr)
             n = len(run.charges("analyst"))
-            results["browser"] = {"stdout": done.stdout, "charges_total_after": n}
+            results["browser"].update(stdout=done.stdout, charges_total_after=n)
             say(f"after the browser's loads: {n} charges in all for analyst")
         results["ledger_analyst"] = run.dpsql("ledger", "--state", str(run.state), "--analyst", "analyst")
         say(results["ledger_analyst"])
+        say(summary(results))
         (args.work / "results.json").write_text(json.dumps({"made": made, **results}, indent=1, default=str))
         if args.fixtures:
             subprocess.run([sys.executable, str(HERE / "fixtures.py"), str(args.work)], check=True)
