@@ -355,7 +355,8 @@ def measure(run: Run, api: Api, made: dict[str, Any], loads: int) -> dict[str, A
     step("filter_values_private_key", "GET", f"/api/v1/datasource/table/{ds}/column/county/values/")
     n0 = len(run.charges("analyst_pm"))
     answer = api.call("POST", "/api/v1/chart/data", made["chart_pm"]["query_context"])
-    out["error_columns"] = {"colnames": (answer.get("result") or [{}])[0].get("colnames"),
+    first = (answer.get("result") or [{}])[0]
+    out["error_columns"] = {"colnames": first.get("colnames"), "rows": (first.get("data") or [])[:3],
                             "charges": len(run.charges("analyst_pm")) - n0}
     say(f"table chart as analyst_pm (error columns on): columns {out['error_columns']['colnames']}")
     return out
@@ -381,7 +382,7 @@ def summary(r: dict[str, Any]) -> str:
         lines.append(f"  {what}: {step['charges']} charges (rho {step['rho']:g}), HTTP {step['status']}"
                      + (f", {error[0]}" if error and step["status"] != 200 else ""))
     lines.append(f"  analyst_pm (--error-columns on), table chart through /api/v1/chart/data: columns "
-                 f"{r['error_columns']['colnames']}")
+                 f"{r['error_columns']['colnames']}, first rows {r['error_columns'].get('rows')}")
     return "\n".join(lines)
 
 
