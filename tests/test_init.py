@@ -5,7 +5,9 @@ the real command in a subprocess, at a real terminal (a pty) when it asks a ques
 from __future__ import annotations
 
 import csv
+import math
 import os
+import re
 import pty
 import random
 import subprocess
@@ -76,6 +78,48 @@ def test_from_a_csv_file_to_answers(tmp_path):
     assert [line.split()[0] for line in answer.stdout.splitlines()[2:6]] == ["east", "north", "south", "west"]
     with dpsql.connect(db, policy) as con:
         assert _every_query(con, "customers", policy) == 4
+
+
+def _gaussian_epsilon(rho: float, delta: float) -> float:
+    """The ε at which the Gaussian mechanism of ρ-zCDP (μ = √(2ρ)) is (ε, δ)-DP, by its exact privacy profile
+    δ(ε) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ) (Balle and Wang 2018): no conversion valid for every ρ-zCDP
+    mechanism can state less. Bisection; an oracle independent of dpsql's conversion."""
+    mu = math.sqrt(2 * rho)
+    phi = lambda x: 0.5 * math.erfc(-x / math.sqrt(2))  # noqa: E731
+    low, high = 0.0, 100.0
+    for _ in range(200):
+        eps = (low + high) / 2
+        low, high = (eps, high) if phi(mu / 2 - eps / mu) - math.exp(eps) * phi(-mu / 2 - eps / mu) > delta else (low, eps)
+    return high
+
+
+def test_the_drafted_budget_is_a_defensible_default(tmp_path):
+    """The draft's total is a few ε at δ = 1e-6 per analyst (not the ε ≈ 20.6 of ρ = 5), 20 to 50 queries fit it,
+    one partition selection is not a large share of it, and what init prints about it is true: each ε it
+    prints lies between the Gaussian mechanism's exact ε (no valid conversion states less) and the analytic
+    bound ρ + 2√(ρ ln(1/δ)) (Bun and Steinke 2016, Proposition 1.3)."""
+    _customers(tmp_path / "customers.csv", n=500)
+    p = _dpsql("init", "customers.csv", "--unit", "customer_id", "--threshold", "spend=500", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    doc = tomllib.loads((tmp_path / "customers.policy.toml").read_text())
+    per, total, delta = doc["budget"]["default_rho"], doc["budget"]["total_rho"], 1e-6
+    analytic = lambda rho: rho + 2 * math.sqrt(rho * math.log(1 / delta))  # noqa: E731
+    assert 1 <= _gaussian_epsilon(total, delta) and analytic(total) <= 4.5, total
+    assert 20 <= total / per <= 50, (per, total)
+    selection = doc["selection"]["epsilon"] ** 2 / 2
+    assert selection <= 0.1 * total, selection  # a GROUP BY of a private key does not take a large share
+    said = re.search(r"each query rho=([0-9.e-]+), that is \(([0-9.]+), 1e-06\)-DP.*total rho=([0-9.e-]+) .*?that is "
+                     r"\(([0-9.]+), 1e-06\)-DP over every answer", p.stdout.replace("\n", " "))
+    assert said, p.stdout
+    assert (float(said[1]), float(said[3])) == (per, total)
+    for rho, eps in ((per, float(said[2])), (total, float(said[4]))):
+        assert _gaussian_epsilon(rho, delta) * 0.99 <= eps <= analytic(rho), (rho, eps)
+    with dpsql.connect(tmp_path / "customers.duckdb", tmp_path / "customers.policy.toml") as con:
+        cur = con.cursor()  # the drafted values are the ones charged: a query costs default_rho, a selection its ε²/2
+        cur.execute("SELECT COUNT(*) FROM customers")
+        assert float(cur.receipt.rho) == per
+        cur.execute("SELECT plan, COUNT(*) FROM customers GROUP BY plan")
+        assert math.isclose(float(cur.receipt.rho), per + selection)
 
 
 def test_a_date_column_declared_public_gets_its_range(tmp_path):

@@ -78,7 +78,12 @@ def test_own_data_with_many_rows_per_unit_end_to_end(tmp_path):
     assert "month" in spec["keys"] and "# flight: BIGINT" in policy.read_text()
     assert "-DP for a unit (with all its rows)" in p.stdout
 
-    # 2. advise --write: kappa, R and T from one charged query; nothing flagged is written
+    # 2. advise --write: kappa, R and T from one charged query; nothing flagged is written. At --rho 1 the
+    # advice costs four times the drafted total of 0.25 (docs/own_data.md, "The drafted budget"): the data
+    # owner first gives this study a larger budget, as the drafted line says to
+    text = policy.read_text()
+    assert "total_rho = 0.25 " in text
+    policy.write_text(text.replace("total_rho = 0.25 ", "total_rho = 2.0  "))
     p = _dpsql("advise", "flights", "--db", "flights.duckdb", "--rho", "1", "--split-share", "0.05", "--write", "--json",
                cwd=tmp_path)
     assert p.returncode == 0, p.stderr

