@@ -189,7 +189,9 @@ def _series_limit(tree: exp.Select, sub: exp.Subquery, sql: str, session: Sessio
     side, kind = (str(join.args.get(k) or "").upper() for k in ("side", "kind"))
     if len(tree.args.get("joins") or []) != 1 or side or kind not in ("", "INNER") or join.args.get("using"):
         raise refuse("DP126", "an aggregate subquery may be joined alone, by an INNER JOIN ... ON", JOIN_HINT)
-    if not isinstance(base, exp.Table) or not isinstance(base.this, exp.Identifier) or base.args.get("db"):
+    db = base.args.get("db") if isinstance(base, exp.Table) else None
+    if (not isinstance(base, exp.Table) or not isinstance(base.this, exp.Identifier) or base.args.get("catalog")
+            or (db is not None and db.name.lower() != "main")):  # main.t is t, as the planner reads it (Superset)
         raise refuse("DP126", "an aggregate subquery may be joined to one table of the policy", JOIN_HINT)
     table = base.name.lower()
     columns = {c.lower() for c in session.schema.get(table, {})} if table in {t.lower() for t in session.policy.tables} \
