@@ -28,6 +28,7 @@ import hashlib
 import json
 import time
 import uuid
+from operator import itemgetter
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
@@ -91,7 +92,7 @@ _JSON_PLAIN = {type(None), bool, int, float, str}
 def _rows(rows: list[tuple[Any, ...]]) -> list[Any]:
     """The rows for JSON: as they are when every column holds only JSON's own types (checked a
     column at a time, in C: a large answer is not converted value by value), else converted."""
-    if all(set(map(type, column)) <= _JSON_PLAIN for column in zip(*rows)):
+    if not rows or all(set(map(type, map(itemgetter(j), rows))) <= _JSON_PLAIN for j in range(len(rows[0]))):
         return rows  # tuples are written as lists
     return [[_value(v) for v in row] for row in rows]
 
