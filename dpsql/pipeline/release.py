@@ -56,14 +56,14 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource
     keys_of, values_of = itemgetter(slice(0, nk)), itemgetter(slice(nk, nk + n_prim))
     released, selected_counts = None, None
     if sel is not None:
-        group_at, counts, group_of_row = selection_counts(plan, exact_rows)
-        released, selected_counts, keep = _select(group_at, counts, sel, rng, plan.table.max_groups or 1)
-        del group_at, counts
-        # Only the kept groups' rows are looked up from here on (a mask in C, not a loop)
+        kept_of, counts, group_of_row = selection_counts(plan, exact_rows)
+        released, selected_counts, keep = _select(kept_of, counts, sel, rng, plan.table.max_groups or 1)
+        del kept_of, counts  # below: only the kept groups' rows are looked up (a mask, in C)
         exact_rows = list(compress(exact_rows, (keep if group_of_row is None else keep[group_of_row]).tolist()))
         # Post-processing of the selection's output: never more cells than the limit.
         released = released[:d.max_released]
-    exact_by_cell = dict(zip(map(keys_of, exact_rows), map(values_of, exact_rows)))
+    key_of = itemgetter(0) if nk == 1 else keys_of  # one key: its value hashes faster than a tuple
+    exact_by_cell = dict(zip(map(key_of, exact_rows), map(values_of, exact_rows)))
     del exact_rows
     cells = domain(plan, d.blocks, released)
 
@@ -80,7 +80,7 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource
     columns[ROW_COLUMN] = list(range(len(cells))) if lists else np.arange(len(cells), dtype=np.int64)
     noise_terms: list[NoiseTerm] = []
     get, missing = exact_by_cell.get, (None,) * n_prim
-    exact_of_cell = list(map(get, cells, repeat(missing)))  # one lookup per cell, not per primitive
+    exact_of_cell = list(map(get, map(key_of, cells), repeat(missing)))  # one lookup per cell, not per primitive
     del exact_by_cell
     for i, a in enumerate(d.allocs):
         p = a.primitive
@@ -259,14 +259,14 @@ def select_groups(counts: dict[tuple[Any, ...], int], sel: Selection, rng: Rando
     are exact and stay here. ``kappa``: the groups a unit may be in (a many-row table's
     ``max_groups``, sql/units.py): each group is then kept by π_opt at (ε/κ, δ/κ) or by discrete
     Gaussian thresholding, as :func:`dpsql.privacy.selection_gauss.plan` decides from (ε, δ, κ)."""
-    released, noisy, _ = _select(list(counts).__getitem__, list(counts.values()), sel, rng, kappa)
+    released, noisy, _ = _select(lambda mask: list(compress(counts, mask)), list(counts.values()), sel, rng, kappa)
     return released, noisy
 
 
-def _select(group_at: Callable[[int], tuple[Any, ...]], counts: list[Any], sel: Selection, rng: RandomSource,
-            kappa: int) -> tuple[list[tuple[Any, ...]], dict[tuple[Any, ...], int] | None, np.ndarray]:
-    """:func:`select_groups` over the exact counts of groups 0, 1, ... (``group_at``: group i),
-    plus the mask of the groups kept: the draws are vectorised, only the kept groups are made."""
+def _select(kept_of: Callable[[list[bool]], list[tuple[Any, ...]]], counts: list[Any], sel: Selection,
+            rng: RandomSource, kappa: int) -> tuple[list[tuple[Any, ...]], dict[tuple[Any, ...], int] | None, np.ndarray]:
+    """:func:`select_groups` over the exact counts of groups 0, 1, ... (``kept_of``: the groups a
+    mask keeps), plus that mask: the draws are vectorised, only the kept groups are made."""
     import numpy as np
 
     from dpsql.privacy.selection import select
@@ -290,7 +290,7 @@ def _select(group_at: Callable[[int], tuple[Any, ...]], counts: list[Any], sel: 
     else:
         keep = select(n, sel.epsilon, sel.delta, rng)  # the optimal primitive, Theorem 1
     keep = np.asarray(keep, dtype=bool)
-    kept = list(map(group_at, np.flatnonzero(keep).tolist()))
+    kept = kept_of(keep.tolist())
     return sorted_groups(kept), None if noisy is None else dict(zip(kept, noisy.tolist())), keep
 
 
@@ -339,13 +339,13 @@ def sensitivities(plan: Plan, domain: list[tuple[Any, ...]], p: Primitive) -> li
 
 
 def selection_counts(plan: Plan, exact_rows: list[tuple[Any, ...]]
-                     ) -> tuple[Callable[[int], tuple[Any, ...]], list[int], np.ndarray | None]:
-    """(group i's private-key values, n per group: the last column of the exact rows, summed over
-    public keys, and each row's group index, None when each row is its own group). With private
-    keys only, every row is one group (GROUP BY), its keys the row's first: no step per group."""
+                     ) -> tuple[Callable[[list[bool]], list[tuple[Any, ...]]], list[int], np.ndarray | None]:
+    """(the private-key groups a mask keeps, n per group: the last column of the exact rows, summed
+    over public keys, each row's group index: None when a row is a group, its keys the first)."""
     idx = [i for i, k in enumerate(plan.keys) if not k.public]
     if len(idx) == len(plan.keys):
-        return lambda i: exact_rows[i][:len(idx)], list(map(itemgetter(-1), exact_rows)), None
+        keys = itemgetter(slice(0, len(idx)))
+        return lambda mask: list(map(keys, compress(exact_rows, mask))), list(map(itemgetter(-1), exact_rows)), None
     import numpy as np
 
     get = itemgetter(*idx)
@@ -356,7 +356,7 @@ def selection_counts(plan: Plan, exact_rows: list[tuple[Any, ...]]
     for g, n in zip(groups, map(itemgetter(-1), exact_rows)):
         counts[g] = counts.get(g, 0) + int(n)
         of_row.append(index.setdefault(g, len(index)))
-    return list(counts).__getitem__, list(counts.values()), np.array(of_row, dtype=np.int64)
+    return lambda mask: list(compress(counts, mask)), list(counts.values()), np.array(of_row, dtype=np.int64)
 
 
 _SAFE = 2**62  # |exact| and |noise| below this: their int64 sum cannot overflow
