@@ -12,8 +12,8 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-from operator import itemgetter
 from collections import OrderedDict
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 

@@ -16,8 +16,8 @@ array would hold, and no numpy import, which is most of what such a query costs 
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from collections.abc import Callable
+from fractions import Fraction
 from itertools import compress, repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any

@@ -28,9 +28,9 @@ import hashlib
 import json
 import time
 import uuid
-from operator import itemgetter
 from decimal import Decimal
 from fractions import Fraction
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
