@@ -178,3 +178,18 @@ def test_groups_sort_without_a_key_exactly_as_with_it():
         groups = list({tuple(values[k]() for k in kinds) for _ in range(rnd.randint(0, 30))})
         rnd.shuffle(groups)
         assert sorted_groups(groups) == sorted(groups, key=sort_key), (kinds, groups)
+
+
+def test_many_groups_of_one_key_sort_as_with_sort_key():
+    """Past 1,000 groups of one integer key the order comes from numpy's argsort (Python's sort
+    past int64); text by the value itself: both must be sort_key's order."""
+    import random
+
+    from dpsql.pipeline.domain import sort_key, sorted_groups
+
+    rnd = random.Random(7)
+    for draw in (lambda: rnd.randint(-2**63, 2**63 - 1), lambda: rnd.randint(-5, 5) * 2**62,
+                 lambda: rnd.randint(-50, 50), lambda: "".join(rnd.choice("ab\x00é") for _ in range(rnd.randint(0, 3)))):
+        groups = list({(draw(),) for _ in range(3000)})
+        rnd.shuffle(groups)
+        assert len(groups) > 10 and sorted_groups(groups) == sorted(groups, key=sort_key)

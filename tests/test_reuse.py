@@ -264,3 +264,18 @@ def test_psycopg_repeats_over_one_and_new_connections_are_one_charge(dpsql_serve
     with srv.connect("dash", options="-c dpsql.reuse=off") as conn:  # a BI tool asking for fresh noise
         fresh = conn.execute(sql).fetchall()
     assert fresh != seen[0] and len(srv.charges("dash")) == 2
+
+
+def test_error_bars_come_back_exactly_as_released(con):
+    # one σ for every row (COUNT: stored once) and one per row (AVG: the delta method)
+    sql = "SELECT state, COUNT(*) AS n, AVG(payann) AS a FROM establishments GROUP BY state ORDER BY state"
+    first = con.execute(sql)
+    first.fetchall()
+    again = con.execute(sql)
+    again.fetchall()
+    assert again.receipt.rho == 0 and _charges(con) == 1
+    shown = first.receipt.columns
+    assert len(set(shown["n"].sigma)) == 1 and len(set(shown["a"].sigma)) > 1  # both shapes are exercised
+    for name, e in shown.items():
+        got = again.receipt.columns[name]
+        assert got.sigma == e.sigma and got.moe95 == e.moe95 and len(got.sigma) == 51

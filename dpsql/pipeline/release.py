@@ -16,8 +16,9 @@ array would hold, and no numpy import, which is most of what such a query costs 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
-from itertools import repeat
+from itertools import compress, repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -54,14 +55,16 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource
     nk, n_prim = len(plan.keys), len(plan.primitives)
     # C-speed maps (itemgetter) over the rows: this stage's cost is per cell
     keys_of, values_of = itemgetter(slice(0, nk)), itemgetter(slice(nk, nk + n_prim))
-    exact_by_cell = dict(zip(map(keys_of, exact_rows), map(values_of, exact_rows)))
     released, selected_counts = None, None
     if sel is not None:
-        counts = selection_counts(plan, exact_rows)
-        released, selected_counts = select_groups(counts, sel, rng, plan.table.max_groups or 1)
-        del counts
+        kept_of, counts, group_of_row = selection_counts(plan, exact_rows)
+        released, selected_counts, keep = _select(kept_of, counts, sel, rng, plan.table.max_groups or 1)
+        del kept_of, counts  # below: only the kept groups' rows are looked up (a mask, in C)
+        exact_rows = list(compress(exact_rows, (keep if group_of_row is None else keep[group_of_row]).tolist()))
         # Post-processing of the selection's output: never more cells than the limit.
         released = released[:d.max_released]
+    key_of = itemgetter(0) if nk == 1 else keys_of  # one key: its value hashes faster than a tuple
+    exact_by_cell = dict(zip(map(key_of, exact_rows), map(values_of, exact_rows)))
     del exact_rows
     cells = domain(plan, d.blocks, released)
 
@@ -78,7 +81,7 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource
     columns[ROW_COLUMN] = list(range(len(cells))) if lists else np.arange(len(cells), dtype=np.int64)
     noise_terms: list[NoiseTerm] = []
     get, missing = exact_by_cell.get, (None,) * n_prim
-    exact_of_cell = list(map(get, cells, repeat(missing)))  # one lookup per cell, not per primitive
+    exact_of_cell = list(map(get, map(key_of, cells), repeat(missing)))  # one lookup per cell, not per primitive
     del exact_by_cell
     for i, a in enumerate(d.allocs):
         p = a.primitive
@@ -259,20 +262,29 @@ def select_groups(counts: dict[tuple[Any, ...], int], sel: Selection, rng: Rando
     are exact and stay here. ``kappa``: the groups a unit may be in (a many-row table's
     ``max_groups``, sql/units.py): each group is then kept by π_opt at (ε/κ, δ/κ) or by discrete
     Gaussian thresholding, as :func:`dpsql.privacy.selection_gauss.plan` decides from (ε, δ, κ)."""
+    released, noisy, _ = _select(lambda mask: list(compress(counts, mask)), list(counts.values()), sel, rng, kappa)
+    return released, noisy
+
+
+def _select(kept_of: Callable[[list[bool]], list[tuple[Any, ...]]], counts: list[Any], sel: Selection,
+            rng: RandomSource, kappa: int) -> tuple[list[tuple[Any, ...]], dict[tuple[Any, ...], int] | None, np.ndarray]:
+    """:func:`select_groups` over the exact counts of groups 0, 1, ... (``kept_of``: the groups a
+    mask keeps), plus that mask: the draws are vectorised, only the kept groups are made."""
     import numpy as np
 
     from dpsql.privacy.selection import select
     from dpsql.privacy.tsgd import thresholded_release
 
-    groups = list(counts)
     # A split-row count can pass int64 (many records of 2^53 units); pi(n) is 1 long before
     # 2^62, so the cap changes no decision and no row can make numpy overflow.
-    n = np.array([min(counts[g], COUNT_CAP) for g in groups], dtype=np.int64)
+    try:
+        n = np.minimum(np.array(counts, dtype=np.int64), COUNT_CAP)
+    except (OverflowError, TypeError, ValueError):  # past int64, or not Python ints
+        n = np.array([min(int(c), COUNT_CAP) for c in counts], dtype=np.int64)
+    noisy = None
     if sel.method == "truncated_geometric":
         keep, noisy = thresholded_release(n, sel.epsilon, sel.delta, rng)
-        kept = [g for g, k in zip(groups, keep) if k]
-        return sorted_groups(kept), dict(zip(kept, noisy.tolist()))
-    if kappa > 1:  # units in up to κ groups: the method phase 1 chose (privacy/selection_gauss.py)
+    elif kappa > 1:  # units in up to κ groups: the method phase 1 chose (privacy/selection_gauss.py)
         from dpsql.privacy.selection_gauss import plan
         from dpsql.privacy.selection_kappa import select_kappa
 
@@ -280,7 +292,9 @@ def select_groups(counts: dict[tuple[Any, ...], int], sel: Selection, rng: Rando
         keep = how.gaussian.keep(n, rng) if how.method == "gaussian" else select_kappa(n, sel.epsilon, sel.delta, kappa, rng)
     else:
         keep = select(n, sel.epsilon, sel.delta, rng)  # the optimal primitive, Theorem 1
-    return sorted_groups([g for g, k in zip(groups, keep) if k]), None
+    keep = np.asarray(keep, dtype=bool)
+    kept = kept_of(keep.tolist())
+    return sorted_groups(kept), None if noisy is None else dict(zip(kept, noisy.tolist())), keep
 
 
 def per_cell(by_sens: dict[int, float], sens: list[int]) -> np.ndarray:
@@ -304,9 +318,9 @@ def domain(plan: Plan, blocks: Blocks,
     layout = [i for idx, _ in blocks for i in idx] + private
     out: list[tuple[Any, ...]] = [()]
     for _, rows in blocks:
-        out = [c + r for c in out for r in rows]
+        out = list(rows) if out == [()] else [c + r for c in out for r in rows]
     if released is not None:
-        out = [c + priv for c in out for priv in released]
+        out = list(released) if not blocks else [c + priv for c in out for priv in released]
     if layout != list(range(len(layout))) and len(layout) > 1:
         where = itemgetter(*[layout.index(i) for i in range(len(layout))])
         out = [where(c) for c in out]
@@ -327,15 +341,25 @@ def sensitivities(plan: Plan, domain: list[tuple[Any, ...]], p: Primitive) -> li
     return [m.max_threshold ** power] * len(domain)
 
 
-def selection_counts(plan: Plan, exact_rows: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], int]:
-    """n per private-key group: the last column of the exact rows, summed over public keys."""
+def selection_counts(plan: Plan, exact_rows: list[tuple[Any, ...]]
+                     ) -> tuple[Callable[[list[bool]], list[tuple[Any, ...]]], list[int], np.ndarray | None]:
+    """(the private-key groups a mask keeps, n per group: the last column of the exact rows, summed
+    over public keys, each row's group index: None when a row is a group, its keys the first)."""
     idx = [i for i, k in enumerate(plan.keys) if not k.public]
+    if len(idx) == len(plan.keys):
+        keys = itemgetter(slice(0, len(idx)))
+        return lambda mask: list(map(keys, compress(exact_rows, mask))), list(map(itemgetter(-1), exact_rows)), None
+    import numpy as np
+
     get = itemgetter(*idx)
     groups = map(get, exact_rows) if len(idx) > 1 else zip(map(get, exact_rows))  # as tuples
     counts: dict[tuple[Any, ...], int] = {}
+    index: dict[tuple[Any, ...], int] = {}
+    of_row = []
     for g, n in zip(groups, map(itemgetter(-1), exact_rows)):
         counts[g] = counts.get(g, 0) + int(n)
-    return counts
+        of_row.append(index.setdefault(g, len(index)))
+    return lambda mask: list(compress(counts, mask)), list(counts.values()), np.array(of_row, dtype=np.int64)
 
 
 _SAFE = 2**62  # |exact| and |noise| below this: their int64 sum cannot overflow
@@ -366,6 +390,8 @@ def as_array(noisy: np.ndarray, g: Fraction) -> np.ndarray:
     chose how the sum was computed (:func:`exact_and_noise`)."""
     import numpy as np
 
+    if g == 1 and noisy.dtype == np.int64:  # min and max in numpy, not over a list
+        return noisy if not noisy.size or (-_SAFE < noisy.min() and noisy.max() < _SAFE) else noisy.astype(float)
     if g == 1:
         values = noisy.tolist()
         if not _shown_as_ints(values):

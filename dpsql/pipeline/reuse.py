@@ -30,6 +30,7 @@ import time
 import uuid
 from decimal import Decimal
 from fractions import Fraction
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,30 @@ def _value(v: Any) -> Any:
     raise _Unstorable(type(v).__name__)
 
 
+_JSON_PLAIN = {type(None), bool, int, float, str}
+
+
+def _rows(rows: list[tuple[Any, ...]]) -> list[Any]:
+    """The rows for JSON: as they are when every column holds only JSON's own types (checked a
+    column at a time, in C: a large answer is not converted value by value), else converted."""
+    if not rows or all(set(map(type, map(itemgetter(j), rows))) <= _JSON_PLAIN for j in range(len(rows[0]))):
+        return rows  # tuples are written as lists
+    return [[_value(v) for v in row] for row in rows]
+
+
+def _floats(xs: tuple[Any, ...]) -> Any:
+    """A column's σ or MOE per row; one non-zero value repeated (the usual column: one
+    sensitivity) is written once — JSON's text for floats is most of a large answer's cost."""
+    xs = list(xs)  # a tuple, a list or an array of the release: one form
+    if len(xs) > 1 and xs[0] and xs.count(xs[0]) == len(xs):
+        return {"repeat": xs[0], "n": len(xs)}
+    return xs
+
+
+def _read_floats(v: Any) -> tuple[Any, ...]:
+    return (v["repeat"],) * v["n"] if isinstance(v, dict) else tuple(v)
+
+
 def _read_value(v: Any) -> Any:
     if not isinstance(v, dict):
         return v
@@ -103,14 +128,14 @@ def encode(d: Decision, names: list[str], types: list[str], rows: list[tuple[Any
     try:
         doc = {"version": VERSION, "mechanism": d.mechanism, "table": d.plan.table.name,
                "names": list(names), "types": list(types),
-               "rows": [[_value(v) for v in row] for row in rows],
-               "errors": [None if e is None else [e.column, list(e.sigma), list(e.moe95), e.note,
-                                                  [[x, list(v)] for x, v in e.extra], e.flagged] for e in errors],
+               "rows": _rows(rows),
+               "errors": [None if e is None else [e.column, _floats(e.sigma), _floats(e.moe95), e.note,
+                                                  [[x, _floats(v)] for x, v in e.extra], e.flagged] for e in errors],
                "notes": list(notes), "selection": selection,
                "noise": [[n.aggregate, str(n.rho), list(n.sensitivity), list(n.sigma), list(n.moe95), n.mechanism,
                           None if n.epsilon is None else str(n.epsilon), n.rank_error95, n.grid] for n in noise]}
         return json.dumps(doc)
-    except (_Unstorable, TypeError, ValueError):
+    except (_Unstorable, TypeError, ValueError, AttributeError):
         return None
 
 
@@ -126,8 +151,8 @@ def reused(hit: Any, shown: output.Output, ledger: Any) -> Result | None:
         if doc.get("version") != VERSION:
             return None
         rows = [tuple(_read_value(v) for v in row) for row in doc["rows"]]
-        errors = [None if e is None else ColumnError(e[0], tuple(e[1]), tuple(e[2]), e[3],
-                                                     tuple((x, tuple(v)) for x, v in (e[4] if len(e) > 4 else ())),
+        errors = [None if e is None else ColumnError(e[0], _read_floats(e[1]), _read_floats(e[2]), e[3],
+                                                     tuple((x, _read_floats(v)) for x, v in (e[4] if len(e) > 4 else ())),
                                                      e[5] if len(e) > 5 else 0) for e in doc["errors"]]
         noise = tuple(NoiseTerm(n[0], Fraction(n[1]), tuple(n[2]), tuple(n[3]), tuple(n[4]), n[5],
                                 None if n[6] is None else Fraction(n[6]), n[7], n[8]) for n in doc["noise"])
