@@ -3,8 +3,7 @@
 Takes what phase 1 decided (:class:`Decision`, public information only) and the exact per-group
 rows of the exact query, and returns noisy cells with their σ and margins, and the noise terms
 of the receipt. Exact values live only in :func:`release`'s frame. No I/O: the engine runs the
-exact query before, the ledger charges after (``Session.execute``); phase 1's
-:class:`dpsql.pipeline.decide.Decision` says what to release.
+exact query before, the ledger charges after (``Session.execute``).
 
 A small answer — public keys only, counts and sums, at most :data:`LIST_DRAWS` noise draws, a
 finish that only projects — is released in Python lists, its noise drawn one sample at a time
@@ -30,8 +29,7 @@ from dpsql.privacy.allocate import EXPONENTIAL, GAUSSIAN, Allocation
 from dpsql.privacy.guided import in_range, scalar_draws
 from dpsql.privacy.mechanisms import discrete_laplace_variance, exact_positive
 from dpsql.pipeline.result import NoiseTerm
-from dpsql.sql.plan import (ROW_COLUMN, Plan, Primitive, count_sensitivity, moe_column, primitive_column, rank_column,
-                             sigma_column)
+from dpsql.sql.plan import ROW_COLUMN, Plan, Primitive, count_sensitivity, moe_column, primitive_column, rank_column, sigma_column
 
 if TYPE_CHECKING:
     import numpy as np
@@ -131,19 +129,18 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource
 def release_quantile(i: int, a: Allocation, plan: Plan, hists: list[Any], rng: RandomSource) -> dict[str, Any]:
     """Primitive ``i``'s columns for a quantile: one candidate of the measure's grid per cell,
     drawn by the exponential mechanism from the cell's exact histogram (``privacy/quantile.py``).
-    Its error is stated in ranks (the receipt), so the cells' σ and margin columns are NaN."""
+    Its error is stated in ranks (the receipt), so the cells' σ and margin columns are NaN; the rank
+    error is public (q, ε, the grid's size): each row's rank interval is post-processing (pipeline/propagate.py)."""
     import numpy as np
 
     p = a.primitive
     m = plan.table.measures[p.column]
     assert m.grid is not None and p.q is not None and a.em_epsilon is not None
     grid = m.grid.candidates()
-    picked = quantile.draw(hists, m.grid, p.q, a.em_epsilon, rng)
-    n = len(hists)
+    picked, n = quantile.draw(hists, m.grid, p.q, a.em_epsilon, rng), len(hists)
     values = np.array([grid[j] for j in picked] + [0], dtype=object)[:-1]  # Python ints, any size
     return {primitive_column(i): as_array(values, m.granularity),
             sigma_column(i): np.full(n, np.nan), moe_column(i): np.full(n, np.nan),
-            # public (q, ε, the grid's size): each row's rank interval is post-processing (pipeline/propagate.py)
             rank_column(i): np.full(n, quantile.rank_error95(p.q, a.em_epsilon, len(grid)))}
 
 
