@@ -1,5 +1,6 @@
 """The keys of a private table in the policy file (``[tables.T.keys]``): a public keyset, a
-private key, or a DATE / TIMESTAMP range enumerated at its grain (docs/policy.md)."""
+private key, a DATE / TIMESTAMP range enumerated at its grain, or an integer range whose keyset is
+every integer of it (docs/policy.md)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import datetime
 import itertools
 from typing import Any
 
-from dpsql.policy.fields import err as _err, ident as _ident, only as _only, table as _table
+from dpsql.policy.fields import err as _err, ident as _ident, is_int as _is_int, only as _only, table as _table
 from dpsql.policy.model import GRAINS, Key
 
 
@@ -19,7 +20,8 @@ _GRAIN_STEP = {"day": datetime.timedelta(days=1), "hour": datetime.timedelta(hou
 
 def _day(value: Any, where: str, field: str) -> datetime.date:
     if isinstance(value, datetime.datetime) or not isinstance(value, (str, datetime.date)):
-        raise _err(where, field, "must hold two days, as \"YYYY-MM-DD\" strings or TOML dates")
+        raise _err(where, field, "must hold two days, as \"YYYY-MM-DD\" strings or TOML dates "
+                   "(or two integers, for an integer column)")
     if isinstance(value, str):
         try:
             return datetime.date.fromisoformat(value)
@@ -36,7 +38,10 @@ def _range_key(name: str, kdoc: dict[str, Any], where: str, kfield: str) -> Key:
         raise _err(where, kfield, "has both a keyset and a range; give one of them")
     rng = kdoc.get("range")
     if not isinstance(rng, list) or len(rng) != 2:
-        raise _err(where, f"{kfield}.range", "must be [first day, last day], e.g. [\"2019-01-01\", \"2024-12-31\"]")
+        raise _err(where, f"{kfield}.range", "must be [first day, last day], e.g. [\"2019-01-01\", \"2024-12-31\"], "
+                   "or [lowest, highest] integers, e.g. [0, 120]")
+    if any(_is_int(v) for v in rng):
+        return _number_range_key(name, kdoc, rng, where, kfield)
     lo, hi = (_day(v, where, f"{kfield}.range") for v in rng)
     if hi < lo:
         raise _err(where, f"{kfield}.range", f"ends ({hi}) before it starts ({lo})")
@@ -81,3 +86,23 @@ def parse_keys(doc: Any, where: str, prefix: str) -> dict[str, Key]:
             keyset = tuple(keyset)
         keys[kname.lower()] = Key(kname.lower(), keyset)
     return keys
+
+
+def _number_range_key(name: str, kdoc: dict[str, Any], rng: list[Any], where: str, kfield: str) -> Key:
+    """An integer key with a public range ``[lowest, highest]``: its keyset is every integer of
+    the range (both ends included), the grid whose image a GROUP BY expression of the key
+    (``FLOOR(age / 10) * 10``, ``WIDTH_BUCKET``, a ``CASE``) has as its keyset; a row outside
+    the range is read as NULL (``sql/time_keys.py``, :func:`bounded`), as a date outside its
+    range is. The column must be of an integer type holding both ends (``policy/check.py``)."""
+    if not all(_is_int(v) for v in rng):
+        raise _err(where, f"{kfield}.range", "must hold two integers [lowest, highest] (or two days)")
+    if "grain" in kdoc:
+        raise _err(where, f"{kfield}.grain", "applies to a date/time range; an integer range holds every integer of it")
+    lo, hi = rng
+    if hi < lo:
+        raise _err(where, f"{kfield}.range", f"ends ({hi}) before it starts ({lo})")
+    size = hi - lo + 1
+    if size > MAX_RANGE_GRID:
+        raise _err(where, kfield, f"the range holds {size:,} integers, more than {MAX_RANGE_GRID:,}; declare a "
+                   "narrower range (rows outside it fall in no group), or keep the column a measure or a private key")
+    return Key(name, tuple(range(lo, hi + 1)), range=(lo, hi), grain="integer")

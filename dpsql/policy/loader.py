@@ -228,9 +228,7 @@ def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:
     unit_l = unit.lower()
     if unit_l in measures or unit_l in keys:
         raise _err(where, f"{prefix}.privacy_unit", f"column {unit!r} cannot also be a measure or a key")
-    both = set(measures) & set(keys)
-    if both:
-        raise _err(where, f"{prefix}.measures", f"column {sorted(both)[0]!r} is declared both as a measure and as a key")
+    # a column may be both a key and a measure (GROUP BY age with AVG(age)): docs/policy.md, "Two roles"
     return TablePolicy(name.lower(), unit_l, measures, keys, max_splits, max_groups, rows, tdoc.get("quantile_rows", 1))
 
 
