@@ -240,3 +240,33 @@ def test_a_range_that_the_column_cannot_hold_is_refused_at_connect(tmp_path):
     policy.write_text("[tables.p]\nprivacy_unit = 'id'\n[tables.p.keys]\nt = { range = [-128, 127] }\n"
                       "u = { range = [0, 255] }\n")
     dpsql.connect(db, policy).close()
+
+
+def test_init_drafts_age_as_a_key_and_a_measure_and_calendar_fields_with_their_ranges(tmp_path):
+    """`dpsql init` on the PUMS CSV (the real command): age is drafted as a key with the range its
+    name means and as a measure, and GROUP BY age with AVG(age) and its bins answer; a month
+    column gets 1 to 12, whatever values the rows hold (3 to 5 here: nothing read from them)."""
+    import os
+    import subprocess
+    import sys
+    import tomllib
+
+    with PUMS.open() as src, (tmp_path / "pums.csv").open("w") as out:
+        lines = src.read().splitlines()
+        out.write(lines[0] + ",month\n" + "".join(f"{line},{3 + i % 3}\n" for i, line in enumerate(lines[1:])))
+    env = dict(os.environ, DPSQL_HOME=str(tmp_path), COLUMNS="120")
+    p = subprocess.run([sys.executable, "-m", "dpsql", "init", "pums.csv", "--unit", "pid"], cwd=tmp_path,
+                       input="", capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    policy = tmp_path / "pums.policy.toml"
+    spec = tomllib.loads(policy.read_text())["tables"]["pums"]
+    assert spec["keys"]["age"] == {"range": [0, 120]} and spec["keys"]["month"] == {"range": [1, 12]}
+    assert spec["measures"]["age"] == {"threshold": 120, "range": [0, 120], "points": 121}
+    with dpsql.connect(tmp_path / "pums.duckdb", policy) as con:
+        cur = con.cursor()
+        cur.execute("SELECT age, AVG(age), COUNT(*) FROM pums GROUP BY age")
+        assert [r[0] for r in cur.fetchall()] == list(range(121))
+        cur.execute("SELECT month, COUNT(*) FROM pums GROUP BY month")
+        assert [r[0] for r in cur.fetchall()] == list(range(1, 13))
+        cur.execute("SELECT WIDTH_BUCKET(age, 0, 100, 5) AS b, MEDIAN(age) FROM pums GROUP BY 1")
+        assert [r[0] for r in cur.fetchall()] == [1, 2, 3, 4, 5, 6]

@@ -207,19 +207,23 @@ class TablePolicy:
                 items = list(m.override.thresholds.items())
                 shown = ", ".join(f"{m.display(t)} if {m.override.key} = {k}" for k, t in items[:3])
                 text += f" ({shown}{', …' if len(items) > 3 else ''})"
-            return text
+            # a column in two roles (docs/policy.md, "Two roles"): its key role too
+            return text + (f"; and {_key_role(self.keys[column])}" if column in self.keys else "")
         if column in self.keys:
-            key = self.keys[column]
-            if key.numeric:
-                lo, hi = key.range  # type: ignore[misc]
-                return f"public integer key: GROUP BY it or expressions of it (bins), range {lo} to {hi}"
-            if key.range is not None:
-                lo, hi = key.range
-                return f"public date/time key: GROUP BY time buckets of it, range {lo} to {hi} by {key.grain}"
-            if key.public:
-                return f"public key: GROUP BY, keyset of {len(key.keyset or ())} values"
-            return "private key: GROUP BY through partition selection"
+            return _key_role(self.keys[column])
         return "private: WHERE only"
+
+
+def _key_role(key: Key) -> str:
+    if key.numeric:
+        lo, hi = key.range  # type: ignore[misc]
+        return f"public integer key: GROUP BY it or expressions of it (bins), range {lo} to {hi}"
+    if key.range is not None:
+        lo, hi = key.range
+        return f"public date/time key: GROUP BY time buckets of it, range {lo} to {hi} by {key.grain}"
+    if key.public:
+        return f"public key: GROUP BY, keyset of {len(key.keyset or ())} values"
+    return "private key: GROUP BY through partition selection"
 
 
 def _least(*values: int | None) -> int | None:
