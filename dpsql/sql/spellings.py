@@ -93,8 +93,6 @@ def _is_literal(node: exp.Expression) -> bool:
         isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal))
 
 
-
-
 #: WIDTH_BUCKET's bounds are read as DOUBLE: within ±2^52, and with |high − low| · n ≤ 2^53, an
 #: integer x's bucket (x − low) · n / (high − low) is computed exactly before FLOOR
 _EXACT = 2 ** 52
