@@ -270,3 +270,35 @@ def test_init_drafts_age_as_a_key_and_a_measure_and_calendar_fields_with_their_r
         assert [r[0] for r in cur.fetchall()] == list(range(1, 13))
         cur.execute("SELECT WIDTH_BUCKET(age, 0, 100, 5) AS b, MEDIAN(age) FROM pums GROUP BY 1")
         assert [r[0] for r in cur.fetchall()] == [1, 2, 3, 4, 5, 6]
+
+
+def test_many_rows_per_unit_bins_an_integer_key_in_two_roles(tmp_path):
+    """PUMS_dup.csv (1,948 rows of the 1,000 people, max_groups = 2): WIDTH_BUCKET of age counts
+    each person once in the bucket of their age (the CSV's distinct pids per bucket, computed
+    here), and AVG(age) by sex is within the noise of the people's mean age."""
+    dup = PUMS.with_name("PUMS_dup.csv")
+    with dup.open() as f:
+        rows = [{k: int(float(v)) for k, v in r.items()} for r in csv.DictReader(f)]
+    db = tmp_path / "dup.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE pums (age BIGINT, sex BIGINT, pid BIGINT)")
+    con.executemany("INSERT INTO pums VALUES (?, ?, ?)", [[r["age"], r["sex"], r["pid"]] for r in rows])
+    con.close()
+    policy = tmp_path / "dup.toml"
+    policy.write_text("[budget]\ndefault_rho = 1000.0\ntotal_rho = 1e6\n[tables.pums]\nprivacy_unit = 'pid'\n"
+                      "max_groups = 2\nrow_threshold = 3\n[tables.pums.measures]\nage = { threshold = 100 }\n"
+                      "[tables.pums.keys]\nage = { range = [0, 120] }\nsex = { keyset = [0, 1] }\n")
+    with dpsql.connect(db, policy, _random_source=seeded_random(2)) as c:
+        cur = c.cursor()
+        cur.execute("SELECT WIDTH_BUCKET(age, 0, 100, 10) AS b, COUNT(DISTINCT pid) FROM pums GROUP BY 1")
+        got = dict(cur.fetchall())
+        cur.execute("SELECT sex, AVG(age) FROM pums GROUP BY sex")
+        avg = dict(cur.fetchall())
+    people = {r["pid"]: r for r in rows}
+    assert set(got) == set(range(1, 12))
+    for b in range(1, 12):
+        assert got[b] == len({p for p, r in people.items() if _pg_width_bucket(r["age"], 0, 100, 10) == b}), b
+    assert set(avg) == {0, 1}
+    for sex in (0, 1):  # a row-weighted mean (COUNT(*) counts rows here); each person is in one sex group
+        ages = [r["age"] for r in rows if r["sex"] == sex]
+        assert abs(avg[sex] - sum(ages) / len(ages)) <= 5 * SUM_SIGMA / len(ages) + 0.01, sex
