@@ -210,6 +210,15 @@ def test_width_bucket_without_literal_bounds_is_refused(pums, sql):
     assert err.value.code == "DP110"
 
 
+def test_groups_without_aggregates_of_an_integer_key_are_its_range_free(pums):
+    """SELECT DISTINCT of a range key (or of its bins) is the public image: every value, charged 0."""
+    db, policy = pums
+    with dpsql.connect(db, policy) as con:
+        cur = con.cursor()
+        cur.execute("SELECT DISTINCT age // 10 * 10 AS d FROM pums")
+        assert [r[0] for r in cur.fetchall()] == list(range(0, 121, 10)) and cur.receipt.rho == 0
+
+
 def test_a_private_key_and_a_measure_in_two_roles(pums):
     """married is a private key (partition selection) and age a measure beside it."""
     got = {r[0]: r[1:] for r in _answer(pums, "SELECT married, AVG(age), COUNT(*) FROM pums GROUP BY married")}
@@ -225,7 +234,8 @@ def test_a_range_that_the_column_cannot_hold_is_refused_at_connect(tmp_path):
     integer: refused when connecting, whatever the rows (the schema and the policy are public)."""
     db = tmp_path / "t.duckdb"
     con = duckdb.connect(str(db))
-    con.execute("CREATE TABLE p (id BIGINT, m BIGINT, d DOUBLE, c DECIMAL(10,2), t TINYINT, day DATE, u UTINYINT)")
+    con.execute("CREATE TABLE p (id BIGINT, m BIGINT, d DOUBLE, c DECIMAL(10,2), t TINYINT, day DATE, u UTINYINT, "
+                "h UHUGEINT)")
     con.close()
     for column, rng, reason in [("d", "[0, 120]", "is DOUBLE"), ("c", "[0, 120]", "is DECIMAL"),
                                 ("t", "[0, 1000]", "does not fit"), ("day", "[0, 120]", "is DATE"),
@@ -238,7 +248,7 @@ def test_a_range_that_the_column_cannot_hold_is_refused_at_connect(tmp_path):
         assert f"tables.p.keys.{column}.range" in str(err.value) and reason in str(err.value), str(err.value)
     policy = tmp_path / "ok.toml"
     policy.write_text("[tables.p]\nprivacy_unit = 'id'\n[tables.p.keys]\nt = { range = [-128, 127] }\n"
-                      "u = { range = [0, 255] }\n")
+                      "u = { range = [0, 255] }\nh = { range = [0, 5] }\n")
     dpsql.connect(db, policy).close()
 
 

@@ -84,7 +84,7 @@ def _check_range_key(where: str, table: str, column: str, grain: str, sql_type: 
 
 #: the values each integer type holds (DuckDB's), for an integer range's ends
 _INTEGER_SPANS = {"TINYINT": 8, "SMALLINT": 16, "INTEGER": 32, "BIGINT": 64, "HUGEINT": 128,
-                  "UTINYINT": -8, "USMALLINT": -16, "UINTEGER": -32, "UBIGINT": -64}
+                  "UTINYINT": -8, "USMALLINT": -16, "UINTEGER": -32, "UBIGINT": -64, "UHUGEINT": -128}
 
 
 def _check_number_range(where: str, table: str, column: str, ends: tuple[int, int], sql_type: str) -> None:
