@@ -312,3 +312,32 @@ def test_many_rows_per_unit_bins_an_integer_key_in_two_roles(tmp_path):
     for sex in (0, 1):  # a row-weighted mean (COUNT(*) counts rows here); each person is in one sex group
         ages = [r["age"] for r in rows if r["sex"] == sex]
         assert abs(avg[sex] - sum(ages) / len(ages)) <= 5 * SUM_SIGMA / len(ages) + 0.01, sex
+
+
+def test_bins_and_two_roles_through_dpsql_serve_and_psycopg(pums, tmp_path):
+    """A real `dpsql serve` on the PUMS file and psycopg (the extended protocol a BI tool uses):
+    GROUP BY age with AVG(age) and WIDTH_BUCKET bins come back as typed columns, every bin of the
+    range, counts as the CSV's."""
+    psycopg = pytest.importorskip("psycopg")
+    import server_clients_harness as harness
+
+    db, policy = pums
+    harness.add_user(tmp_path, "alice", "alice-Pw-1", str(db))
+    served = harness.start(tmp_path, str(db), "--policy", str(policy))
+    try:
+        with psycopg.connect(served.dsn("alice", "alice-Pw-1", dbname="pums")) as con:
+            cur = con.execute("SELECT WIDTH_BUCKET(age, 0, 100, 10) AS b, COUNT(*) AS n FROM pums "
+                              "WHERE age > %s GROUP BY 1 ORDER BY 1", [0])
+            got = cur.fetchall()
+            assert [d.name for d in cur.description] == ["b", "n"]
+            rows = _rows()
+            assert got == [(b, sum(1 for r in rows if r["age"] > 0 and _pg_width_bucket(r["age"], 0, 100, 10) == b))
+                           for b in range(1, 12)]
+            cur = con.execute("SELECT age, AVG(age) AS a FROM pums GROUP BY age ORDER BY age")
+            ages = cur.fetchall()
+            assert [a for a, _ in ages] == list(range(121))
+            for a, v in ages:
+                n = sum(1 for r in rows if r["age"] == a)
+                assert (v is None) if n == 0 else abs(v - a) <= 5 * SUM_SIGMA / n, (a, v)
+    finally:
+        served.stop()
