@@ -219,6 +219,15 @@ def test_groups_without_aggregates_of_an_integer_key_are_its_range_free(pums):
         assert [r[0] for r in cur.fetchall()] == list(range(0, 121, 10)) and cur.receipt.rho == 0
 
 
+def test_a_width_bucket_column_is_named_as_written(pums):
+    db, policy = pums
+    with dpsql.connect(db, policy) as con:
+        cur = con.cursor()
+        cur.execute("SELECT WIDTH_BUCKET(age, 0, 100, 10), COUNT(*) FROM pums GROUP BY WIDTH_BUCKET(age, 0, 100, 10)")
+        assert [d[0] for d in cur.description] == ["WIDTH_BUCKET(age, 0, 100, 10)", "COUNT(*)"]
+        assert [r[0] for r in cur.fetchall()] == list(range(1, 12))
+
+
 def test_a_private_key_and_a_measure_in_two_roles(pums):
     """married is a private key (partition selection) and age a measure beside it."""
     got = {r[0]: r[1:] for r in _answer(pums, "SELECT married, AVG(age), COUNT(*) FROM pums GROUP BY married")}

@@ -134,8 +134,11 @@ def width_bucket_as_case(tree: exp.Expression) -> exp.Expression:
                         expression=exp.Literal.number(abs(high - low)))
         bucket = exp.TryCast(this=exp.Add(this=exp.Floor(this=share), expression=exp.Literal.number(1)),
                              to=exp.DataType.build("BIGINT"))
-        node.replace(exp.Case(ifs=[exp.If(this=below(this=x.copy(), expression=exp.Literal.number(low)), true=exp.Literal.number(0)),
-                                   exp.If(this=beyond(this=x.copy(), expression=exp.Literal.number(high)),
-                                          true=exp.Literal.number(n + 1))],
-                              default=bucket))
+        case = exp.Case(ifs=[exp.If(this=below(this=x.copy(), expression=exp.Literal.number(low)), true=exp.Literal.number(0)),
+                             exp.If(this=beyond(this=x.copy(), expression=exp.Literal.number(high)),
+                                    true=exp.Literal.number(n + 1))],
+                        default=bucket)
+        if isinstance(node.parent, exp.Select) and node.arg_key == "expressions":  # an output column: named as written
+            case = exp.alias_(case, node.sql("duckdb"), quoted=True)
+        node.replace(case)
     return tree
