@@ -57,6 +57,8 @@ range = [0, 1000000000]
 grid = "log"
 [tables.establishments.measures.decm]
 threshold = 100
+[tables.establishments.keys.employees]
+range = [0, 1000]
 """
 
 
@@ -275,6 +277,14 @@ ISSUE_32_QUERIES = [
     "SELECT naics2, SQRT(VARIANCE(hug)) / AVG(hug) AS cv FROM establishments WHERE CAST(decm AS BIGINT) > 1 "
     "GROUP BY naics2 HAVING VAR_POP(dbl) > 0 ORDER BY cv DESC",
     "SELECT device_model, STDDEV(latency_ms), VARIANCE(latency_ms) FROM devices GROUP BY device_model",
+    # employees: a measure holding BIGINT's bounds and NULL, and an integer key with range [0, 1000] (two roles)
+    "SELECT employees, AVG(employees), COUNT(*) FROM establishments WHERE employees < 50 GROUP BY employees",
+    "SELECT FLOOR(employees / 10) * 10 AS b, SUM(employees), AVG(payann) FROM establishments GROUP BY 1",
+    "SELECT employees // 100 * 100 AS b, COUNT(*), VARIANCE(employees) FROM establishments GROUP BY 1",
+    "SELECT WIDTH_BUCKET(employees, 0, 1000, 20) AS b, MEDIAN(payann) FROM establishments GROUP BY 1",
+    "SELECT CASE WHEN employees < 10 THEN 'small' ELSE 'large' END AS size, state, AVG(employees) "
+    "FROM establishments GROUP BY 1, 2",
+    "SELECT DISTINCT employees % 7 AS r FROM establishments WHERE 100 / (employees - 5) > 1",
 ]
 
 

@@ -193,6 +193,54 @@ def test_a_measure_scaled_to_its_granularity_cannot_fail_on_one_row(tmp_path, le
     assert set(got.values()) == {"answer"}, got
 
 
+# ------------------------------------------------- issue 32: an integer key with a range, in two roles
+RANGE_QUERIES = ["SELECT a, AVG(a), COUNT(*) FROM t GROUP BY a",
+                 "SELECT FLOOR(a / 10) * 10 AS b, COUNT(*), SUM(a) FROM t GROUP BY 1",
+                 "SELECT a // 10 * 10 AS b, COUNT(*) FROM t GROUP BY 1",
+                 "SELECT WIDTH_BUCKET(a, 0, 100, 10) AS b, AVG(a) FROM t GROUP BY 1",
+                 "SELECT CASE WHEN a < 18 THEN 'minor' ELSE 'adult' END AS b, COUNT(*) FROM t GROUP BY 1",
+                 "SELECT a % 7 AS b, COUNT(*) FROM t GROUP BY 1",
+                 "SELECT k, AVG(a), MEDIAN(a) FROM t GROUP BY k",
+                 "SELECT a, k, COUNT(*) FROM t WHERE a > 5 GROUP BY a, k"]
+RANGE_POLICY = {"measures": "a = { threshold = 100, range = [0, 120], points = 121 }",
+                "keys": "a = { range = [0, 120] }\nk = {}"}
+RANGE_BASE = [{"id": j, "a": j * 7 % 121, "k": "abc"[j % 3]} for j in range(1, 60)]
+
+
+@pytest.mark.parametrize("atype, extreme", [
+    ("BIGINT", -5), ("BIGINT", 10**18), ("BIGINT", None), ("BIGINT", 2**63 - 1), ("BIGINT", -2**63),
+    ("TINYINT", -128), ("TINYINT", 127), ("HUGEINT", 2**127 - 1), ("UBIGINT", 2**64 - 1), ("INTEGER", 121),
+    ("DOUBLE", 50.5), ("DECIMAL(10,2)", "3.25"),  # an integer range on them: refused at connect, both alike
+])
+def test_an_integer_range_key_in_two_roles_cannot_fail_on_one_row(tmp_path, ledgers, atype, extreme):
+    """Ages of -5, 10^18, NULL, the type's extremes (FLOOR(a / 10) * 10 and a // 10 * 10 of 2^63 - 1
+    would overflow BIGINT unbounded): each query gets the same outcome with and without that unit."""
+    got = same_outcomes(tmp_path, {"a": atype, "k": "VARCHAR"}, RANGE_BASE, {"id": 1000, "a": extreme, "k": "a"},
+                        None, RANGE_POLICY, RANGE_QUERIES, ledgers)
+    kinds = set(got.values())
+    assert kinds == ({"DP401"} if atype in ("DOUBLE", "DECIMAL(10,2)") else {"answer"}), got
+
+
+@pytest.mark.parametrize("extreme, falls_nowhere", [(-5, True), (10**18, True), (None, True), (2**63 - 1, True),
+                                                    (121, True), (50, False)])
+def test_a_row_outside_an_integer_range_counts_in_no_group(tmp_path, ledgers, extreme, falls_nowhere):
+    """With the same seeded noise on both neighbours, every released cell of GROUP BY a and of its
+    bins is identical when the extra unit is outside the range (read as NULL: no group), and some
+    cell differs when it is inside (50): the comparison can fail."""
+    from dpsql.testing import seeded_random
+
+    pol, full, less = neighbours(tmp_path, {"a": "BIGINT", "k": "VARCHAR"}, RANGE_BASE,
+                                 {"id": 1000, "a": extreme, "k": "a"}, None, RANGE_POLICY, ledgers)
+    queries = RANGE_QUERIES[:4]
+    answers = []
+    for db in (full, less):
+        with dpsql.connect(db, pol, rho=1e6, _random_source=seeded_random(5)) as con:
+            cur = con.cursor()
+            answers.append([(cur.execute(q), cur.fetchall())[1] for q in queries])
+    same = [a == b for a, b in zip(*answers)]
+    assert same == [True] * len(queries) if falls_nowhere else not all(same), same
+
+
 # ------------------------------------------------------------------------------- the final check
 def test_the_final_check_refuses_what_is_not_total():
     """Each fragment issue 29 found, written bare, is refused (DP122); guarded, it passes."""

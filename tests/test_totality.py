@@ -89,7 +89,7 @@ def candidates() -> list[str]:
     for c in cols:
         out += [f"CAST({c} AS {t})" for t in ("DOUBLE", "HUGEINT", "BIGINT", "INTEGER", "DECIMAL(38,10)", "VARCHAR")]
         out += [f"{c} {op} {x}" for op in "+-*/" for x in ("100", "1e308", "0", "dbl", "flt", "1.5")]
-        out += [f"ROUND(CAST({c} AS DOUBLE) * 100 / 3)", f"ROUND({c})", f"CEIL({c})", f"ABS({c})", f"{c} % 7",
+        out += [f"ROUND(CAST({c} AS DOUBLE) * 100 / 3)", f"ROUND({c})", f"CEIL({c})", f"FLOOR({c})", f"ABS({c})", f"{c} % 7",
                 f"{c} % 0", f"HASH({c}, 5) % 7", f"GREATEST({c}, -4611686018427387904)", f"LEAST({c}, 4611686018427387904, 1.5)",
                 f"SUM({c})", f"COUNT({c})", f"COUNT(DISTINCT {c})", "COUNT(*)", f"TRY({c} + 1)", f"TRY({c} > 1)",
                 f"CASE {c} WHEN 1 THEN 2 ELSE 3 END", f"CASE {c} WHEN 'a' THEN 2 END", f"CASE {c} WHEN 1.5 THEN 1 END",

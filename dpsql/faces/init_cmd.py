@@ -249,7 +249,7 @@ def budget_meaning(many_rows: bool) -> str:
 
 
 def _tell(database: Path, policy: Path, drafts: list[TableDraft], thresholds: dict[str, Decimal]) -> None:
-    placeholders = [c for d in drafts for c, _ in d.measures() if c not in thresholds]
+    placeholders = [c for d in drafts for c, t in d.measures() if c not in thresholds and d.role(c, t) != "both"]
     placeholders += [f"{d.name}'s row_threshold" for d in drafts if d.many_rows and d.row_threshold is None]
     placeholders += [f"{d.name}'s max_groups" for d in drafts if d.many_rows and d.max_groups is None]
     print(f"database: {database}\npolicy:   {policy}")

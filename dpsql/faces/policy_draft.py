@@ -14,7 +14,9 @@ Whole-number columns are not all measures (docs/own_data.md, "Which columns are 
 named like a calendar field (year, month, day, hour...) or with a few small values (at most
 :data:`SMALL_RANGE` of them, each repeated) is a key; one named like an identifier, or dense in a
 range of thousands (flight numbers, times of day written as HHMM), is neither: it is commented
-out with the reason, since its SUM means nothing.
+out with the reason, since its SUM means nothing. A calendar field is drafted with the public
+range its name means (a month is 1 to 12: :data:`KNOWN_RANGES`, not read from the data), and an
+age both as a key with the range 0 to 120 and as a measure (GROUP BY age with AVG(age)).
 """
 
 from __future__ import annotations
@@ -47,6 +49,14 @@ SMALL_RANGE = 24
 #: a whole-number column with at least this many distinct values filling at least 40% of its range is id-like
 DENSE_IDS = 1000
 _CALENDAR = re.compile(r"^(year|quarter|month|week|weekday|dow|day|hour|minute|second)s?$", re.IGNORECASE)
+#: the public range of a whole-number column named for a calendar field or an age: what the name
+#: means, never the data's lowest and highest values (the owner reviews them; rows outside fall in no group)
+KNOWN_RANGES = {"year": (1900, 2100), "quarter": (1, 4), "month": (1, 12), "week": (0, 53), "weekday": (0, 7),
+                "dow": (0, 7), "day": (1, 31), "hour": (0, 23), "minute": (0, 59), "second": (0, 59), "age": (0, 120)}
+_AGE = re.compile(r"^(age|age_years|.+_age)$", re.IGNORECASE)
+#: the bits of each integer type (negative: unsigned), for a drafted range the column must hold
+_BITS = {"TINYINT": 8, "INT1": 8, "SMALLINT": 16, "INT2": 16, "INTEGER": 32, "INT": 32, "INT4": 32, "BIGINT": 64,
+         "INT8": 64, "HUGEINT": 128, "UTINYINT": -8, "USMALLINT": -16, "UINTEGER": -32, "UBIGINT": -64, "UHUGEINT": -128}
 _ID_NAME = re.compile(r"(^|_)(id|key|uuid|number|no|num|code)$", re.IGNORECASE)
 _INTEGER = re.compile(r"^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|INT[1248]|U?HUGEINT)$")
 _DECIMAL = re.compile(r"^DECIMAL\((\d+),\s*(\d+)\)$")
@@ -103,7 +113,10 @@ class TableDraft:
     rows: int = 0
 
     def role(self, c: str, t: str) -> str:
-        """How a whole-number column is drafted: "measure", "key", or the reason it is neither."""
+        """How a whole-number column is drafted: "measure", "key", "both" (an age: a key with a
+        public range and a measure), or the reason it is neither."""
+        if _AGE.match(c) and known_range(c, t) is not None:
+            return "both"
         if c in self.thresholds or not is_integer(t) or c not in self.profile:
             return "measure"
         distinct, lo, hi = self.profile[c]
@@ -118,12 +131,12 @@ class TableDraft:
 
     def measures(self) -> list[tuple[str, str]]:
         return [(c, t) for c, t in self.columns if c != self.unit and c not in self.public and is_numeric(t)
-                and self.role(c, t) == "measure"]
+                and self.role(c, t) in ("measure", "both")]
 
     def keys(self) -> list[tuple[str, str]]:
         return [(c, t) for c, t in self.columns
                 if c != self.unit and (c in self.public or (is_text(t) and not is_numeric(t)) or t.upper() == "BOOLEAN"
-                                       or is_date(t) or (is_integer(t) and self.role(c, t) == "key"))]
+                                       or is_date(t) or (is_integer(t) and self.role(c, t) in ("key", "both")))]
 
     def others(self) -> list[tuple[str, str]]:
         taken = {c for c, _ in self.measures()} | {c for c, _ in self.keys()} | {self.unit}
@@ -131,7 +144,11 @@ class TableDraft:
 
     def quantile_range(self, c: str) -> tuple[int, int] | None:
         """Powers of ten around a measure's values: [0 or -10^k, 10^k] with 10^k at or above its
-        largest |value| (at least 10); None when it holds no value."""
+        largest |value| (at least 10); None when it holds no value. A measure that is also a key
+        (an age) takes its key's public range instead."""
+        typ = dict(self.columns).get(c, "")
+        if self.role(c, typ) == "both":
+            return known_range(c, typ)
         if c not in self.profile or self.profile[c][1] is None:
             return None
         _, lo, hi = self.profile[c]
@@ -139,6 +156,19 @@ class TableDraft:
         while top < max(abs(lo), abs(hi)):
             top *= 10
         return (0 if lo >= 0 else -top, top)
+
+
+def known_range(c: str, typ: str) -> tuple[int, int] | None:
+    """The public range a whole-number column's name means (:data:`KNOWN_RANGES`), when its
+    type holds it; None for other columns."""
+    m = _CALENDAR.match(c)
+    name = "age" if _AGE.match(c) else m.group(1).lower() if m else None
+    bits = _BITS.get(typ.upper())
+    if name is None or bits is None:
+        return None
+    lo, hi = KNOWN_RANGES[name]
+    fits = hi < 2 ** -bits if bits < 0 else hi < 2 ** (bits - 1)
+    return (lo, hi) if fits else None
 
 
 def _toml_key(name: str) -> str:
@@ -217,15 +247,22 @@ def policy_text(database: str, source: str, tables: list[TableDraft]) -> str:
             gran = granularity(typ)
             if c in t.thresholds:
                 thr, note = t.thresholds[c], "split threshold T, given by the data owner"
+            elif t.role(c, typ) == "both":
+                top = (t.quantile_range(c) or (0, PLACEHOLDER_THRESHOLD))[1]
+                thr, note = Decimal(top), (f"also a key; split threshold T = {top}, the top of its public range (one "
+                                           "split a row, review), not read from the data")
             else:
                 thr, note = Decimal(PLACEHOLDER_THRESHOLD), ("PLACEHOLDER split threshold, not read from the data: "
                                                              "set it, or run dpsql advise --write (docs/own_data.md, choosing T)")
             fields = [f"threshold = {_number(thr)}"]
             ends = t.quantile_range(c)
             if ends is not None:
-                fields += [f"range = [{ends[0]}, {ends[1]}]"] + (['grid = "log"'] if ends[0] == 0 else ["points = 10000"])
-                note += ("; range: MEDIAN/QUANTILE answer on this public grid, its ends powers of ten around the values "
-                         "(review: they tell the order of magnitude of the largest value)")
+                if t.role(c, typ) == "both":  # quantiles to the unit, on the key's public range
+                    fields += [f"range = [{ends[0]}, {ends[1]}]", f"points = {ends[1] - ends[0] + 1}"]
+                else:
+                    fields += [f"range = [{ends[0]}, {ends[1]}]"] + (['grid = "log"'] if ends[0] == 0 else ["points = 10000"])
+                    note += ("; range: MEDIAN/QUANTILE answer on this public grid, its ends powers of ten around the "
+                             "values (review: they tell the order of magnitude of the largest value)")
             if gran is not None:
                 fields.append(f"granularity = {_number(gran)}")
                 note += f"; noised in whole units of {_number(gran)}, as its type {typ} states"
@@ -250,10 +287,14 @@ def policy_text(database: str, source: str, tables: list[TableDraft]) -> str:
                 values = ", ".join(_value(v) for v in t.public[c])
                 out.append(f"{_toml_key(c)} = {{ keyset = [{values}] }}   # {typ}: public keyset "
                            f"({len(t.public[c])} values, read from the data because you declared the column public)")
+            elif is_integer(typ) and (known := known_range(c, typ)) is not None:
+                out.append(f"{_toml_key(c)} = {{ range = [{known[0]}, {known[1]}] }}   # {typ}: public range, from what "
+                           "the name means (not read from the data; review): GROUP BY it or bins of it (FLOOR(x / 10) * "
+                           "10, WIDTH_BUCKET, CASE), every value of the range released; rows outside it fall in no group")
             elif is_integer(typ):
-                out.append(f"{_toml_key(c)} = {{}}   # {typ}: a key (a calendar field, or a few small whole numbers), "
-                           "private: GROUP BY it goes through DP partition selection; if its values are public, "
-                           "list them: keyset = [1, 2, ...] (init --public reads them)")
+                out.append(f"{_toml_key(c)} = {{}}   # {typ}: a key (a few small whole numbers), private: GROUP BY it "
+                           "goes through DP partition selection; if its possible values are public, declare them: "
+                           "range = [lowest, highest], or keyset = [1, 2, ...] (init --public reads them)")
             else:
                 out.append(f"{_toml_key(c)} = {{}}   # {typ}: private key, GROUP BY it goes through DP partition "
                            "selection; delete the line if it is not for grouping (names, e-mails)")

@@ -40,6 +40,9 @@ def check_catalog(policy: Policy, engine: Engine, schema: dict[str, dict[str, st
             if m.override and m.override.key not in cols:
                 raise PolicyFileError(f"{where}: field 'tables.{name}.measures.{m.name}.overrides.key' is not a column")
         for k in tp.keys.values():
+            if k.numeric:
+                _check_number_range(where, name, k.name, k.range, cols[k.name])  # type: ignore[arg-type]
+                continue
             if k.range is not None:
                 _check_range_key(where, name, k.name, k.grain, cols[k.name])
                 continue
@@ -77,6 +80,27 @@ def _check_range_key(where: str, table: str, column: str, grain: str, sql_type: 
     if kind not in ("DATE", "TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS"):
         raise PolicyFileError(f"{where}: field '{field}.range': column {column!r} is {sql_type}; a range is declared "
                               "for DATE or TIMESTAMP columns (without time zone)")
+
+
+#: the values each integer type holds (DuckDB's), for an integer range's ends
+_INTEGER_SPANS = {"TINYINT": 8, "SMALLINT": 16, "INTEGER": 32, "BIGINT": 64, "HUGEINT": 128,
+                  "UTINYINT": -8, "USMALLINT": -16, "UINTEGER": -32, "UBIGINT": -64, "UHUGEINT": -128}
+
+
+def _check_number_range(where: str, table: str, column: str, ends: tuple[int, int], sql_type: str) -> None:
+    """An integer range fits an integer column that holds both of its ends: a DOUBLE or a DECIMAL
+    holds values between the integers, which the keyset would not hold; an end past the type
+    would make every expression of the key fail on its own keyset."""
+    field = f"tables.{table}.keys.{column}.range"
+    bits = _INTEGER_SPANS.get(sql_type.upper())
+    if bits is None:
+        raise PolicyFileError(f"{where}: field '{field}': column {column!r} is {sql_type}; an integer range is declared "
+                              "for integer columns (a DATE or TIMESTAMP range is written with days)",
+                              hint="declare the column a measure, a private key ({}), or a keyset of its values.")
+    lo, hi = (0, 2 ** -bits - 1) if bits < 0 else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    if not lo <= ends[0] <= ends[1] <= hi:
+        raise PolicyFileError(f"{where}: field '{field}': [{ends[0]}, {ends[1]}] does not fit column {column!r} of "
+                              f"type {sql_type} (from {lo} to {hi})")
 
 
 def check_units(policy: Policy, engine: Engine, table: str) -> None:

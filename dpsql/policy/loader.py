@@ -38,9 +38,7 @@ File format (see ``docs/policy.md``)::
 
 from __future__ import annotations
 
-import datetime
 import hashlib
-import itertools
 import math
 import tomllib
 from dataclasses import replace
@@ -49,9 +47,10 @@ from pathlib import Path
 from typing import Any
 
 from dpsql.errors import PolicyFileError
+from dpsql.policy.fields import err as _err, ident as _ident, is_int as _is_int, only as _only, table as _table
 from dpsql.policy.grid import quantile_grid
+from dpsql.policy.keys_loader import parse_keys
 from dpsql.policy.model import (
-    GRAINS,
     MECHANISMS,
     SELECTION_COUNTS,
     SELECTION_METHODS,
@@ -205,54 +204,6 @@ def _parquet_paths(doc: dict[str, Any], where: str, path: Path | None) -> dict[s
     return out
 
 
-#: the most instants a declared date/time range may hold (a year by the minute is 527,040)
-MAX_RANGE_GRID = 1_000_000
-_GRAIN_STEP = {"day": datetime.timedelta(days=1), "hour": datetime.timedelta(hours=1),
-               "minute": datetime.timedelta(minutes=1)}
-
-
-def _day(value: Any, where: str, field: str) -> datetime.date:
-    if isinstance(value, datetime.datetime) or not isinstance(value, (str, datetime.date)):
-        raise _err(where, field, "must hold two days, as \"YYYY-MM-DD\" strings or TOML dates")
-    if isinstance(value, str):
-        try:
-            return datetime.date.fromisoformat(value)
-        except ValueError:
-            raise _err(where, field, f"{value!r} is not a day written YYYY-MM-DD") from None
-    return value
-
-
-def _range_key(name: str, kdoc: dict[str, Any], where: str, kfield: str) -> Key:
-    """A DATE / TIMESTAMP key with a public range of days: its keyset is every day of the
-    range (``grain = "day"``, the default) or every hour or minute of it, as the grid the
-    time buckets of a GROUP BY are computed over (their image is their keyset)."""
-    if "keyset" in kdoc:
-        raise _err(where, kfield, "has both a keyset and a range; give one of them")
-    rng = kdoc.get("range")
-    if not isinstance(rng, list) or len(rng) != 2:
-        raise _err(where, f"{kfield}.range", "must be [first day, last day], e.g. [\"2019-01-01\", \"2024-12-31\"]")
-    lo, hi = (_day(v, where, f"{kfield}.range") for v in rng)
-    if hi < lo:
-        raise _err(where, f"{kfield}.range", f"ends ({hi}) before it starts ({lo})")
-    grain = kdoc.get("grain", "day")
-    if grain not in GRAINS:
-        raise _err(where, f"{kfield}.grain", f"must be one of {', '.join(GRAINS)}")
-    step = _GRAIN_STEP[grain]
-    size = ((hi - lo).days + 1) * (datetime.timedelta(days=1) // step)
-    if size > MAX_RANGE_GRID:
-        raise _err(where, kfield, f"the range by the {grain} holds {size:,} instants, more than {MAX_RANGE_GRID:,}; "
-                   "declare a shorter range or a coarser grain")
-    # Built by C-level iterators (date.fromordinal; a running datetime + step): the same values as
-    # lo + i days / start + i * step, several times faster, and every policy load pays it (the
-    # demo's two ranges are 21,569 instants: ~25 ms of a fresh `dpsql query` as generators).
-    if grain == "day":
-        keyset: tuple[Any, ...] = tuple(map(datetime.date.fromordinal, range(lo.toordinal(), lo.toordinal() + size)))
-    else:
-        start = datetime.datetime.combine(lo, datetime.time())
-        keyset = tuple(itertools.accumulate(itertools.repeat(step, size - 1), initial=start))
-    return Key(name, keyset, range=(lo, hi), grain=grain)
-
-
 def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:
     prefix = f"tables.{name}"
     _ident(name, where, prefix)
@@ -268,25 +219,7 @@ def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:
     if (extra := next((f for f in ("row_threshold", "quantile_rows") if f in tdoc), None)) and max_groups is None:
         raise _err(where, f"{prefix}.{extra}", "applies to many rows per unit: declare max_groups too")  # docs/policy.md
 
-    keys: dict[str, Key] = {}
-    for kname, kdoc in _table(tdoc.get("keys", {}), where, f"{prefix}.keys").items():
-        kfield = f"{prefix}.keys.{kname}"
-        _ident(kname, where, kfield)
-        kdoc = _table(kdoc, where, kfield)
-        _only(kdoc, {"keyset", "range", "grain"}, where, kfield)
-        if "range" in kdoc or "grain" in kdoc:
-            keys[kname.lower()] = _range_key(kname.lower(), kdoc, where, kfield)
-            continue
-        keyset = kdoc.get("keyset")
-        if keyset is not None:
-            if not isinstance(keyset, list) or not keyset:
-                raise _err(where, f"{kfield}.keyset", "must be a non-empty list of values (omit it for a private key)")
-            if not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in keyset):
-                raise _err(where, f"{kfield}.keyset", "values must be strings or integers")
-            if len(set(keyset)) != len(keyset):
-                raise _err(where, f"{kfield}.keyset", "lists a value twice")
-            keyset = tuple(keyset)
-        keys[kname.lower()] = Key(kname.lower(), keyset)
+    keys = parse_keys(tdoc.get("keys", {}), where, prefix)
 
     measures: dict[str, Measure] = {}
     for mname, mdoc in _table(tdoc.get("measures", {}), where, f"{prefix}.measures").items():
@@ -295,9 +228,7 @@ def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:
     unit_l = unit.lower()
     if unit_l in measures or unit_l in keys:
         raise _err(where, f"{prefix}.privacy_unit", f"column {unit!r} cannot also be a measure or a key")
-    both = set(measures) & set(keys)
-    if both:
-        raise _err(where, f"{prefix}.measures", f"column {sorted(both)[0]!r} is declared both as a measure and as a key")
+    # a column may be both a key and a measure (GROUP BY age with AVG(age)): docs/policy.md, "Two roles"
     return TablePolicy(name.lower(), unit_l, measures, keys, max_splits, max_groups, rows, tdoc.get("quantile_rows", 1))
 
 
@@ -348,27 +279,8 @@ def _keyset_value(text: str, key: Key) -> Any:
     return None
 
 
-def _err(where: str, fieldname: str, reason: str) -> PolicyFileError:
-    return PolicyFileError(f"{where}: field '{fieldname}' {reason}")
 
 
-def _only(doc: dict[str, Any], allowed: set[str], where: str, prefix: str) -> None:
-    for k in doc:
-        if k not in allowed:
-            name = f"{prefix}.{k}" if prefix else k
-            raise _err(where, name, f"is not a known field (expected one of: {', '.join(sorted(allowed))})")
-
-
-def _table(value: Any, where: str, fieldname: str, required: bool = False) -> dict[str, Any]:
-    if value is None and required:
-        raise _err(where, fieldname, "is required")
-    if not isinstance(value, dict):
-        raise _err(where, fieldname, "must be a table")
-    return value
-
-
-def _is_int(value: Any) -> bool:  # a TOML integer (not a bool)
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _positive_fraction(value: Any, where: str, fieldname: str) -> Fraction:
@@ -394,7 +306,3 @@ def _delta(value: Any, where: str, fieldname: str) -> Fraction:
         raise _err(where, fieldname, "must be below 1 (a probability of failure; typically 1e-5 or smaller)")
     return delta
 
-
-def _ident(name: str, where: str, fieldname: str) -> None:
-    if not name or not (name[0].isalpha() or name[0] == "_") or not all(c.isalnum() or c == "_" for c in name):
-        raise _err(where, fieldname, f"{name!r} is not a plain identifier (letters, digits, underscore)")

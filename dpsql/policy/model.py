@@ -125,7 +125,9 @@ GRAINS = ("day", "hour", "minute")
 
 @dataclass(frozen=True)
 class Key:
-    """A column analysts may GROUP BY; public when it has a keyset.
+    """A column analysts may GROUP BY; public when it has a keyset. An integer column may
+    declare a public ``range`` of integers instead (``grain`` is then ``"integer"``): its keyset is
+    every integer of the range.
 
     A DATE or TIMESTAMP key may instead declare a public ``range`` of days (both ends
     included) and a ``grain``: its keyset is then every instant of the range at that grain
@@ -141,6 +143,12 @@ class Key:
     @property
     def public(self) -> bool:
         return self.keyset is not None
+
+    @property
+    def numeric(self) -> bool:
+        """Whether the key is an integer range (``range = [0, 120]``): its keyset is every
+        integer of the range, and GROUP BY takes any expression of it (``sql/keys.py``)."""
+        return self.range is not None and isinstance(self.range[0], int)
 
 
 #: the name of the row-count "measure" of a table with many rows per unit: ``#rows`` counts
@@ -199,16 +207,23 @@ class TablePolicy:
                 items = list(m.override.thresholds.items())
                 shown = ", ".join(f"{m.display(t)} if {m.override.key} = {k}" for k, t in items[:3])
                 text += f" ({shown}{', …' if len(items) > 3 else ''})"
-            return text
+            # a column in two roles (docs/policy.md, "Two roles"): its key role too
+            return text + (f"; and {_key_role(self.keys[column])}" if column in self.keys else "")
         if column in self.keys:
-            key = self.keys[column]
-            if key.range is not None:
-                lo, hi = key.range
-                return f"public date/time key: GROUP BY time buckets of it, range {lo} to {hi} by {key.grain}"
-            if key.public:
-                return f"public key: GROUP BY, keyset of {len(key.keyset or ())} values"
-            return "private key: GROUP BY through partition selection"
+            return _key_role(self.keys[column])
         return "private: WHERE only"
+
+
+def _key_role(key: Key) -> str:
+    if key.numeric:
+        lo, hi = key.range  # type: ignore[misc]
+        return f"public integer key: GROUP BY it or expressions of it (bins), range {lo} to {hi}"
+    if key.range is not None:
+        lo, hi = key.range
+        return f"public date/time key: GROUP BY time buckets of it, range {lo} to {hi} by {key.grain}"
+    if key.public:
+        return f"public key: GROUP BY, keyset of {len(key.keyset or ())} values"
+    return "private key: GROUP BY through partition selection"
 
 
 def _least(*values: int | None) -> int | None:

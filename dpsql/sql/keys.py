@@ -58,7 +58,7 @@ def group_keys(select: exp.Select, table: TablePolicy, scopes: Scopes, items: li
         if expr.sql("duckdb") in {k.expr.sql("duckdb") for k in keys}:
             continue
         ranged = {n: table.keys[n] for n in sources if n in table.keys and table.keys[n].range is not None}
-        stamps = {n: k for n, k in ranged.items() if scopes.columns.get(n, "").upper() != "DATE"}
+        stamps = {n: k for n, k in ranged.items() if not k.numeric and scopes.columns.get(n, "").upper() != "DATE"}
         days = {n: d for n in sources if n in table.keys
                 and (d := key_days(n, table.keys[n], scopes.columns.get(n, ""))) is not None}
         if stamps:

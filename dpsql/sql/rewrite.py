@@ -247,7 +247,11 @@ def reference_sql(plan: Plan, schema: dict[str, str]) -> str:
     counted = sorted({p.column for p in plan.primitives if p.kind == "count" and p.column})
     names = plan.key_names
     types = {**schema, **plan.public_types}
-    carry: list[str | tuple[str, str]] = [(key_sql(k, types), k.name) for k in plan.keys]
+    # A key that is also a split measure (GROUP BY age with SUM(age)) rides under a name of its
+    # own: the measure's name holds its split values.
+    split_names = {m.name for m in measures}
+    carried = [f"__key_{k}" if k in split_names else k for k in names]
+    carry: list[str | tuple[str, str]] = [(key_sql(k, types), c) for k, c in zip(plan.keys, carried)]
     # Counted columns ride as themselves under names of their own: a split measure's name holds
     # its split values, and COUNT(DISTINCT measure) counts the record's value, not its splits.
     carry += [(_q(c), f"__c_{c}") for c in counted]
@@ -256,7 +260,7 @@ def reference_sql(plan: Plan, schema: dict[str, str]) -> str:
     carry += [(value_sql(t.measures[c], schema[c], None), f"__qv_{c}") for c in quantiled]
     where = _where_sql(plan, {**schema, **plan.public_types}).replace("\n", " ")
     split = split_relation_sql(t, measures, schema, carry, where, source=from_sql(plan, types).replace("\n", " "))
-    out = [f"{_q(k)} AS {_q(k)}" for k in names]
+    out = [f"{_q(c)} AS {_q(k)}" for k, c in zip(names, carried)]
     for i, p in enumerate(plan.primitives):
         if p.kind == "count":
             counted_as = _q(f"__c_{p.column}")
@@ -277,7 +281,7 @@ def reference_sql(plan: Plan, schema: dict[str, str]) -> str:
         out.append(f"COUNT(*) AS {SELECTION_COLUMN}")
     sql = f"WITH __split_rows AS (\n{split}\n)\nSELECT {', '.join(out)}\nFROM __split_rows"
     if plan.keys:
-        sql += f"\nGROUP BY {', '.join(_q(k) for k in names)}"
+        sql += f"\nGROUP BY {', '.join(_q(c) for c in carried)}"
     return sql
 
 

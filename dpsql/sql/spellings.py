@@ -6,7 +6,9 @@
 * ``FETCH FIRST n ROWS ONLY`` / ``FETCH NEXT n ROWS ONLY`` (the SQL standard's) is ``LIMIT n``;
   ``WITH TIES`` and ``PERCENT`` are refused (DP110), as their rows depend on the values;
 * ``x = ANY(ARRAY[a, b])`` is ``x IN (a, b)`` and ``x <> ALL(ARRAY[a, b])`` is ``NOT x IN (a, b)``
-  (:func:`any_as_in`).
+  (:func:`any_as_in`);
+* ``WIDTH_BUCKET(x, low, high, n)`` (PostgreSQL's, which DuckDB lacks) is the CASE it computes
+  (:func:`width_bucket_as_case`), with literal bounds and count.
 
 No I/O here.
 """
@@ -91,3 +93,52 @@ def _is_literal(node: exp.Expression) -> bool:
         isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal))
 
 
+#: WIDTH_BUCKET's bounds are read as DOUBLE: within ±2^52, and with |high − low| · n ≤ 2^53, an
+#: integer x's bucket (x − low) · n / (high − low) is computed exactly before FLOOR
+_EXACT = 2 ** 52
+
+
+def _number(node: exp.Expression | None) -> float | int | None:
+    """The value of a numeric literal (or its negation), else None."""
+    negative = isinstance(node, exp.Neg)
+    if negative:
+        node = node.this  # type: ignore[union-attr]
+    if not isinstance(node, exp.Literal) or node.is_string:
+        return None
+    try:
+        value = int(node.this) if node.is_int else float(node.this)
+    except ValueError:
+        return None
+    return -value if negative else value
+
+
+def width_bucket_as_case(tree: exp.Expression) -> exp.Expression:
+    """``WIDTH_BUCKET(x, low, high, n)`` as PostgreSQL defines it, as a CASE DuckDB runs: 0 below
+    ``low``, n + 1 from ``high`` on, else FLOOR((x − low) · n / (high − low)) + 1 (and mirrored when
+    high < low); NULL for NULL. The arithmetic is in DOUBLE (never an error: ``sql/totality.py``)
+    and the bucket is a BIGINT. The bounds and n must be literals (PostgreSQL fails on n ≤ 0 or
+    low = high, per row; here that is decided from the text): DP110 otherwise."""
+    for node in list(tree.find_all(exp.WidthBucket)):
+        x = node.this
+        low, high, n = (_number(node.args.get(a)) for a in ("min_value", "max_value", "num_buckets"))
+        if low is None or high is None or not isinstance(n, int) or n < 1 or low == high \
+                or max(abs(low), abs(high)) > _EXACT or abs(high - low) * n > 2 * _EXACT:
+            raise QueryRefused("WIDTH_BUCKET needs literal bounds that differ and a literal count of buckets n ≥ 1",
+                               code="DP110", hint="write WIDTH_BUCKET(column, 0, 100, 10), or a CASE of the column.")
+        flip = high < low  # PostgreSQL's reversed buckets: 0 above low, n + 1 from high down
+        below, beyond = (exp.GT, exp.LTE) if flip else (exp.LT, exp.GTE)
+        as_double = exp.Cast(this=x.copy(), to=exp.DataType.build("DOUBLE"))
+        offset = exp.Sub(this=exp.Literal.number(low), expression=as_double) if flip \
+            else exp.Sub(this=as_double, expression=exp.Literal.number(low))
+        share = exp.Div(this=exp.Mul(this=exp.Paren(this=offset), expression=exp.Literal.number(n)),
+                        expression=exp.Literal.number(abs(high - low)))
+        bucket = exp.TryCast(this=exp.Add(this=exp.Floor(this=share), expression=exp.Literal.number(1)),
+                             to=exp.DataType.build("BIGINT"))
+        case = exp.Case(ifs=[exp.If(this=below(this=x.copy(), expression=exp.Literal.number(low)), true=exp.Literal.number(0)),
+                             exp.If(this=beyond(this=x.copy(), expression=exp.Literal.number(high)),
+                                    true=exp.Literal.number(n + 1))],
+                        default=bucket)
+        if isinstance(node.parent, exp.Select) and node.arg_key == "expressions":  # an output column: named as written
+            case = exp.alias_(case, node.sql("duckdb"), quoted=True)
+        node.replace(case)
+    return tree

@@ -19,12 +19,17 @@ Two rules make that image the right one:
   ``DATE_TRUNC('minute', ts)`` of a key declared by the hour would be computed on rows' real
   minutes but released only for whole hours. Such expressions are refused, not silently wrong.
   A DATE column's grid is every day, so any expression of it is exact.
+
+An integer key declared ``range = [lowest, highest]`` (``age``) is read the same way: every integer
+of the range is its grid, any expression of it (``FLOOR(age / 10) * 10``, ``WIDTH_BUCKET``, a
+``CASE``) is exact over it, and a row outside the range is read as NULL (docs/sql.md, "Integer keys").
 """
 
 from __future__ import annotations
 
 import datetime
 from collections.abc import Callable
+from typing import Any
 
 from sqlglot import exp
 
@@ -142,18 +147,23 @@ REPRESENTABLE = (datetime.date(1, 1, 1), datetime.date(9999, 12, 31))
 DATE_TYPES = ("DATE", "TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS", "DATETIME")
 
 
-def key_days(column: str, key: Key | None, sql_type: str) -> tuple[datetime.date, datetime.date] | None:
+def key_days(column: str, key: Key | None, sql_type: str) -> tuple[Any, Any] | None:
     """The days a DATE / TIMESTAMP key column is read within: its declared range, else
-    :data:`REPRESENTABLE`; None for other columns."""
+    :data:`REPRESENTABLE`; the integers of an integer key's declared range (``policy/check.py``
+    holds it to an integer column); None for other columns."""
+    if key is not None and key.numeric:
+        return key.range
     if sql_type.upper() not in DATE_TYPES:
         return None
     return key.range if key is not None and key.range is not None else REPRESENTABLE
 
 
-def range_condition(column: str, days: tuple[datetime.date, datetime.date], sql_type: str) -> exp.Expression:
-    """``column`` within ``days`` (both included)."""
+def range_condition(column: str, days: tuple[Any, Any], sql_type: str) -> exp.Expression:
+    """``column`` within ``days`` (both included): days, or the integers of an integer key."""
     lo, hi = days
     col = exp.column(column, quoted=True)
+    if isinstance(lo, int):  # comparing an integer column with integer literals cannot fail
+        return exp.Between(this=col, low=exp.Literal.number(lo), high=exp.Literal.number(hi))
     if sql_type.upper() == "DATE":
         return exp.Between(this=col, low=exp.cast(exp.Literal.string(lo.isoformat()), "DATE"),
                            high=exp.cast(exp.Literal.string(hi.isoformat()), "DATE"))
@@ -166,7 +176,7 @@ def range_condition(column: str, days: tuple[datetime.date, datetime.date], sql_
     return exp.and_(ge, end)
 
 
-def bounded(expr: exp.Expression, days: dict[str, tuple[datetime.date, datetime.date]],
+def bounded(expr: exp.Expression, days: dict[str, tuple[Any, Any]],
             types: dict[str, str]) -> exp.Expression:
     """``expr`` with every date key column in ``days`` read as NULL outside its days: what the
     exact query groups by (a row outside the range joins no released group, and no extreme date

@@ -365,6 +365,7 @@ ALLOW_LIST: dict[type[exp.Expression], Rule] = {
     exp.Div: Rule(_divide, "DuckDB's / divides as DOUBLE: x/0 is ±inf, never an error"),
     exp.Round: Rule(_round, "ROUND of a float, or of a DECIMAL(w,s) into DECIMAL(w,0), which holds it"),
     exp.Ceil: Rule(_of_floats, "CEIL of a float is a float"),
+    exp.Floor: Rule(_of_floats, "FLOOR of a float is a float"),
     exp.Abs: Rule(_of_floats, "ABS of a float is a float (of an integer it overflows at the minimum)"),
     exp.Greatest: Rule(_extreme, "its arguments unify to a common type that holds all of them"),
     exp.Least: Rule(_extreme, "its arguments unify to a common type that holds all of them"),
