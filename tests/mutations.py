@@ -868,6 +868,13 @@ MUTATIONS: tuple[Mutation, ...] = (
              "the policy's per-query cap (budget.max_query_rho) is not enforced: one SET dpsql.moe spends past it",
              (Patch("dpsql/pipeline/decide.py", "    if cap is not None and d.rho > cap:", "    if False:"),),
              ("tests/test_query_cap.py::test_a_query_above_the_cap_is_refused_with_its_cost_and_charged_nothing",)),
+    # ------------------------------------------------------------------ issue 34: what a process keeps
+    Mutation("policy_memo_by_path_only",
+             "a session keeps the policy validated from the file's old bytes after the data owner edited it "
+             "(an old budget, old thresholds)",
+             (Patch("dpsql/policy/memo.py", "        kept = _KEPT.get(key)",
+                    "        kept = next((v for k, v in _KEPT.items() if k[0] == key[0]), None)"),),
+             ("tests/test_policy_memo.py::test_an_edit_is_seen_by_the_next_session_whatever_the_mtime",)),
     # ------------------------------------------------------------------ issue 33: a released answer is reused
     Mutation("reuse_key_ignores_analyst",
              "the reuse key leaves the analyst out: analysts overwrite each other's stored answer (and, with the "
@@ -889,7 +896,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              "an answer is reused after the policy changed (partition selection's ε lives only there)",
              (Patch(REUSE, "    parts = (VERSION, analyst, policy.digest, str(policy.path), ident, shape, query,",
                     "    parts = (VERSION, analyst, str(policy.path), ident, shape, query,"),
-              Patch(REUSE, "             repr(plan.table), repr(policy.selection))", "             )"),),
+              Patch(REUSE, "             _digest(plan.table), _digest(policy.selection))", "             )"),),
              (f"{REUSED}::test_a_changed_policy_is_charged",)),
     Mutation("reuse_key_ignores_exact_query",
              "an answer is reused for another statement (another WHERE, another parameter value)",
