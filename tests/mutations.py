@@ -875,6 +875,20 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/policy/memo.py", "        kept = _KEPT.get(key)",
                     "        kept = next((v for k, v in _KEPT.items() if k[0] == key[0]), None)"),),
              ("tests/test_policy_memo.py::test_an_edit_is_seen_by_the_next_session_whatever_the_mtime",)),
+    Mutation("ledger_pool_ignores_identity",
+             "a new session charges through a connection kept open on a ledger file that was replaced: its "
+             "charges go to the old file, the budget in place is never spent",
+             (Patch("dpsql/ledger/pool.py", "        idle = _IDLE.get(identity)",
+                    "        idle = next((v for v in _IDLE.values() if v), None)"),),
+             ("tests/test_ledger_pool.py::test_a_file_put_in_place_of_the_ledger_gets_its_own_connection",)),
+    Mutation("charge_after_kept_answer_not_synced",
+             "after an answer is kept for reuse (committed without fsync) the next charges commit without fsync "
+             "too: a crash can lose a charge whose answer was already shown",
+             (Patch("dpsql/ledger/answers.py", '                db.execute("PRAGMA synchronous=FULL")  # and Ledger.charge',
+                    '                pass  # and Ledger.charge'),
+              Patch("dpsql/ledger/book.py", '            db.execute("PRAGMA synchronous=FULL")  # whatever ran before',
+                    '            pass  # whatever ran before')),
+             ("tests/test_ledger_sync.py::test_charges_are_synced_and_kept_answers_are_not",)),
     # ------------------------------------------------------------------ issue 33: a released answer is reused
     Mutation("reuse_key_ignores_analyst",
              "the reuse key leaves the analyst out: analysts overwrite each other's stored answer (and, with the "

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from dpsql.ledger import fds as ledger_fds
+from dpsql.ledger import pool as ledger_pool
 from dpsql.errors import BudgetExceededError, LedgerError, PolicyFileError
 from dpsql.policy.model import Policy
 from dpsql.privacy import accounting
@@ -150,6 +151,10 @@ class Ledger:
         self.dataset_delta = dataset_delta
         self._lock = threading.Lock()  # one statement sequence (a BEGIN IMMEDIATE ... COMMIT) at a time
         self._db: sqlite3.Connection | None = None
+        self._opened = self._identity()
+        self._db = ledger_pool.take(self._opened)  # one a closed Ledger left open on these very files
+        if self._db is not None:
+            return
         try:
             db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
@@ -169,16 +174,11 @@ class Ledger:
             raise self._broken(f"is not a readable dpsql ledger ({exc})") from None
         self._db = db
 
-    def close(self) -> None:
-        with self._lock:
+    def close(self, keep: bool = True) -> None:
+        with self._lock:  # keep: its connection serves the process's next Ledger on these files (ledger/pool.py)
             if self._db is not None:
-                try:
-                    self._db.close()
-                except sqlite3.Error:
-                    pass  # nothing is pending: every charge committed or rolled back
+                (ledger_pool.give if keep else ledger_pool.close)(self._opened, self._db)
                 self._db = None
-                assert self._opened[0] is not None
-                ledger_fds.release_fd(self._opened[0])
 
     # ------------------------------------------------------------------ the file is still this ledger
     def _companions(self) -> tuple[Path, ...]:
@@ -343,6 +343,7 @@ class Ledger:
         """
         assert self._opened[0] is not None
         with self._use() as db, ledger_fds.write_lock(self._opened[0]):  # in turn within this process
+            db.execute("PRAGMA synchronous=FULL")  # whatever ran before (answers.keep commits without fsync)
             db.execute("BEGIN IMMEDIATE")  # the write lock: one charge at a time across processes
             try:
                 s = self._read_spent(db, self.analyst)
