@@ -340,13 +340,13 @@ MUTATIONS: tuple[Mutation, ...] = (
     # ------------------------------------------------------------------ the budget
     Mutation("charge_check_removed",
              "Ledger.charge records a charge the remaining budget cannot cover (the binding check)",
-             (Patch("dpsql/ledger/book.py", "refusal = self._refusal(charge.rho, charge.delta, s)", "refusal = None"),),
+             (Patch("dpsql/ledger/group.py", "refusal = p.ledger._refusal(charge.rho, charge.delta, s)", "refusal = None"),),
              (f"{REFUSALS}::test_ledger_charge_refuses_over_budget_and_records_nothing",
               f"{REFUSALS}::test_charge_is_binding_when_two_sessions_pass_the_early_check",
               f"{REFUSALS}::test_charge_is_binding_when_the_early_check_is_bypassed")),
     Mutation("charge_check_removed_two_sessions",
              "as charge_check_removed, caught end to end: two sessions that both passed the early check",
-             (Patch("dpsql/ledger/book.py", "refusal = self._refusal(charge.rho, charge.delta, s)", "refusal = None"),),
+             (Patch("dpsql/ledger/group.py", "refusal = p.ledger._refusal(charge.rho, charge.delta, s)", "refusal = None"),),
              (f"{REFUSALS}::test_charge_is_binding_when_two_sessions_pass_the_early_check",)),
     # ------------------------------------------------------------------ the privacy unit
     Mutation("unit_check_skipped",
@@ -669,14 +669,14 @@ MUTATIONS: tuple[Mutation, ...] = (
     # ------------------------------------------------------------------ the ledger under kill -9, deterministically
     Mutation("charge_row_committed_before_totals",
              "a charge's row is committed before the running totals: a crash between them leaves totals below the charges",
-             (Patch("dpsql/ledger/book.py",
-                    "                for who, rho, delta in ((self.analyst, s.rho, s.delta), (\"\", s.rho_all, s.delta_all)):",
+             (Patch("dpsql/ledger/group.py",
+                    "                for who, rho, delta in ((analyst, s.rho, s.delta), (\"\", s.rho_all, s.delta_all)):",
                     "                for who, rho, delta in db.execute(\"COMMIT\") and db.execute(\"BEGIN IMMEDIATE\") and "
-                    "((self.analyst, s.rho, s.delta), (\"\", s.rho_all, s.delta_all)):"),),
+                    "((analyst, s.rho, s.delta), (\"\", s.rho_all, s.delta_all)):"),),
              (f"{CRASH}::test_a_kill_at_every_statement_of_a_charge_leaves_the_ledger_consistent",)),
     Mutation("each_total_in_its_own_transaction",
              "the analyst's and everyone's totals are committed one at a time: a crash between them splits them",
-             (Patch("dpsql/ledger/book.py",
+             (Patch("dpsql/ledger/group.py",
                     "                    db.execute(\"INSERT OR REPLACE INTO totals (analyst, rho, delta) VALUES (?, ?, ?)\",",
                     "                    db.execute(\"COMMIT\") and db.execute(\"BEGIN IMMEDIATE\") and "
                     "db.execute(\"INSERT OR REPLACE INTO totals (analyst, rho, delta) VALUES (?, ?, ?)\","),),
@@ -886,9 +886,20 @@ MUTATIONS: tuple[Mutation, ...] = (
              "too: a crash can lose a charge whose answer was already shown",
              (Patch("dpsql/ledger/answers.py", '                db.execute("PRAGMA synchronous=FULL")  # and Ledger.charge',
                     '                pass  # and Ledger.charge'),
-              Patch("dpsql/ledger/book.py", '            db.execute("PRAGMA synchronous=FULL")  # whatever ran before',
-                    '            pass  # whatever ran before')),
+              Patch("dpsql/ledger/group.py", '        db.execute("PRAGMA synchronous=FULL")  # whatever ran before',
+                    '        pass  # whatever ran before')),
              ("tests/test_ledger_sync.py::test_charges_are_synced_and_kept_answers_are_not",)),
+    Mutation("group_commit_checks_with_the_leaders_caps",
+             "a batch of charges is checked against the leading session's budget caps, not each one's own: "
+             "an analyst with a smaller wall overspends it when another analyst's charge leads",
+             (Patch("dpsql/ledger/group.py", "refusal = p.ledger._refusal(charge.rho, charge.delta, s)",
+                    "refusal = leader._refusal(charge.rho, charge.delta, s)"),),
+             ("tests/test_ledger_group.py::test_charges_queued_behind_a_commit_share_the_next_one",)),
+    Mutation("group_commit_reads_totals_once",
+             "a batch reads the running totals once: its charges do not see each other, and together overspend",
+             (Patch("dpsql/ledger/group.py", "                s = leader._read_spent(db, analyst)",
+                    "                s = s if 's' in dir() else leader._read_spent(db, analyst)"),),
+             ("tests/test_ledger_group.py::test_charges_queued_behind_a_commit_share_the_next_one",)),
     # ------------------------------------------------------------------ issue 33: a released answer is reused
     Mutation("reuse_key_ignores_analyst",
              "the reuse key leaves the analyst out: analysts overwrite each other's stored answer (and, with the "
