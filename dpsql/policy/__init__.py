@@ -2,7 +2,7 @@
 
 Owns the frozen policy objects (:mod:`~dpsql.policy.model`: tables, privacy units, measures and
 their thresholds, keys and their public keysets, budget), the TOML file format and its validation
-(:mod:`~dpsql.policy.loader`), the public grids of measures and keys (:mod:`~dpsql.policy.grid`),
+(:mod:`~dpsql.policy.loader`; once per content of a file in a process, :mod:`~dpsql.policy.memo`), the public grids of measures and keys (:mod:`~dpsql.policy.grid`),
 and the checks of a policy against the data file's schema and its unit column
 (:mod:`~dpsql.policy.check`, whose passes are remembered by :mod:`dpsql.records.unit`).
 
