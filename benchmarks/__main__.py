@@ -8,6 +8,7 @@
     python -m benchmarks perf           # issue 15 in one run: speed with stages at 100k, 1M, 10M rows
                                         # (--rows ... 100000000 adds 100M), samplers vs OpenDP
                                         # (needs the [bench] extra), the fresh-process ratio
+    python -m benchmarks performance    # every figure of docs/performance.md (benchmarks/performance.py)
     python -m benchmarks all --quick    # smoke test: small data, few runs, into benchmarks/data/quick/
 
 Full runs write CSVs and PNGs to ``docs/evaluation/`` and their tables into the marked sections
@@ -38,7 +39,7 @@ from .common import (
     write_csv,
 )
 
-WHAT = ("all", "speed", "utility", "policy-loss", "heavy-tail", "perf")
+WHAT = ("all", "speed", "utility", "policy-loss", "heavy-tail", "perf", "performance")
 FULL = {"speed_rows": [1_000_000, 10_000_000, 100_000_000], "perf_rows": [100_000, 1_000_000, 10_000_000],
         "repeat": 7, "ref_repeat": 3,
         "utility_rows": 10_000_000, "sim_rows": 100_000}
@@ -138,9 +139,17 @@ def do_perf(args: argparse.Namespace, sizes: dict[str, Any], out: Path, doc: Pat
     return {"fresh_ratio": fresh["dpsql"] / fresh["raw"]}
 
 
+def do_performance(args: argparse.Namespace, sizes: dict[str, Any], out: Path, doc: Path, command: str) -> dict[str, Any]:
+    """Every figure of docs/performance.md (benchmarks/performance.py), each section with its load."""
+    from . import performance
+
+    performance.run(args.quick, args.only, args.doc if args.what == "performance" else None, args.data_dir)
+    return {}
+
+
 STEPS: dict[str, Callable[..., dict[str, Any]]] = {
     "speed": do_speed, "utility": do_utility, "policy-loss": do_policy_loss, "heavy-tail": do_heavy_tail,
-    "perf": do_perf}
+    "perf": do_perf, "performance": do_performance}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-plots", dest="plots", action="store_false", help="skip the PNGs")
     p.add_argument("--utility-rows", type=int, help="establishments for utility/policy-loss (default 10M; --quick 200k)")
     p.add_argument("--sim-rows", type=int, help="SIM records for heavy-tail (default 100,000; --quick 20,000)")
+    p.add_argument("--only", nargs="+", metavar="SECTION", help="performance: these sections of docs/performance.md only")
     from .speed import add_arguments
 
     add_arguments(p)
@@ -166,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = QUICK if args.quick else FULL
     out = args.out or (QUICK_DIR if args.quick else OUT_DIR)
     doc = args.doc or (QUICK_DIR / "evaluation.md" if args.quick else DOC)
-    if args.quick:
+    if args.quick and args.what != "performance":  # performance copies docs/performance.md instead
         prepare_quick_doc(doc)
     t0 = time.perf_counter()
     steps = list(STEPS) if args.what == "all" else [args.what]

@@ -1,6 +1,6 @@
 """What the wire costs: ``dpsql serve`` against embedded dpsql and raw DuckDB, in one run.
 
-    python -m benchmarks.server                          # the demo (200k rows): latency, then 1, 8, 50 clients
+    python -m benchmarks.server                          # the demo (200k rows): latency, then 1, 8, 32 clients
     python -m benchmarks.server --rows 1000000 --queries 50 --seconds 3 --clients 1 8
     python -m benchmarks.server --database DB --policy P --query "SELECT ..."
 
@@ -14,7 +14,11 @@ answer. The exact query on a raw read-only DuckDB connection is timed apart, for
 (interleaved, it slowed the dpsql query after it by several ms on two cores). Then 1, 8 and 50 clients (threads, each with its own
 psycopg connection, all as one analyst) send the query back to back for ``--seconds`` each:
 queries per second, and each query's median and 95th-percentile latency under that load.
-Connection setup (TCP, SCRAM, the server opening a session) is timed apart.
+Connection setup (TCP, SCRAM, the server opening a session) is timed apart. The server's CPU
+time per answer (from /proc) is set beside raw DuckDB's for the same query: the CPU time of this
+process (``time.process_time``, DuckDB's threads included) per ``execute`` + ``fetchall`` on a
+raw read-only connection, measured with nothing else running in it. The 1-minute load average
+is printed beside each table.
 
 Every private answer is charged durably before it is returned (a SQLite commit with
 ``synchronous=FULL``), so the benchmark runs on a copy of the policy with a huge budget, in a
@@ -38,7 +42,7 @@ from typing import Any
 from .common import DATA_DIR, REPO, benchmark_policy, ensure_data, log, machine_info, ms
 from .speed import HEADLINE, QUERIES
 
-CLIENTS = (1, 8, 50)
+CLIENTS = (1, 8, 32)
 
 
 def _timed(fn: Callable[[], Any]) -> float:
@@ -149,36 +153,56 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             # embedded or over the wire alike (its worker threads linger on both cores).
             lat = {"raw DuckDB (exact query)": latencies({"raw": lambda: raw.execute(sql).fetchall()},
                                                          args.queries)["raw"], **lat}
+            load_latency = os.getloadavg()[0]
+            raw_cpu = raw_cpu_per_query(lambda: raw.execute(sql).fetchall(), args.queries)
             log("connection setup ...")
             setup = [_timed(lambda: srv.connect("bench", options="-c dpsql.reuse=off").close()) for _ in range(max(5, args.queries // 10))]
             loads = []
             for n in args.clients:
                 log(f"{n} client(s) for {args.seconds} s ...")
                 loads.append(load(lambda: srv.connect("bench", options="-c dpsql.reuse=off"), sql, n, args.seconds, srv.process.pid))
+                loads[-1]["load"] = os.getloadavg()[0]
             raw.close()
             wire.close()
             simple.connection.close()
             charged = len(srv.charges("bench"))
     return {"sql": sql, "rows": None if args.database else args.rows, "database": str(database),
             "latency": {k: statistics.median(v) for k, v in lat.items()}, "n": args.queries,
-            "setup": statistics.median(setup), "loads": loads, "charged": charged, "machine": machine_info()}
+            "setup": statistics.median(setup), "loads": loads, "charged": charged, "machine": machine_info(),
+            "raw_cpu": raw_cpu, "load_latency": load_latency}
+
+
+def raw_cpu_per_query(run_query: Callable[[], Any], n: int) -> float:
+    """CPU seconds of this process per raw query (all its threads), the median of five batches."""
+    batches = []
+    for _ in range(5):
+        c0 = time.process_time()
+        for _ in range(max(1, n // 5)):
+            run_query()
+        batches.append((time.process_time() - c0) / max(1, n // 5))
+    return statistics.median(batches)
 
 
 def render(res: dict[str, Any]) -> str:
     lat = res["latency"]
     base = lat["embedded dpsql (DB-API)"]
     out = [f"Query: `{res['sql']}`" + (f" on {res['rows']:,} rows" if res["rows"] else f" on {res['database']}") + ".",
-           "", f"Median of {res['n']} runs each (the dpsql paths interleaved, raw DuckDB apart):", "",
+           "", f"Median of {res['n']} runs each (the dpsql paths interleaved, raw DuckDB apart; "
+               f"load average {res.get('load_latency', 0):.1f}):", "",
            "| path | median ms | added to embedded |", "|---|---:|---:|"]
     for name, t in lat.items():
         d = t - base
         added = "" if name.startswith(("raw", "embedded")) else f"{'+' if d >= 0 else '−'}{ms(abs(d))} ms"
         out.append(f"| {name} | {ms(t)} | {added} |")
     out += ["", f"Connection setup (TCP, SCRAM-SHA-256, the server opening a session): {ms(res['setup'])} ms median.", "",
-            "| clients | queries/s | median ms | p95 ms | server CPU ms per query |", "|---:|---:|---:|---:|---:|"]
+            f"Raw DuckDB's CPU per query (this process, the exact query): {ms(res['raw_cpu'])} ms.", "",
+            "| clients | queries/s | median ms | p95 ms | server CPU ms per query | ÷ raw DuckDB's CPU | load |",
+            "|---:|---:|---:|---:|---:|---:|---:|"]
     for ld in res["loads"]:
         cpu = ms(ld["server_cpu"]) if ld["server_cpu"] is not None else "?"
-        out.append(f"| {ld['clients']} | {ld['qps']:.0f} | {ms(ld['median'])} | {ms(ld['p95'])} | {cpu} |")
+        ratio = f"{ld['server_cpu'] / res['raw_cpu']:.2f}×" if ld["server_cpu"] is not None and res["raw_cpu"] else "?"
+        out.append(f"| {ld['clients']} | {ld['qps']:.0f} | {ms(ld['median'])} | {ms(ld['p95'])} | {cpu} | {ratio} "
+                   f"| {ld.get('load', 0):.1f} |")
     out += ["", f"{res['charged']:,} answers charged to the server's ledger, each committed before it was sent.",
             "", *(f"* {line}" for line in res["machine"])]
     return "\n".join(out)
@@ -189,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", type=int, default=200_000, help="demo table size (default 200k, the demo's)")
     p.add_argument("--queries", type=int, default=300, help="timed queries per path for the latency (default 300)")
     p.add_argument("--seconds", type=float, default=10.0, help="duration of each load run (default 10)")
-    p.add_argument("--clients", type=int, nargs="+", default=list(CLIENTS), help="client counts (default 1 8 50)")
+    p.add_argument("--clients", type=int, nargs="+", default=list(CLIENTS), help="client counts (default 1 8 32)")
     p.add_argument("--server-threads", type=int, help="the server's DuckDB threads per query (default: all cores)")
     p.add_argument("--query", help="the SQL (default: GROUP BY naics2, the speed benchmark's headline)")
     p.add_argument("--database", help="a DuckDB file instead of the demo data (with --policy)")

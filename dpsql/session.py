@@ -43,7 +43,7 @@ from dpsql.ledger import answers
 from dpsql.ledger.book import Charge, Ledger, ledger_path, os_user
 from dpsql.policy.model import Policy
 from dpsql.policy.check import check_catalog, check_units
-from dpsql.policy.loader import default_policy_path, load_policy
+from dpsql.policy.memo import default_policy_path, load_policy  # validated once per content
 from dpsql.privacy.allocate import Settings
 from dpsql.privacy.budget import fmt, parse_rho
 from dpsql.privacy.randomness import RandomSource, default_random

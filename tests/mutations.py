@@ -343,13 +343,13 @@ MUTATIONS: tuple[Mutation, ...] = (
     # ------------------------------------------------------------------ the budget
     Mutation("charge_check_removed",
              "Ledger.charge records a charge the remaining budget cannot cover (the binding check)",
-             (Patch("dpsql/ledger/book.py", "refusal = self._refusal(charge.rho, charge.delta, s)", "refusal = None"),),
+             (Patch("dpsql/ledger/group.py", "refusal = p.ledger._refusal(charge.rho, charge.delta, s)", "refusal = None"),),
              (f"{REFUSALS}::test_ledger_charge_refuses_over_budget_and_records_nothing",
               f"{REFUSALS}::test_charge_is_binding_when_two_sessions_pass_the_early_check",
               f"{REFUSALS}::test_charge_is_binding_when_the_early_check_is_bypassed")),
     Mutation("charge_check_removed_two_sessions",
              "as charge_check_removed, caught end to end: two sessions that both passed the early check",
-             (Patch("dpsql/ledger/book.py", "refusal = self._refusal(charge.rho, charge.delta, s)", "refusal = None"),),
+             (Patch("dpsql/ledger/group.py", "refusal = p.ledger._refusal(charge.rho, charge.delta, s)", "refusal = None"),),
              (f"{REFUSALS}::test_charge_is_binding_when_two_sessions_pass_the_early_check",)),
     # ------------------------------------------------------------------ the privacy unit
     Mutation("unit_check_skipped",
@@ -721,14 +721,14 @@ MUTATIONS: tuple[Mutation, ...] = (
     # ------------------------------------------------------------------ the ledger under kill -9, deterministically
     Mutation("charge_row_committed_before_totals",
              "a charge's row is committed before the running totals: a crash between them leaves totals below the charges",
-             (Patch("dpsql/ledger/book.py",
-                    "                for who, rho, delta in ((self.analyst, s.rho, s.delta), (\"\", s.rho_all, s.delta_all)):",
+             (Patch("dpsql/ledger/group.py",
+                    "                for who, rho, delta in ((analyst, s.rho, s.delta), (\"\", s.rho_all, s.delta_all)):",
                     "                for who, rho, delta in db.execute(\"COMMIT\") and db.execute(\"BEGIN IMMEDIATE\") and "
-                    "((self.analyst, s.rho, s.delta), (\"\", s.rho_all, s.delta_all)):"),),
+                    "((analyst, s.rho, s.delta), (\"\", s.rho_all, s.delta_all)):"),),
              (f"{CRASH}::test_a_kill_at_every_statement_of_a_charge_leaves_the_ledger_consistent",)),
     Mutation("each_total_in_its_own_transaction",
              "the analyst's and everyone's totals are committed one at a time: a crash between them splits them",
-             (Patch("dpsql/ledger/book.py",
+             (Patch("dpsql/ledger/group.py",
                     "                    db.execute(\"INSERT OR REPLACE INTO totals (analyst, rho, delta) VALUES (?, ?, ?)\",",
                     "                    db.execute(\"COMMIT\") and db.execute(\"BEGIN IMMEDIATE\") and "
                     "db.execute(\"INSERT OR REPLACE INTO totals (analyst, rho, delta) VALUES (?, ?, ?)\","),),
@@ -930,6 +930,38 @@ MUTATIONS: tuple[Mutation, ...] = (
              "the policy's per-query cap (budget.max_query_rho) is not enforced: one SET dpsql.moe spends past it",
              (Patch("dpsql/pipeline/decide.py", "    if cap is not None and d.rho > cap:", "    if False:"),),
              ("tests/test_query_cap.py::test_a_query_above_the_cap_is_refused_with_its_cost_and_charged_nothing",)),
+    # ------------------------------------------------------------------ issue 34: what a process keeps
+    Mutation("policy_memo_by_path_only",
+             "a session keeps the policy validated from the file's old bytes after the data owner edited it "
+             "(an old budget, old thresholds)",
+             (Patch("dpsql/policy/memo.py", "        kept = _KEPT.get(key)",
+                    "        kept = next((v for k, v in _KEPT.items() if k[0] == key[0]), None)"),),
+             ("tests/test_policy_memo.py::test_an_edit_is_seen_by_the_next_session_whatever_the_mtime",)),
+    Mutation("ledger_pool_ignores_identity",
+             "a new session charges through a connection kept open on a ledger file that was replaced: its "
+             "charges go to the old file, the budget in place is never spent",
+             (Patch("dpsql/ledger/pool.py", "        idle = _IDLE.get(identity)",
+                    "        idle = next((v for v in _IDLE.values() if v), None)"),),
+             ("tests/test_ledger_pool.py::test_a_file_put_in_place_of_the_ledger_gets_its_own_connection",)),
+    Mutation("charge_after_kept_answer_not_synced",
+             "after an answer is kept for reuse (committed without fsync) the next charges commit without fsync "
+             "too: a crash can lose a charge whose answer was already shown",
+             (Patch("dpsql/ledger/answers.py", '                db.execute("PRAGMA synchronous=FULL")  # and Ledger.charge',
+                    '                pass  # and Ledger.charge'),
+              Patch("dpsql/ledger/group.py", '        db.execute("PRAGMA synchronous=FULL")  # whatever ran before',
+                    '        pass  # whatever ran before')),
+             ("tests/test_ledger_sync.py::test_charges_are_synced_and_kept_answers_are_not",)),
+    Mutation("group_commit_checks_with_the_leaders_caps",
+             "a batch of charges is checked against the leading session's budget caps, not each one's own: "
+             "an analyst with a smaller wall overspends it when another analyst's charge leads",
+             (Patch("dpsql/ledger/group.py", "refusal = p.ledger._refusal(charge.rho, charge.delta, s)",
+                    "refusal = leader._refusal(charge.rho, charge.delta, s)"),),
+             ("tests/test_ledger_group.py::test_charges_queued_behind_a_commit_share_the_next_one",)),
+    Mutation("group_commit_reads_totals_once",
+             "a batch reads the running totals once: its charges do not see each other, and together overspend",
+             (Patch("dpsql/ledger/group.py", "                s = leader._read_spent(db, analyst)",
+                    "                s = s if 's' in dir() else leader._read_spent(db, analyst)"),),
+             ("tests/test_ledger_group.py::test_charges_queued_behind_a_commit_share_the_next_one",)),
     # ------------------------------------------------------------------ issue 33: a released answer is reused
     Mutation("reuse_key_ignores_analyst",
              "the reuse key leaves the analyst out: analysts overwrite each other's stored answer (and, with the "
@@ -951,7 +983,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              "an answer is reused after the policy changed (partition selection's ε lives only there)",
              (Patch(REUSE, "    parts = (VERSION, analyst, policy.digest, str(policy.path), ident, shape, query,",
                     "    parts = (VERSION, analyst, str(policy.path), ident, shape, query,"),
-              Patch(REUSE, "             repr(plan.table), repr(policy.selection))", "             )"),),
+              Patch(REUSE, "             _digest(plan.table), _digest(policy.selection))", "             )"),),
              (f"{REUSED}::test_a_changed_policy_is_charged",)),
     Mutation("reuse_key_ignores_exact_query",
              "an answer is reused for another statement (another WHERE, another parameter value)",

@@ -53,8 +53,21 @@ def test_a_damaged_record_is_read_again(files, monkeypatch, catalog):
     _, first = _session_reads(files, monkeypatch)
     key = catalog_record.key(DuckDBEngine.engine_version, files[0])
     catalog_record.DOCUMENTS.path(key).write_text(json.dumps({"version": catalog_record.VERSION, "catalog": catalog}))
+    catalog_record._SEEN.clear()  # as a new process: nothing kept in memory
     reads, seen = _session_reads(files, monkeypatch)
     assert len(reads) == 1 and seen == first
+
+
+def test_a_process_keeps_the_record_it_read(files, monkeypatch):
+    """A second session of the process adopts the catalog from memory: with the record file gone
+    it reads no catalog; after a write to the data file it reads again (the test above)."""
+    _, first = _session_reads(files, monkeypatch)
+    catalog_record.DOCUMENTS.path(catalog_record.key(DuckDBEngine.engine_version, files[0])).unlink()
+    reads, seen = _session_reads(files, monkeypatch)
+    assert reads == [] and seen == first
+    catalog_record._SEEN.clear()
+    reads, _ = _session_reads(files, monkeypatch)
+    assert len(reads) == 1  # the same process without the memory: the record is gone, so it reads
 
 
 def test_another_duckdb_reads_again(files, monkeypatch):

@@ -17,8 +17,9 @@ policy, in WAL mode with ``synchronous=FULL`` so a committed charge survives a c
 loss. A charge is one ``BEGIN IMMEDIATE`` transaction — take the write lock, read the running
 totals, refuse or insert, commit — so processes sharing a budget are serialised and can never
 spend more than it holds together; a ``threading.Lock`` does the same for threads sharing one
-:class:`Ledger`. All arithmetic is exact (``fractions.Fraction``, stored as
-"numerator/denominator" text).
+:class:`Ledger`. The charges of a process's Ledgers on one file that arrive while a commit is
+under way share the next transaction, each checked in turn (:mod:`dpsql.ledger.group`). All
+arithmetic is exact (``fractions.Fraction``, stored as "numerator/denominator" text).
 
 A ledger that cannot record refuses: before every use (and again after a charge commits) the
 file at ``path`` and its ``-wal`` / ``-shm`` companions must still be the very files opened
@@ -48,6 +49,8 @@ from pathlib import Path
 from typing import Any
 
 from dpsql.ledger import fds as ledger_fds
+from dpsql.ledger import group as ledger_group
+from dpsql.ledger import pool as ledger_pool
 from dpsql.errors import BudgetExceededError, LedgerError, PolicyFileError
 from dpsql.policy.model import Policy
 from dpsql.privacy import accounting
@@ -86,10 +89,6 @@ def ledger_path(policy: Policy) -> Path:
     if policy.path is None:
         raise PolicyFileError("a policy without a file needs budget.ledger to say where its ledger lives")
     return policy.path.with_name(policy.path.stem + ".ledger.sqlite")
-
-
-def _text(value: Fraction) -> str:
-    return f"{value.numerator}/{value.denominator}"
 
 
 @dataclass(frozen=True)
@@ -150,6 +149,10 @@ class Ledger:
         self.dataset_delta = dataset_delta
         self._lock = threading.Lock()  # one statement sequence (a BEGIN IMMEDIATE ... COMMIT) at a time
         self._db: sqlite3.Connection | None = None
+        self._opened = self._identity()
+        self._db = ledger_pool.take(self._opened)  # one a closed Ledger left open on these very files
+        if self._db is not None:
+            return
         try:
             db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
@@ -169,16 +172,11 @@ class Ledger:
             raise self._broken(f"is not a readable dpsql ledger ({exc})") from None
         self._db = db
 
-    def close(self) -> None:
-        with self._lock:
+    def close(self, keep: bool = True) -> None:
+        with self._lock:  # keep: its connection serves the process's next Ledger on these files (ledger/pool.py)
             if self._db is not None:
-                try:
-                    self._db.close()
-                except sqlite3.Error:
-                    pass  # nothing is pending: every charge committed or rolled back
+                (ledger_pool.give if keep else ledger_pool.close)(self._opened, self._db)
                 self._db = None
-                assert self._opened[0] is not None
-                ledger_fds.release_fd(self._opened[0])
 
     # ------------------------------------------------------------------ the file is still this ledger
     def _companions(self) -> tuple[Path, ...]:
@@ -334,40 +332,19 @@ class Ledger:
         """Record a charge durably, atomically with the check; returns its id.
 
         The binding check: inside one ``BEGIN IMMEDIATE`` transaction, read the totals, refuse
-        or insert, commit. After the commit the file is verified once more, so a charge that
-        went to a deleted or replaced file is never reported as recorded.
+        or insert, commit — together with the process's other charges on this file that arrive
+        meanwhile (:mod:`dpsql.ledger.group`: one commit for them all, each checked in turn).
+        After the commit the file is verified once more, so a charge that went to a deleted or
+        replaced file is never reported as recorded.
 
         Raises:
             BudgetExceededError: the remaining ρ or δ cannot cover it; nothing is recorded.
             LedgerError: the ledger cannot record it; the caller must release nothing.
         """
-        assert self._opened[0] is not None
-        with self._use() as db, ledger_fds.write_lock(self._opened[0]):  # in turn within this process
-            db.execute("BEGIN IMMEDIATE")  # the write lock: one charge at a time across processes
-            try:
-                s = self._read_spent(db, self.analyst)
-                refusal = self._refusal(charge.rho, charge.delta, s)
-                if refusal is not None:
-                    raise refusal
-                cur = db.execute(
-                    "INSERT INTO charges (time, analyst, session, dataset, query, mechanism, rho, delta, epsilon, "
-                    "policy_terms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (charge.time, self.analyst, charge.session, charge.dataset, charge.query, charge.mechanism,
-                     _text(charge.rho), _text(charge.delta),
-                     _text(charge.epsilon) if charge.epsilon is not None else None,
-                     json.dumps(list(charge.policy_terms))))
-                for who, rho, delta in ((self.analyst, s.rho, s.delta), ("", s.rho_all, s.delta_all)):
-                    db.execute("INSERT OR REPLACE INTO totals (analyst, rho, delta) VALUES (?, ?, ?)",
-                               (who, _text(rho + charge.rho), _text(delta + charge.delta)))
-                db.execute("COMMIT")  # durable (WAL, synchronous=FULL) before the caller sees a row
-            except BaseException:
-                try:
-                    db.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass  # SQLite already rolled back (an I/O error does): nothing is recorded
-                raise
-            self._verify()
-            return int(cur.lastrowid or 0)
+        charge_id = ledger_group.charge(self._opened, ledger_group.Pending(self, charge),
+                                        lambda batch: ledger_group.commit(self, batch))
+        with self._use():  # verified after the commit (the leader verified its own files before)
+            return int(charge_id)
 
     def _refusal(self, rho: Fraction, delta: Fraction, s: Spent) -> BudgetExceededError | None:
         """The refusal of a charge of (rho, delta) after ``s``, naming each currency that ran out."""

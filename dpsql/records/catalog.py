@@ -9,7 +9,9 @@ SHA-256 of this record's version, DuckDB's version and the file's identity (reso
 device, inode, size, modification and change times, and its write-ahead log's:
 :func:`dpsql.records.unit.data_identity`; any write to the file changes it, and the change time
 cannot be set back), and adopted by the
-next session on the same unchanged file.
+next session on the same unchanged file. Within a process the record last read or written for
+a key is kept in memory as well (:data:`_SEEN`): a wire server opening a session per connection
+does not read the JSON again (issue 34); the key still holds the file's identity as it is now.
 
 Only DuckDB files have one: Parquet views and Spark read their catalogs each time. A missing or
 damaged record is a miss: the catalog is read, as without a record.
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 from dpsql.backends import Engine
 from dpsql.records.store import Documents
@@ -36,6 +39,8 @@ from dpsql.records.unit import data_identity
 VERSION = 1
 #: the records, one file each in dpsql's folder (the least recently written of 256 dropped first)
 DOCUMENTS = Documents("catalogs", 256)
+#: key -> the catalog this process recorded or adopted under it (a few files per process)
+_SEEN: dict[str, dict[str, Any]] = {}
 
 
 def key(engine_version: str, path: Path) -> str | None:
@@ -51,13 +56,22 @@ def use(engine: Engine) -> None:
     k = key(engine.engine_version, engine.path)
     if k is None:
         return
-    doc = DOCUMENTS.get(k)
+    doc = _SEEN.get(k) or DOCUMENTS.get(k)
     if doc is not None and doc.get("version") == VERSION:
         try:
             engine.adopt_catalog(doc["catalog"])
+            _keep(k, doc)
             return
         except (ValueError, TypeError, KeyError):
             pass  # damaged: read the catalog
     catalog = engine.catalog()
     if catalog is not None:
-        DOCUMENTS.put(k, {"version": VERSION, "catalog": catalog})
+        doc = {"version": VERSION, "catalog": catalog}
+        DOCUMENTS.put(k, doc)
+        _keep(k, doc)
+
+
+def _keep(k: str, doc: dict[str, Any]) -> None:
+    if len(_SEEN) >= 16:
+        _SEEN.clear()
+    _SEEN[k] = doc

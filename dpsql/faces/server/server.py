@@ -88,8 +88,10 @@ class Served:
                 probe.close()
 
     def _create_ledger(self, path: Path) -> None:
-        Session(self.database, self.policy_path, threads=self.threads, memory_limit=self.memory_limit,
-                analyst="(dpsql serve)", ledger=path).close()
+        made = Session(self.database, self.policy_path, threads=self.threads, memory_limit=self.memory_limit,
+                       analyst="(dpsql serve)", ledger=path)
+        made.ledger.close(keep=False)  # no SQLite connection left open: adoption reads the header with open()/close()
+        made.close()
 
     def check_ledger(self) -> None:
         """Refuse (DP404, said loudly in the server's log) unless the ledger is the adopted one."""
