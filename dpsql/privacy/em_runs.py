@@ -71,11 +71,14 @@ def positions(keys: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     exactly c_i (key c_i), 2i for the values strictly between c_{i−1} and c_i (key c_i − 1; 0:
     below c_0), 2m for values above c_{m−1} (key 2^63 − 1, or a key that is no bound)."""
     m = len(candidates)
-    i = np.searchsorted(candidates, keys)  # the first candidate >= key
-    at = np.minimum(i, m - 1)
-    exact = (i < m) & (candidates[at] == keys)
-    between = (i < m) & (candidates[at] - 1 == keys)
-    return np.where(exact, 2 * i + 1, np.where(between, 2 * i, 2 * m))
+    # the bounds in order, each with its position: c_i − 1 (when it is not c_{i−1}) then c_i
+    bounds = np.stack([candidates - 1, candidates], axis=1).ravel()
+    at = np.stack([2 * np.arange(m), 2 * np.arange(m) + 1], axis=1).ravel()
+    keep = np.concatenate(([True], bounds[1:] != bounds[:-1]))
+    bounds, at = bounds[keep], np.append(at[keep], 2 * m)
+    j = np.searchsorted(bounds, keys)
+    found = bounds[np.minimum(j, bounds.size - 1)] == keys
+    return np.where(found, at[j], 2 * m)
 
 
 def runs_from_histograms(hists: list[Any], grid: QuantileGrid, q: Fraction) -> Runs:
@@ -112,10 +115,11 @@ def runs_from_histograms(hists: list[Any], grid: QuantileGrid, q: Fraction) -> R
     first = np.searchsorted(owner, np.arange(g + 1), side="left")
     nxt = np.append(starts[1:], m)
     nxt[first[1:] - 1] = m  # a group's last run ends at m
-    group_at = np.searchsorted(ekey, np.arange(g) * width, side="left")[owner]
-    below = cum[np.searchsorted(ekey, owner * width + 2 * starts, side="right")] - cum[group_at]
-    upto = cum[np.searchsorted(ekey, owner * width + 2 * starts + 1, side="right")] - cum[group_at]
-    total = cum[np.searchsorted(ekey, (owner + 1) * width, side="left")] - cum[group_at]
+    edges = np.searchsorted(ekey, np.arange(g + 1) * width, side="left")  # each group's entries
+    before = cum[edges[:-1]][owner]
+    below = cum[np.searchsorted(ekey, owner * width + 2 * starts, side="right")] - before
+    upto = cum[np.searchsorted(ekey, owner * width + 2 * starts + 1, side="right")] - before
+    total = cum[edges[1:]][owner] - before
     a, b = q.numerator, q.denominator
     s = np.abs((b - a) * below - a * (total - upto))
     return Runs(first, starts, nxt - starts, s - np.minimum.reduceat(s, first[:-1])[owner])
