@@ -138,6 +138,8 @@ def draw_runs(runs: Runs, num: int, den: int, rng: RandomSource) -> np.ndarray:
     γ_c = num · d_c / den (exact rationals), exactly. Groups a round rejects (rarely: with
     probability at most m / 2^32) are drawn again, each on its own."""
     g = len(runs.first) - 1
+    if int(runs.length.sum()) > CHUNK_WEIGHT:  # Σ of the proposals' weights would pass int64
+        raise ValueError(f"draw_runs: at most {CHUNK_WEIGHT} candidates a call; draw in chunks of groups")
     weight = np.exp(-(runs.d.astype(float) * (num / den)))  # e^−γ within 2^−50 (quantile.py)
     out = _round(runs, weight, num, den, rng)
     for r in np.flatnonzero(out < 0).tolist():

@@ -153,14 +153,17 @@ def sample(score_rows: np.ndarray | Runs, q: Fraction, epsilon: Fraction, rng: R
     """One candidate index per row of :func:`scores` (or per group of ``em_runs.Runs``), each
     drawn with probability ∝ exp(−ε · s / (2Δ)), exactly; rows are independent (the module
     docstring, "Sampling")."""
-    from dpsql.privacy.em_runs import Runs, draw_runs, runs_from_rows
+    from dpsql.privacy.em_runs import CHUNK_WEIGHT, Runs, draw_runs, runs_from_rows
 
     if len(score_rows) == 0 if not isinstance(score_rows, Runs) else len(score_rows.first) <= 1:
         return []
-    runs = score_rows if isinstance(score_rows, Runs) else runs_from_rows(score_rows)
     delta = sensitivity(q)
     num, den = epsilon.numerator, 2 * delta * epsilon.denominator
-    return draw_runs(runs, num, den, rng).tolist()
+    if isinstance(score_rows, Runs):
+        return draw_runs(score_rows, num, den, rng).tolist()
+    per = max(1, CHUNK_WEIGHT // score_rows.shape[1])  # a round's integer weights stay in int64
+    return [j for start in range(0, len(score_rows), per)
+            for j in draw_runs(runs_from_rows(score_rows[start:start + per]), num, den, rng).tolist()]
 
 
 def probabilities(score_row: np.ndarray, q: Fraction, epsilon: Fraction) -> np.ndarray:
