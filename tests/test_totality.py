@@ -11,7 +11,7 @@ import duckdb
 import pytest
 import sqlglot
 
-from dpsql.sql.quantiles import histogram_sql
+from dpsql.sql.quantiles import bin_sql, histogram_sql
 from sqlglot import exp
 
 from dpsql.sql.totality import ALLOW_LIST, condition_total, expression_total, value_type
@@ -101,6 +101,19 @@ def candidates() -> list[str]:
         # the grid included, and the same text with its bounds changed (not the writer's: refused)
         out += [histogram_sql(c, [-9223372036854775807, -1, 0, 1, 9223372036854775807]), histogram_sql(c, [5]),
                 histogram_sql(c, [-3, 7]).replace("'[-3, 7]'::BIGINT[2]", "'[-3, 7, 9]'::BIGINT[2]", 1)]
+        # quantiles.binned_sql's steps (issue 34): a float bucket clamped before its cast, literal
+        # arrays read at an index, the binary search as a value, LIST and FILTER; and near misses
+        arr = "'[9223372036854775807, -9223372036854775807, 0]'::BIGINT[3]"
+        out += [f"FLOOR({c})", f"LN(GREATEST(CAST({c} AS DOUBLE) - -2, 1.0))", f"LN(GREATEST({c}, 0.5))", f"LN({c})",
+                f"LN(GREATEST(CAST({c} AS DOUBLE), 0.0))", f"LN(GREATEST(CAST({c} AS DOUBLE), -1))",
+                f"CAST(LEAST(GREATEST(FLOOR(LN(GREATEST(CAST({c} AS DOUBLE), 1.0)) * 1e300) + 1, 1), 9) AS BIGINT)",
+                f"CAST(LEAST(GREATEST(CAST({c} AS DOUBLE), -9007199254740992), 9007199254740992) AS BIGINT)",
+                f"CAST(LEAST(GREATEST(CAST({c} AS DOUBLE), 0), 9223372036854775807) AS BIGINT)",
+                f"CAST(GREATEST(CAST({c} AS DOUBLE), 0) AS BIGINT)", f"array_extract({arr}, {c})",
+                f"array_extract({arr}, TRY_CAST({c} AS BIGINT))", f"array_extract({arr.replace('[3]', '[2]')}, {c})",
+                f"array_extract({arr.replace('::BIGINT[3]', '::INTEGER[3]')}, {c})", bin_sql(c, [-5, 0, 9]),
+                f"LIST({c})", f"LIST({c} ORDER BY {c})", f"LIST({c}) FILTER (WHERE {c} IS NOT NULL)",
+                f"COUNT(*) FILTER (WHERE {c} > 1)", f"LIST({c} + 1)"]
     return out
 
 

@@ -121,7 +121,7 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         return _duckdb_common_decimal(node)
     if isinstance(node, exp.Try):
         return node.this
-    if isinstance(node, exp.Anonymous) and node.name.upper() == "HISTOGRAM":  # quantiles (sql/quantiles.py)
+    if isinstance(node, exp.Anonymous) and node.name.upper() in ("HISTOGRAM", "LIST_REDUCE"):  # quantiles (sql/quantiles.py)
         raise UnsupportedOnSpark("MEDIAN (and every quantile)")
     if isinstance(node, exp.Abs) and isinstance(node.this, exp.Cast) and node.this.to.is_type(exp.DataType.Type.INT128):
         raise UnsupportedOnSpark("VARIANCE / STDDEV (a HUGEINT sum of split squares: sql/spread.py)")

@@ -30,10 +30,29 @@ distance (the number of units between the released value and the best), which it
 only where the score changes by at least one per unit passed (no ties on grid values). ``tests/test_quantiles.py`` checks the sampler's distribution
 against these exact probabilities and the error against this bound.
 
-Sampling is exact: a uniformly proposed candidate is accepted with probability
-exp(−ε (s − s_min) / (2Δ)), drawn by CKS20's Bernoulli(exp(−γ)) for rational γ
-(``bernoulli.py``); the first accepted proposal has exactly the mechanism's distribution.
-All groups are sampled together, in batches of proposals.
+Sampling is exact, and vectorised across groups (issue 34). Each decision is a comparison
+"U < e^−γ" of a uniform real with the exponential of an exact rational γ = ε (s − s_min) / (2Δ),
+taken in floats only where that is provably the exact decision, as ``guided.py``'s samplers do
+(docs/noise.md, "Float-guided exact sampling"):
+
+* a proposal j is drawn with probability A_j / Σ A, for integers A_j = ⌊2^32 ŵ_j + 2^32·2^−40⌋ + 1
+  (at most 2^32) read off the float weight ŵ_j = e^−γ̂_j. γ̂ = float(d) · float(num/den) is γ
+  within a relative 2^−51, and x e^−x ≤ 1/e, so |ŵ − e^−γ| < 2^−50 and A_j ≥ 2^32 e^−γ_j: the
+  integers need no proof of accuracy beyond that bound, only that they are known exactly;
+* j is accepted when U' < e^−γ_j, U' uniform on [0, A_j / 2^32) (the proposal's own offset
+  inside A_j, uniform given j, then 31 fresh bits, then more as needed), so
+  P(j accepted) = A_j / Σ A · 2^32 e^−γ_j / A_j ∝ e^−γ_j: the mechanism's distribution. The
+  comparison is decided in floats when U' and ŵ_j differ by more than MARGIN = 2^−40 (2^10
+  times the float error), else by ``guided.less_exp`` on more bits of the same U' against
+  ``decimal`` bounds of e^−γ_j — exact whatever the floats.
+
+A round accepts with probability Σ 2^32 e^−γ / Σ A ≥ 1 − m / 2^32 (the best candidate weighs 1),
+so all groups are nearly always drawn in one numpy round of one proposal each: one uniform
+below each row's total, one search over the chunk's cumulated weights, one 63-bit word each.
+ε reaches the sampler as before: num/den = ε / (2Δ), the one line the spy tests watch
+(``tests/test_oracles_quantile.py``). Before issue 34, proposals were uniform over the m
+candidates and accepted by CKS20's Bernoulli(exp(−γ)) in integers (``bernoulli.py``): about
+m / Σ e^−γ proposals a group, 1.2–2 ms a released group.
 """
 
 from __future__ import annotations
@@ -48,10 +67,9 @@ from dpsql.policy.model import QuantileGrid
 if TYPE_CHECKING:  # a small answer is released without numpy (dpsql/pipeline/release.py)
     import numpy as np
 
+    from dpsql.privacy.em_runs import Runs
     from dpsql.privacy.randomness import RandomSource
 
-#: most proposals drawn in one round (memory: a few arrays of this many integers)
-_ROUND = 1 << 18
 #: most (group, bin) entries scored at once (:func:`draw`): the score and sampling arrays of
 #: one chunk of groups, about a dozen of this many 8-byte integers, whatever the groups
 SCORE_ENTRIES = 1 << 20
@@ -82,40 +100,30 @@ def rank_error95(q: Fraction, epsilon: Fraction, m: int) -> float:
     return 2 * max(float(q), 1 - float(q)) / float(epsilon) * math.log(20 * m)
 
 
-def _bins(h: Any) -> list[tuple[int, int]]:
-    """(bound, count) pairs of one group's histogram: the exact query's [bins, counts]
-    (``sql/quantiles.py``), a map, or None for a group with no value."""
-    if not h:
-        return []
-    if isinstance(h, dict):
-        return [(int(b), int(n)) for b, n in h.items()]
-    bins, counts = h
-    return [] if bins is None else list(zip(map(int, bins), map(int, counts)))
-
-
 def scores(hists: list[Any], grid: QuantileGrid, q: Fraction) -> np.ndarray:
     """s(c_i) for each group (row) and each candidate c_i of ``grid`` (column), from each
     group's histogram over ``grid.bounds()`` (the exact query's ``HISTOGRAM``: the values in
     (b_{j−1}, b_j] per bound b_j, values above the last under another key). An empty or
-    missing histogram scores every candidate 0."""
+    missing histogram scores every candidate 0. The entries of all groups are read into flat
+    arrays once (no Python loop per entry): bin keys and counts are integers below 2^63."""
     import numpy as np
 
-    bs = grid.bounds()
+    from dpsql.privacy.em_runs import flat_histograms
+
+    bs = np.array(grid.bounds(), dtype=np.int64)
     candidates = grid.candidates()
-    where = {b: j for j, b in enumerate(bs)}
     other = len(bs)  # values above every bound
-    total_n = sum(int(n) for h in hists for _, n in _bins(h))
-    dtype = object if total_n * q.denominator >= 2**62 else np.int64  # no data can overflow numpy
+    group, keys, counts = flat_histograms(hists)
+    col = np.minimum(np.searchsorted(bs, keys), other - 1)
+    col[bs[col] != keys] = other  # the key of values above every bound
+    # no data can overflow numpy: Python ints when a score could reach 2^62 (a float total is
+    # within a factor 1 + 2^-40 of the exact one, far inside the factor 2 of room left)
+    dtype = object if float(counts.sum(dtype=float)) * q.denominator >= 2**61 else np.int64
     per = np.zeros((len(hists), other + 1), dtype=dtype)
-    rows, cols, counts = [], [], []
-    for g, h in enumerate(hists):
-        for b, n in _bins(h):
-            rows.append(g)
-            cols.append(where.get(b, other))
-            counts.append(int(n))
-    np.add.at(per, (np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64)), np.array(counts, dtype=dtype))
+    np.add.at(per, (group, col), counts.astype(dtype))
     cum = np.cumsum(per[:, :other], axis=1)  # cum[:, j] = #{x <= bs[j]}
     total = per.sum(axis=1, keepdims=True)
+    where = {int(b): j for j, b in enumerate(bs)}
     below = cum[:, [where[c - 1] for c in candidates]]  # #{x < c}
     above = total - cum[:, [where[c] for c in candidates]]  # #{x > c}
     a, b = q.numerator, q.denominator
@@ -123,54 +131,39 @@ def scores(hists: list[Any], grid: QuantileGrid, q: Fraction) -> np.ndarray:
 
 
 def draw(hists: list[Any], grid: QuantileGrid, q: Fraction, epsilon: Fraction, rng: RandomSource) -> list[int]:
-    """One candidate index per group (:func:`scores`, then :func:`sample`), in chunks of groups
-    so that the arrays held at once are bounded by :data:`SCORE_ENTRIES` entries whatever the
-    number of groups (issue 29: all groups at once held ~50 KB a group on the demo's grid, 165 GB
-    at dpsql's 2,000,000 cells). Rows are independent, so chunking changes no distribution."""
-    per = max(1, SCORE_ENTRIES // (len(grid.bounds()) + 1))
+    """One candidate index per group: the groups' runs of equal score (``em_runs.py``), then
+    :func:`sample`, in chunks of groups so that the arrays held at once are bounded by
+    :data:`SCORE_ENTRIES` candidates whatever the number of groups (issue 29: all groups at
+    once held ~50 KB a group on the demo's grid, 165 GB at dpsql's 2,000,000 cells) and a
+    chunk's proposal weights stay in int64. Rows are independent, so chunking changes no
+    distribution."""
+    from dpsql.privacy.em_runs import CHUNK_WEIGHT, runs_from_histograms
+
+    m = len(grid.candidates())
+    # a group holds at most len(bounds) + 1 entries and m runs: half of SCORE_ENTRIES entries a
+    # chunk keeps the two dozen arrays of runs_from_histograms and draw_runs within DRAW_BYTES
+    per = max(1, min(SCORE_ENTRIES // (2 * (len(grid.bounds()) + 1)), CHUNK_WEIGHT // m))
     out: list[int] = []
     for start in range(0, len(hists), per):
-        out += sample(scores(hists[start:start + per], grid, q), q, epsilon, rng)
+        out += sample(runs_from_histograms(hists[start:start + per], grid, q), q, epsilon, rng)
     return out
 
 
-def sample(score_rows: np.ndarray, q: Fraction, epsilon: Fraction, rng: RandomSource) -> list[int]:
-    """One candidate index per row of :func:`scores`, each drawn with probability
-    ∝ exp(−ε · s / (2Δ)), exactly; rows are independent."""
-    import numpy as np
+def sample(score_rows: np.ndarray | Runs, q: Fraction, epsilon: Fraction, rng: RandomSource) -> list[int]:
+    """One candidate index per row of :func:`scores` (or per group of ``em_runs.Runs``), each
+    drawn with probability ∝ exp(−ε · s / (2Δ)), exactly; rows are independent (the module
+    docstring, "Sampling")."""
+    from dpsql.privacy.em_runs import CHUNK_WEIGHT, Runs, draw_runs, runs_from_rows
 
-    from dpsql.privacy.bernoulli import _bern_exp
-
-    g = len(score_rows)
-    if g == 0:
+    if len(score_rows) == 0 if not isinstance(score_rows, Runs) else len(score_rows.first) <= 1:
         return []
-    m = score_rows.shape[1]
     delta = sensitivity(q)
     num, den = epsilon.numerator, 2 * delta * epsilon.denominator
-    # γ = ε (s − s_min) / (2Δ) = num · d / den, split into integer part k and remainder r.
-    d = score_rows - score_rows.min(axis=1, keepdims=True)
-    big = d.dtype == object or int(d.max()) * num >= 2**62 or den >= 2**62
-    dtype = object if big else np.int64
-    d = d.astype(dtype)
-    k_all, r_all = (d * num) // den, (d * num) % den
-    # Proposals per round: about how many the least concentrated pending row needs, from a float
-    # estimate of the acceptance rate (it changes how many draws are batched, not which is kept).
-    rate = np.exp(-d.astype(float) * (num / den)).mean(axis=1)
-    out = np.full(g, -1, dtype=np.int64)
-    pending = np.arange(g)
-    while pending.size:
-        # Rows in chunks, so that one round holds at most _ROUND proposals whatever the groups.
-        batch = int(min(max(8, math.ceil(2 / rate[pending].min())), 4 * m, _ROUND))
-        chunk = pending[:max(1, _ROUND // batch)]
-        rows = np.repeat(chunk, batch)
-        prop = rng.uniform_below(np.full(rows.size, m, dtype=np.int64)).astype(np.int64)
-        ok = _bern_exp(k_all[rows, prop], r_all[rows, prop], np.full(rows.size, den, dtype=dtype), rng)
-        ok = ok.reshape(chunk.size, batch)
-        hit = ok.any(axis=1)
-        chosen = prop.reshape(chunk.size, batch)[np.arange(chunk.size), ok.argmax(axis=1)]
-        out[chunk[hit]] = chosen[hit]
-        pending = np.concatenate([pending[chunk.size:], chunk[~hit]])
-    return out.tolist()
+    if isinstance(score_rows, Runs):
+        return draw_runs(score_rows, num, den, rng).tolist()
+    per = max(1, CHUNK_WEIGHT // score_rows.shape[1])  # a round's integer weights stay in int64
+    return [j for start in range(0, len(score_rows), per)
+            for j in draw_runs(runs_from_rows(score_rows[start:start + per]), num, den, rng).tolist()]
 
 
 def probabilities(score_row: np.ndarray, q: Fraction, epsilon: Fraction) -> np.ndarray:
