@@ -65,11 +65,11 @@ def test_query_format_csv_json_table(demo):
     p = run("query", sql, "--format", "csv", *where, env_home=home)
     assert p.returncode == 0, p.stderr
     rows = list(csv.reader(io.StringIO(p.stdout)))
-    assert rows[0] == ["naics2", "n", "n_moe95", "avg_pay", "avg_pay_moe95"] and len(rows) == 25
-    assert all(float(r[2]) > 0 for r in rows[1:])
+    assert rows[0] == ["naics2", "n", "avg_pay", "n_moe95", "avg_pay_moe95"] and len(rows) == 25
+    assert all(float(r[3]) > 0 for r in rows[1:])
     assert "charged rho=0.1" in p.stderr and "charged" not in p.stdout  # the cost apart from the data
     p = run("query", sql, "--format", "csv", "--sigma", *where, env_home=home)
-    assert next(csv.reader(io.StringIO(p.stdout)))[:4] == ["naics2", "n", "n_moe95", "n_sigma"]
+    assert next(csv.reader(io.StringIO(p.stdout)))[:5] == ["naics2", "n", "avg_pay", "n_moe95", "n_sigma"]
     p = run("query", sql, "--format", "json", *where, env_home=home)
     out = json.loads(p.stdout)
     # the same statement again, in a new process: the answer released first, charged nothing (pipeline/reuse.py)

@@ -83,8 +83,9 @@ def derived(tmp_path_factory):
 
 def test_derived_columns_carry_error_columns(derived):
     _, names, _, receipt, _ = derived
-    for col in ("ratio", "pct", "diff", "twice_avg", "rounded"):
-        assert names[names.index(col) + 1: names.index(col) + 3] == [f"{col}_moe95", f"{col}_sigma"], col
+    for col in ("ratio", "pct", "diff", "twice_avg", "rounded"):  # after all the columns asked for
+        assert names[names.index(f"{col}_moe95"): names.index(f"{col}_moe95") + 2] == [f"{col}_moe95", f"{col}_sigma"]
+        assert names.index(f"{col}_moe95") > max(names.index(c) for c in ("ratio", "pct", "diff", "twice_avg", "rounded"))
         assert receipt.columns[col].note.startswith("approximate (delta method")
 
 
@@ -168,7 +169,7 @@ def test_describe_names_the_derived_and_rank_columns(tmp_path):
         names, types = con.session.describe(sql)
         cur = con.execute(sql)
         assert names == [d[0] for d in cur.description] and types == [d[1] for d in cur.description]
-    assert names == ["g", "ratio", "ratio_moe95", "med", "med_moe95", "med_rank_lo", "med_rank_hi", "n", "n_moe95"]
+    assert names == ["g", "ratio", "med", "n", "ratio_moe95", "med_moe95", "med_rank_lo", "med_rank_hi", "n_moe95"]
 
 
 def test_quantile_rank_interval(tmp_path):
@@ -215,8 +216,8 @@ def test_quantile_without_its_count_has_a_null_interval_and_says_why(tmp_path):
         cur = con.execute("SELECT g, MEDIAN(a) AS med, COUNT(b) AS nb FROM t WHERE g LIKE 's%' GROUP BY g")
         rows = cur.fetchall()
         note = cur.receipt.columns["med"].note
-    assert [d for d in cur.description][3][0] == "med_rank_lo"
-    assert all(r[3] is None and r[4] is None for r in rows)
+    assert [d[0] for d in cur.description][3:7] == ["med_moe95", "med_rank_lo", "med_rank_hi", "nb_moe95"]
+    assert all(r[4] is None and r[5] is None for r in rows)
     assert "no COUNT(a)" in note
 
 
@@ -232,14 +233,14 @@ def test_derived_error_columns_through_a_real_server(start_server, tmp_path):
         cur = conn.execute("SELECT g, SUM(a) / SUM(b) AS ratio, SUM(b) AS sb FROM t GROUP BY g ORDER BY g")
         names = [d.name for d in cur.description]
         rows = cur.fetchall()
-    assert names == ["g", "ratio", "ratio_moe95", "sb", "sb_moe95"]
+    assert names == ["g", "ratio", "sb", "ratio_moe95", "sb_moe95"]
     assert len(rows) == GROUPS + len(HARD)
-    for g, ratio, moe, sb, sb_moe in rows:
+    for g, ratio, sb, moe, sb_moe in rows:
         if abs(sb) <= sb_moe:
             assert moe is None, g
         else:
             assert moe is not None and moe > 0, g
-    assert any(r[2] is None for r in rows if r[0].startswith("z"))
+    assert any(r[3] is None for r in rows if r[0].startswith("z"))
     assert srv.spent("dana") == Fraction(1, 20)
 
 
@@ -306,7 +307,7 @@ def test_many_rows_quantile_interval_uses_the_count_of_units_when_it_is_a_lower_
         names = [d[0] for d in cur.description]
         rows = [dict(zip(names, r)) for r in cur.fetchall()]
         receipt = cur.receipt
-    assert names == ["region", "med", "med_moe95", "med_rank_lo", "med_rank_hi", "n", "n_moe95"]
+    assert names == ["region", "med", "n", "med_moe95", "med_rank_lo", "med_rank_hi", "n_moe95"]
     r95 = next(t.rank_error95 for t in receipt.noise if t.rank_error95 is not None)
     for r in rows:
         if not_null:

@@ -104,7 +104,7 @@ def _add_builtin_commands(sub: Any, wanted: Callable[..., bool]) -> None:
         p.add_argument("--fresh", action="store_true", help="a fresh, charged release with new noise, not the answer "
                        "released before to this analyst (SET dpsql.reuse = off)")
         p.add_argument("--format", choices=("table", "csv", "json"), help="table (the default), csv (the rows with "
-                       "a <column>_moe95 column after each noisy one, or _sigma too with --sigma; the cost on standard "
+                       "a <column>_moe95 column for each noisy one (after the columns asked for), or _sigma too with --sigma; the cost on standard "
                        "error) or json (as --json)")
     if wanted("explain"):
         p = sub.add_parser("explain", help="show how a query would be answered; touches no data, charges nothing")

@@ -87,7 +87,7 @@ def connect(database: str | Path | None = None, policy: str | Path | None = None
             charge; the receipt (``cursor.receipt``) shows the total and its parts.
         analyst: a name recorded with each charge.
         threads: DuckDB worker threads (default: all cores).
-        error_columns: True (or "on") adds ``<column>_moe95`` after each noisy column of every
+        error_columns: True (or "on") adds ``<column>_moe95`` for each noisy column, after the columns asked for, of every
             answer; "sigma" (or "all") adds ``<column>_sigma`` too (``SET dpsql.error_columns``).
         clamp_negative: True (or "on") shows negative noisy counts, and sums of measures the
             schema bounds below by 0, as 0 (post-processing; ``SET dpsql.clamp_negative``).

@@ -7,7 +7,7 @@ charge nothing. DuckDB's own settings stay refused (DP102).
     SET dpsql.moe = 1000              accuracy first: target 95% MOE per cell, every aggregate
     SET dpsql.moe_count = 10          ... for counts only;  SET dpsql.moe_payann = 5000: one measure
     SET dpsql.weights = 'SUM(payann)=2, COUNT(units)=1'   how a query's budget is split
-    SET dpsql.error_columns = on      <column>_moe95 after each noisy column (sigma / all: and _sigma)
+    SET dpsql.error_columns = on      <column>_moe95 for each noisy column, after those asked for (sigma / all: and _sigma)
     SET dpsql.clamp_negative = on     negative noisy counts and sums of non-negative measures shown as 0
     SET dpsql.reuse = off             a fresh, charged release of each statement, instead of the answer
                                       released before (on, the default: pipeline/reuse.py)

@@ -5,10 +5,12 @@ information only (the query's plan, the schema): it costs no privacy (post-proce
 Roth 2014, Proposition 2.1) and reads no exact value.
 
 * **Error columns** (``SET dpsql.error_columns = on``, ``connect(error_columns=True)``, the URL's
-  ``?error_columns=on``): after each noisy column ``c`` of the answer, a column ``c_moe95`` with
+  ``?error_columns=on``): for each noisy column ``c`` of the answer, a column ``c_moe95`` with
   each row's 95% margin of error (and with ``sigma`` or ``all``, also ``c_sigma``), taken from the
   receipt's per-column errors, so pandas, BI tools and the wire server carry error bars in the
-  rows themselves. A column computed from noisy aggregates gets its ± propagated from theirs
+  rows themselves. They come after all the columns the query asked for, in the order of theirs: a
+  BI tool that keeps an answer's first N columns by position (Superset's charts) shows the values
+  it asked for, not a margin under a metric's name. A column computed from noisy aggregates gets its ± propagated from theirs
   (``pipeline/propagate.py``); a quantile also gets ``c_rank_lo`` and ``c_rank_hi``, the shares of
   its group it lies between; a column whose error dpsql cannot state (a quantile or a variance
   inside an expression, CASE, a text function) gets none.
@@ -60,7 +62,7 @@ def error_columns_mode(value: Any, name: str = "error_columns") -> str:
     key = str(value).strip().lower() if not isinstance(value, bool) else ("on" if value else "off")
     if key not in ERROR_COLUMN_VALUES:
         raise QueryRefused(f"{name} takes on, off, sigma or all, not {value!r}", code="DP119",
-                           hint="on adds <column>_moe95 after each noisy column; sigma (or all) adds <column>_sigma too.")
+                           hint="on adds <column>_moe95 for each noisy column, after the columns asked for; sigma (or all) adds <column>_sigma too.")
     return ERROR_COLUMN_VALUES[key]
 
 
@@ -168,10 +170,8 @@ def _extra(name: str, mode: str) -> list[tuple[str, int]]:
 
 def error_column_types(plan: Plan, names: list[str], types: list[str], mode: str) -> tuple[list[str], list[str]]:
     """(names, types) of the answer with its error columns (a Describe, before any value)."""
-    out_names, out_types = [], []
+    out_names, out_types = list(names), list(types)  # the columns asked for first (with_error_columns)
     for name, typ, oc in zip(names, types, plan.outputs):
-        out_names.append(name)
-        out_types.append(typ)
         if oc.primitive is not None or oc.ratio is not None or oc.spread is not None or oc.derived is not None:
             quantile = oc.primitive is not None and plan.primitives[oc.primitive].kind == "quantile"
             for extra, _ in _extra(name, mode) + ([(f"{name}_{s}", 0) for s in RANK_SUFFIXES] if quantile and mode != "off" else []):
@@ -183,14 +183,15 @@ def error_column_types(plan: Plan, names: list[str], types: list[str], mode: str
 def with_error_columns(names: list[str], types: list[str], rows: list[tuple[Any, ...]],
                        errors: list[ColumnError | None], mode: str
                        ) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
-    """The answer with ``<column>_moe95`` (and ``_sigma``) after each column that has errors."""
+    """The answer with ``<column>_moe95`` (and ``_sigma``, a quantile's rank interval) for each
+    column that has errors, after ALL the columns asked for: a client that keeps the first N
+    columns of an answer by position and labels them with the N it asked for (Superset's charts:
+    ``assign_column_label``) then shows each value under its own name, never a margin."""
     if mode == "off":
         return names, types, rows
-    out_names, out_types, picks = [], [], []  # picks: (column index, 0 value / 1 σ / 2 MOE / 3+ err.extra[k - 3])
+    out_names, out_types = list(names), list(types)
+    picks = [(j, 0) for j in range(len(names))]  # (column index, 0 value / 1 σ / 2 MOE / 3+ err.extra[k - 3])
     for j, (name, typ, err) in enumerate(zip(names, types, errors)):
-        out_names.append(name)
-        out_types.append(typ)
-        picks.append((j, 0))
         if err is not None:
             for extra, k in _extra(name, mode) + [(f"{name}_{suffix}", 3 + x) for x, (suffix, _) in enumerate(err.extra)]:
                 out_names.append(extra)

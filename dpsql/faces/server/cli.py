@@ -66,7 +66,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     a.add_argument("database", nargs="?", metavar="DATABASE")
     a.add_argument("--replace", action="store_true", help="set a new password for an existing user")
     a.add_argument("--error-columns", choices=("on", "off", "sigma"), help="this analyst's answers carry a "
-                   "<column>_moe95 column after each noisy one (sigma: and _sigma), as SET dpsql.error_columns does: "
+                   "<column>_moe95 column for each noisy one, after those asked for (sigma: and _sigma), as SET dpsql.error_columns does: "
                    "a BI tool's grid shows the ± without any SQL")
     a.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a dpsql setting this analyst's "
                    "connections start with (rho=0.05, moe=1000, clamp_negative=on, reuse=off, ...; repeatable); the "
