@@ -272,10 +272,11 @@ def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:
     for kname, kdoc in _table(tdoc.get("keys", {}), where, f"{prefix}.keys").items():
         kfield = f"{prefix}.keys.{kname}"
         _ident(kname, where, kfield)
-        kdoc = _table(kdoc, where, kfield)
-        _only(kdoc, {"keyset", "range", "grain"}, where, kfield)
+        _only(kdoc := _table(kdoc, where, kfield), {"keyset", "range", "grain", "null"}, where, kfield)
+        if not isinstance(null := kdoc.get("null", True), bool):  # docs/policy.md, "NULL keys"
+            raise _err(where, f"{kfield}.null", "must be true or false: whether rows whose key is NULL form a group")
         if "range" in kdoc or "grain" in kdoc:
-            keys[kname.lower()] = _range_key(kname.lower(), kdoc, where, kfield)
+            keys[kname.lower()] = replace(_range_key(kname.lower(), kdoc, where, kfield), null=null)
             continue
         keyset = kdoc.get("keyset")
         if keyset is not None:
@@ -285,8 +286,7 @@ def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:
                 raise _err(where, f"{kfield}.keyset", "values must be strings or integers")
             if len(set(keyset)) != len(keyset):
                 raise _err(where, f"{kfield}.keyset", "lists a value twice")
-            keyset = tuple(keyset)
-        keys[kname.lower()] = Key(kname.lower(), keyset)
+        keys[kname.lower()] = Key(kname.lower(), None if keyset is None else tuple(keyset), null=null)
 
     measures: dict[str, Measure] = {}
     for mname, mdoc in _table(tdoc.get("measures", {}), where, f"{prefix}.measures").items():
