@@ -222,3 +222,23 @@ def test_cli_shows_null_and_json_null(tmp_path):
     out = json.loads(subprocess.run([sys.executable, "-m", "dpsql", "query", sql, str(db), "--policy", str(policy), "--json"],
                                     capture_output=True, text=True, env=env, check=True).stdout)
     assert None in [row[0] if isinstance(row, list) else row.get("sex") for row in out["rows"]], out
+
+
+def test_init_declares_not_null_what_the_csv_never_leaves_empty(tmp_path):
+    """A CSV has no constraints: dpsql init declares NOT NULL each column with no empty value, so
+    a public key of it has no NULL group, while a column with empty values keeps its NULL group."""
+    csv = tmp_path / "birds.csv"
+    rows = birds()
+    csv.write_text("id,species,sex\n" + "".join(f"{i},{s},{x or ''}\n" for i, s, x, *_ in rows))
+    env = {**os.environ, "DPSQL_HOME": str(tmp_path / "home")}
+    subprocess.run([sys.executable, "-m", "dpsql", "init", str(csv), "--unit", "id", "--public", "species,sex", "--yes"],
+                   check=True, capture_output=True, env=env)
+    db = tmp_path / "birds.duckdb"
+    with duckdb.connect(str(db), read_only=True) as con:
+        nullable = dict(con.execute("SELECT column_name, is_nullable FROM information_schema.columns "
+                                    "WHERE table_name = 'birds'").fetchall())
+    assert nullable == {"id": "NO", "species": "NO", "sex": "YES"}
+    with dpsql.connect(str(db), _random_source=seeded_random(4)) as con:
+        got = [r[0] for r in con.execute("SELECT species, COUNT(*) FROM birds GROUP BY species").fetchall()]
+        assert None not in got
+        assert None in [r[0] for r in con.execute("SELECT sex, COUNT(*) FROM birds GROUP BY sex").fetchall()]

@@ -55,6 +55,7 @@ def import_table(source: Path, database: Path, table: str, *, progress: bool = F
                 con.execute("SET enable_progress_bar_print = true")
             con.execute(f'CREATE TABLE "{table}" AS SELECT * FROM {_source_sql(source, kind)}')
             rows = con.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0]
+            not_null(con, table, rows)
             con.execute("CHECKPOINT")
         finally:
             con.close()
@@ -69,6 +70,19 @@ def import_table(source: Path, database: Path, table: str, *, progress: bool = F
     if progress:
         sys.stderr.flush()
     return int(rows)
+
+
+def not_null(con: duckdb.DuckDBPyConnection, table: str, rows: int) -> None:
+    """Declare NOT NULL every column of a freshly imported table that holds no NULL: a CSV has no
+    constraints, and a nullable key column has a NULL group in every answer (issue 32, docs/policy.md
+    "NULL keys"). The data owner's import, reviewed with the draft as its keysets are."""
+    columns = [r[0] for r in con.execute(f'DESCRIBE "{table}"').fetchall()]
+    if not columns or not rows:
+        return
+    counts = con.execute("SELECT " + ", ".join(f'COUNT("{c}")' for c in columns) + f' FROM "{table}"').fetchone()
+    for column, count in zip(columns, counts):
+        if count == rows:
+            con.execute(f'ALTER TABLE "{table}" ALTER COLUMN "{column}" SET NOT NULL')
 
 
 def per_unit_table(source: Path, table: str, unit: str, keys: list[str], measures: dict[str, float],
