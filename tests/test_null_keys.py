@@ -225,11 +225,12 @@ def test_cli_shows_null_and_json_null(tmp_path):
 
 
 def test_init_declares_not_null_what_the_csv_never_leaves_empty(tmp_path):
-    """A CSV has no constraints: dpsql init declares NOT NULL each column with no empty value, so
-    a public key of it has no NULL group, while a column with empty values keeps its NULL group."""
+    """A CSV has no constraints: dpsql init declares NOT NULL each --public column with no empty
+    value, so that key has no NULL group; a public column with empty values keeps its NULL group,
+    and a column not declared public stays nullable (its NULLs are no schema fact)."""
     csv = tmp_path / "birds.csv"
     rows = birds()
-    csv.write_text("id,species,sex\n" + "".join(f"{i},{s},{x or ''}\n" for i, s, x, *_ in rows))
+    csv.write_text("id,species,sex,mass\n" + "".join(f"{i},{s},{x or ''},{m}\n" for i, s, x, _, m, _ in rows))
     env = {**os.environ, "DPSQL_HOME": str(tmp_path / "home")}
     subprocess.run([sys.executable, "-m", "dpsql", "init", str(csv), "--unit", "id", "--public", "species,sex", "--yes"],
                    check=True, capture_output=True, env=env)
@@ -237,7 +238,7 @@ def test_init_declares_not_null_what_the_csv_never_leaves_empty(tmp_path):
     with duckdb.connect(str(db), read_only=True) as con:
         nullable = dict(con.execute("SELECT column_name, is_nullable FROM information_schema.columns "
                                     "WHERE table_name = 'birds'").fetchall())
-    assert nullable == {"id": "NO", "species": "NO", "sex": "YES"}
+    assert nullable == {"id": "YES", "species": "NO", "sex": "YES", "mass": "YES"}
     with dpsql.connect(str(db), _random_source=seeded_random(4)) as con:
         got = [r[0] for r in con.execute("SELECT species, COUNT(*) FROM birds GROUP BY species").fetchall()]
         assert None not in got
