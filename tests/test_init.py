@@ -179,7 +179,10 @@ def test_a_duckdb_file_gets_a_policy_for_its_tables_with_the_unit(tmp_path):
     doc = tomllib.loads((tmp_path / "shop.policy.toml").read_text())
     assert list(doc["tables"]) == ["orders"]  # stores has no id column: left out
     with dpsql.connect(db) as con:  # the policy beside the database is found
-        assert len(con.execute("SELECT channel, SUM(amount) FROM orders GROUP BY channel").fetchall()) == 3
+        # the owner's own schema lets channel hold NULL: its NULL group is shown too (issue 32; an
+        # imported CSV declares NOT NULL what holds none, test_null_keys.py)
+        got = [r[0] for r in con.execute("SELECT channel, SUM(amount) FROM orders GROUP BY channel").fetchall()]
+        assert got == ["x0", "x1", "x2", None]
 
 
 def test_refusals_leave_nothing_behind(tmp_path):

@@ -41,7 +41,7 @@ privacy_unit = "pid"
 [tables.visits.measures]
 amount = {{ threshold = {t}, range = [0, 1000] }}
 [tables.visits.keys]
-region = {{ keyset = {regions} }}
+region = {{ keyset = {regions}, null = false }}
 shop = {{}}
 """
 MANY = f"max_groups = {KAPPA}\nrow_threshold = {ROWS_T}\nmax_splits = {K}"
@@ -403,7 +403,7 @@ def test_public_table_join_and_date_range_keys(tmp_path):
         rows += [(u, REGIONS[u % 4], r.randint(0, 90), datetime.date(2024, r.choice(months), r.randint(1, 28)))
                  for _ in range(r.randint(1, 9))]
     con = duckdb.connect(str(db))
-    con.execute("CREATE TABLE visits(pid INTEGER, region VARCHAR, amount INTEGER, day DATE)")
+    con.execute("CREATE TABLE visits(pid INTEGER, region VARCHAR, amount INTEGER, day DATE NOT NULL)")
     con.executemany("INSERT INTO visits VALUES (?, ?, ?, ?)", rows)
     con.execute("CREATE TABLE zones(code VARCHAR, zone VARCHAR)")
     con.executemany("INSERT INTO zones VALUES (?, ?)", [(g, "north" if g in "AB" else "south") for g in REGIONS])
@@ -418,7 +418,7 @@ privacy_unit = "pid"
 [tables.visits.measures]
 amount = {{ threshold = 1000 }}
 [tables.visits.keys]
-region = {{ keyset = {REGIONS} }}
+region = {{ keyset = {REGIONS}, null = false }}
 day = {{ range = ["2024-01-01", "2024-12-31"] }}
 [public_tables.zones]
 key = "code"

@@ -53,7 +53,7 @@ def _database(tmp_path: Path, rows: list[tuple] | str, name: str = "q", rho: str
     """The visits table, from a list of rows or an INSERT ... SELECT statement (large units)."""
     db, policy = tmp_path / f"{name}.duckdb", tmp_path / f"{name}.policy.toml"
     con = duckdb.connect(str(db))
-    con.execute("CREATE TABLE visits(pid INTEGER, region VARCHAR, amount BIGINT, shop VARCHAR)")
+    con.execute("CREATE TABLE visits(pid INTEGER, region VARCHAR NOT NULL, amount BIGINT, shop VARCHAR)")  # issue 32
     if isinstance(rows, str):
         con.execute(rows)
     elif rows:

@@ -46,7 +46,7 @@ def _build(db: Path, x_type: str, values: list[object]) -> None:
     if db.exists():
         db.unlink()
     con = duckdb.connect(str(db))
-    con.execute(f"CREATE TABLE t (id INTEGER, g VARCHAR, v INTEGER, x {x_type})")
+    con.execute(f"CREATE TABLE t (id INTEGER, g VARCHAR NOT NULL, v INTEGER, x {x_type})")  # no NULL group (issue 32)
     con.executemany("INSERT INTO t VALUES (?, ?, ?, ?)", [[i, "ab"[i % 2], i % 7, values[i % len(values)]] for i in range(100)])
     con.close()
 

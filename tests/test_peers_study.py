@@ -59,7 +59,7 @@ def test_a_unit_within_the_bounds_loses_rho_unit_and_peers_get_its_conversion() 
 def test_dpsql_side_on_a_tiny_flights_table(tmp_path) -> None:
     db = tmp_path / "flights.duckdb"
     con = duckdb.connect(str(db))
-    con.execute("CREATE TABLE flights (tailnum VARCHAR, carrier VARCHAR, month INTEGER, origin VARCHAR, dest VARCHAR, "
+    con.execute("CREATE TABLE flights (tailnum VARCHAR, carrier VARCHAR NOT NULL, month INTEGER NOT NULL, origin VARCHAR, dest VARCHAR, "
                 "arr_delay INTEGER, dep_delay INTEGER, distance INTEGER)")
     con.execute("INSERT INTO flights SELECT 'N' || (i % 7), CASE WHEN i % 7 < 4 THEN 'UA' ELSE 'DL' END, 1 + i % 12, "
                 "'JFK', 'BOS', i % 30, i % 20, 200 FROM range(300) t(i)")

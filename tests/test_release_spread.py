@@ -349,7 +349,7 @@ def many_rows_db(tmp_path: Path, kappa: int, rows: list[tuple]) -> tuple[Path, P
     csv = tmp_path / f"many{kappa}.csv"
     csv.write_text("".join(f"{u},{g},{a},{sh}\n" for u, g, a, sh in rows))  # executemany is slow at this size
     con = duckdb.connect(str(db))
-    con.execute("CREATE TABLE visits(pid INTEGER, region VARCHAR, amount BIGINT, shop VARCHAR)")
+    con.execute("CREATE TABLE visits(pid INTEGER, region VARCHAR NOT NULL, amount BIGINT, shop VARCHAR)")  # issue 32
     con.execute(f"INSERT INTO visits SELECT * FROM read_csv('{csv}', header = false, columns = "
                 "{'pid': 'INTEGER', 'region': 'VARCHAR', 'amount': 'BIGINT', 'shop': 'VARCHAR'})")
     con.close()

@@ -39,14 +39,14 @@ max_splits = {k}
 [tables.flights.measures]
 dep_delay = {{ threshold = {t_delay} }}
 [tables.flights.keys]
-origin = {{ keyset = {origins} }}
+origin = {{ keyset = {origins}, null = false }}
 [tables.planes]
 privacy_unit = "tailnum"
 {planes}
 [tables.planes.measures]
 seats = {{ threshold = {t_seats} }}
 [tables.planes.keys]
-manufacturer = {{ keyset = {makers} }}
+manufacturer = {{ keyset = {makers}, null = false }}
 [tables.engines]
 privacy_unit = "tailnum"
 """

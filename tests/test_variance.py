@@ -47,7 +47,7 @@ def _rows(seed: int = 1) -> list[tuple]:
 def _database(tmp_path: Path, rho: str, rows: list[tuple] | None = None) -> tuple[Path, Path]:
     db, policy = tmp_path / "t.duckdb", tmp_path / "t.policy.toml"
     con = duckdb.connect(str(db))
-    con.execute("CREATE TABLE t(id INTEGER, g VARCHAR, x BIGINT)")
+    con.execute("CREATE TABLE t(id INTEGER, g VARCHAR NOT NULL, x BIGINT)")  # no NULL group (issue 32)
     values = ", ".join(f"({i}, '{g}', {'NULL' if x is None else x})" for i, g, x in (rows if rows is not None else _rows()))
     con.execute(f"INSERT INTO t VALUES {values}")
     con.close()
@@ -111,6 +111,7 @@ def _many_groups(tmp_path: Path, rho: str) -> tuple[Path, Path, dict[str, list[i
     con = duckdb.connect(str(db))
     con.execute(f"CREATE TABLE t AS SELECT i AS id, printf('g%03d', i % {GROUPS}) AS g, "
                 f"CAST(HASH(i, 'x') % {T + 1} AS BIGINT) AS x FROM range({GROUPS * PER_GROUP}) r(i)")
+    con.execute("ALTER TABLE t ALTER COLUMN g SET NOT NULL")  # no NULL group (issue 32)
     by_group: dict[str, list[int]] = {}
     for g, x in con.execute("SELECT g, x FROM t").fetchall():
         by_group.setdefault(g, []).append(x)

@@ -37,10 +37,11 @@ def _source_sql(path: Path, kind: str) -> str:
     return f"read_parquet('{quoted}')"
 
 
-def import_table(source: Path, database: Path, table: str, *, progress: bool = False) -> int:
+def import_table(source: Path, database: Path, table: str, *, progress: bool = False, public: list[str] | None = None) -> int:
     """Read ``source`` (CSV or Parquet) into a new table ``table`` of a new DuckDB file
     ``database``, written whole: to a temporary file first, renamed into place only when the
-    import succeeded, so a failure leaves nothing behind. Returns the number of rows."""
+    import succeeded, so a failure leaves nothing behind. Returns the number of rows. The
+    ``public`` columns (``--public``) that hold no NULL are declared NOT NULL (:func:`not_null`)."""
     kind = kind_of(source)
     if kind == "duckdb":
         raise DatabaseFileError(f"{source} is not a CSV or Parquet file")
@@ -55,6 +56,7 @@ def import_table(source: Path, database: Path, table: str, *, progress: bool = F
                 con.execute("SET enable_progress_bar_print = true")
             con.execute(f'CREATE TABLE "{table}" AS SELECT * FROM {_source_sql(source, kind)}')
             rows = con.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0]
+            not_null(con, table, rows, public or [])
             con.execute("CHECKPOINT")
         finally:
             con.close()
@@ -69,6 +71,22 @@ def import_table(source: Path, database: Path, table: str, *, progress: bool = F
     if progress:
         sys.stderr.flush()
     return int(rows)
+
+
+def not_null(con: duckdb.DuckDBPyConnection, table: str, rows: int, public: list[str]) -> None:
+    """Declare NOT NULL each ``public`` column of a freshly imported table that holds no NULL: a CSV
+    has no constraints, and a nullable public key has a NULL group in every answer (issue 32,
+    docs/policy.md "NULL keys"). Only the columns the data owner declares public, whose keysets
+    are read from the data too (the schema is public: whether a column holds NULL is told by it);
+    every other column stays nullable, its NULL a fact of no schema."""
+    wanted = {c.lower() for c in public}
+    columns = [r[0] for r in con.execute(f'DESCRIBE "{table}"').fetchall() if r[0].lower() in wanted]
+    if not columns or not rows:
+        return
+    counts = con.execute("SELECT " + ", ".join(f'COUNT("{c}")' for c in columns) + f' FROM "{table}"').fetchone()
+    for column, count in zip(columns, counts):
+        if count == rows:
+            con.execute(f'ALTER TABLE "{table}" ALTER COLUMN "{column}" SET NOT NULL')
 
 
 def per_unit_table(source: Path, table: str, unit: str, keys: list[str], measures: dict[str, float],

@@ -128,7 +128,7 @@ def init(args: argparse.Namespace) -> int:
             print(f"reading {source} ({kind}) into {database} ...", file=sys.stderr, flush=True)
             from dpsql.backends.duckdb_files import import_table
 
-            rows = import_table(source, database, table, progress=show)
+            rows = import_table(source, database, table, progress=show, public=public)
             written.append(database)
             print(f"  table {table}: {rows:,} rows", file=sys.stderr)
         drafts = _drafts(args, database, public, thresholds)

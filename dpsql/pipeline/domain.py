@@ -130,11 +130,17 @@ class PublicDomain:
         the distinct values of a column of a joined public table (public data, read directly)."""
         if column in plan.public_columns:
             table, col = plan.public_columns[column]
-            hit = self._public_values.get((table, col))
+            left = any(j.side == "LEFT" and j.table == table for j in plan.joins)
+            hit = self._public_values.get((table, col, left))
             if hit is None:
-                hit = self._public_values.put((table, col), tuple(self.engine.public_values(table, col)))
+                # NULL is a value when the table holds it, or when a LEFT JOIN leaves a row unmatched
+                null = left or bool(self.engine.run(f'SELECT 1 FROM "{table}" WHERE "{col}" IS NULL LIMIT 1'))
+                values = tuple(self.engine.public_values(table, col)) + ((None,) if null else ())
+                hit = self._public_values.put((table, col, left), values)
             return hit
-        return plan.table.keys[column].keyset or ()
+        keyset = plan.table.keys[column].keyset or ()
+        # a nullable key column's NULL is a public value (sql/null_keys.py): the NULL group is always released
+        return keyset + (None,) if column in plan.null_columns else keyset
 
     def keyset(self, plan: Plan, key: GroupKey) -> tuple[Any, ...]:
         """A public key's keyset. For an expression of keys it is the expression's image over
@@ -147,7 +153,7 @@ class PublicDomain:
         if key.plain:
             return self.source_keyset(plan, key.sources[0])
         # the joined tables too: ``__j1_name`` is a column of whichever table a query joins first
-        cache = (plan.table.name, key.text, tuple(j.table for j in plan.joins))
+        cache = (plan.table.name, key.text, tuple((j.table, j.side) for j in plan.joins))
         hit = self._images.get(cache)
         if hit is not None:
             return hit
@@ -196,15 +202,17 @@ class PublicDomain:
                 blocks.append(([i], self._rows(self.keyset(plan, k))))
         for table, idx in by_table.items():
             keys = [plan.keys[i] for i in idx]
-            cache = (table, tuple(k.text for k in keys))
+            join = next(j for j in plan.joins if j.table == table)
+            cache = (table, tuple(k.text for k in keys), join.side)
             hit = self._images.get(cache)
             if hit is None:
-                join = next(j for j in plan.joins if j.table == table)
                 cols = ", ".join(f'"{c}" AS "{join.internal(c)}"' for c in self.schema[table])
-                plain = [k.text for k in keys if k.plain]
-                where = f" WHERE {' AND '.join(f'{c} IS NOT NULL' for c in plain)}" if plain else ""
+                source = f'SELECT {cols} FROM "{table}"'
+                if join.side == "LEFT":  # a private row no public row matches: NULL in every column
+                    source += " UNION ALL SELECT " + ", ".join(
+                        f'CAST(NULL AS {t}) AS "{join.internal(c)}"' for c, t in self.schema[table].items())
                 rows = self.engine.run(f'SELECT DISTINCT {", ".join(k.tried_sql for k in keys)} '
-                                       f'FROM (SELECT {cols} FROM "{table}"){where}')  # public rows only
+                                       f'FROM ({source})')  # public rows only: their NULLs are groups too
                 hit = self._images.put(cache, tuple(sorted_groups(rows)))
             blocks.append((idx, list(hit)))
         return blocks

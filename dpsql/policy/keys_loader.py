@@ -4,6 +4,8 @@ every integer of it (docs/policy.md)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import datetime
 import itertools
 from typing import Any
@@ -71,9 +73,11 @@ def parse_keys(doc: Any, where: str, prefix: str) -> dict[str, Key]:
         kfield = f"{prefix}.keys.{kname}"
         _ident(kname, where, kfield)
         kdoc = _table(kdoc, where, kfield)
-        _only(kdoc, {"keyset", "range", "grain"}, where, kfield)
+        _only(kdoc, {"keyset", "range", "grain", "null"}, where, kfield)
+        if not isinstance(null := kdoc.get("null", True), bool):  # docs/policy.md, "NULL keys"
+            raise _err(where, f"{kfield}.null", "must be true or false: whether rows whose key is NULL form a group")
         if "range" in kdoc or "grain" in kdoc:
-            keys[kname.lower()] = _range_key(kname.lower(), kdoc, where, kfield)
+            keys[kname.lower()] = replace(_range_key(kname.lower(), kdoc, where, kfield), null=null)
             continue
         keyset = kdoc.get("keyset")
         if keyset is not None:
@@ -84,7 +88,7 @@ def parse_keys(doc: Any, where: str, prefix: str) -> dict[str, Key]:
             if len(set(keyset)) != len(keyset):
                 raise _err(where, f"{kfield}.keyset", "lists a value twice")
             keyset = tuple(keyset)
-        keys[kname.lower()] = Key(kname.lower(), keyset)
+        keys[kname.lower()] = Key(kname.lower(), keyset, null=null)
     return keys
 
 

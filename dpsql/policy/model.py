@@ -139,6 +139,9 @@ class Key:
     #: the declared first and last day (datetime.date), when the key is a date/time range
     range: tuple[Any, Any] | None = None
     grain: str = "day"
+    #: whether NULL is a value of a public keyset when the schema lets the column hold NULL (policy
+    #: ``null = false``: rows whose key is NULL fall in no group, docs/policy.md "NULL keys")
+    null: bool = True
 
     @property
     def public(self) -> bool:
@@ -245,7 +248,7 @@ def joined_table(first: TablePolicy, joined: TablePolicy, alias: str) -> TablePo
     for name, m in joined.measures.items():
         override = None if m.override is None else ThresholdOverride(inner(m.override.key), m.override.thresholds)
         measures[inner(name)] = Measure(inner(name), m.threshold, m.granularity, override, m.grid)
-    keys = {**first.keys, **{inner(name): Key(inner(name), k.keyset, k.range, k.grain) for name, k in joined.keys.items()}}
+    keys = {**first.keys, **{inner(name): Key(inner(name), k.keyset, k.range, k.grain, k.null) for name, k in joined.keys.items()}}
     return TablePolicy(first.name, first.privacy_unit, measures, keys, _least(first.max_splits, joined.max_splits),
                        _least(first.max_groups, joined.max_groups), _least(first.row_threshold, joined.row_threshold))
 

@@ -177,6 +177,9 @@ class Plan:
     finish_sql: str = ""
     finish_names: tuple[str, ...] = ()
     projection: tuple[tuple[str, ...], ...] | None = None
+    #: the private key columns whose public keyset holds NULL (nullable in the schema, not
+    #: ``null = false``: sql/null_keys.py); a public table's NULL is read from its rows
+    null_columns: tuple[str, ...] = ()
 
     @property
     def key_names(self) -> tuple[str, ...]:

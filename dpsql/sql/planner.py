@@ -7,12 +7,15 @@ which is the order in which a query breaking several rules is refused.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlglot import exp
 
 from dpsql.policy.model import Policy
 from dpsql.sql.aggregates import FinishRewriter
 from dpsql.sql.finish_forms import forms
 from dpsql.sql.keys import group_keys
+from dpsql.sql.null_keys import null_columns, null_filters
 from dpsql.sql.plan import Join, Plan
 from dpsql.sql.scopes import Scopes
 from dpsql.sql import units
@@ -50,6 +53,10 @@ def build_plan(select: exp.Select, sql: str, policy: Policy, schema: dict[str, d
         raise scopes.refuse(select, "DP112", "the SELECT list is empty")
     aliases = {item.alias.lower(): item.this for item in items if isinstance(item, exp.Alias)}
     keys = group_keys(select, table, scopes, items, aliases)
+    nullable = _nullable(scopes, policy, table.name, not_null)
+    filters = null_filters(table, keys, nullable, scopes.columns)  # NULL keys (sql/null_keys.py)
+    if filters:
+        where_expr = exp.and_(*([where_expr] if where_expr is not None else []), *filters)
     if table.many_rows:
         units.check_plan(scopes, select, table, policy, keys)
 
@@ -67,7 +74,19 @@ def build_plan(select: exp.Select, sql: str, policy: Policy, schema: dict[str, d
                 primitives=tuple(rewriter.primitives), finish=finish, outputs=tuple(outputs),
                 selection_count=policy.selection.count if private else None,
                 joins=joins, public_types=public_types, public_columns=public_columns,
-                finish_sql=finish_sql, finish_names=finish_names, projection=projection)
+                finish_sql=finish_sql, finish_names=finish_names, projection=projection,
+                null_columns=null_columns(table, keys, nullable))
+
+
+def _nullable(scopes: Scopes, policy: Policy, table: str, not_null: dict[str, set[str]]) -> Callable[[str], bool]:
+    """Whether the schema lets a private column (by internal name) hold NULL: not declared NOT
+    NULL in its table, the private one or a private table joined on the unit (``alias_column``)."""
+    joined = {j.alias: j.table for j in scopes.joins if policy.table(j.table) is not None}
+
+    def nullable(column: str) -> bool:
+        of = next(((t, column[len(a) + 1:]) for a, t in joined.items() if column.startswith(a + "_")), (table, column))
+        return of[1] not in not_null.get(of[0], set())
+    return nullable
 
 
 def distinct_as_group(select: exp.Select) -> exp.Select:

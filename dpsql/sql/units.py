@@ -210,20 +210,24 @@ def _records_sql(plan: Plan, parts: RowParts) -> tuple[str, list[str], list[str]
 
 def _releasable(plan: Plan) -> str:
     """A condition on a record's keys, from the policy alone, true for every group the public
-    domain can release: a bare public column's group is never NULL (keysets, a public table's
-    values and a date range's grid hold no NULL), and a private table's keyset column is in its
-    keyset (up to 1,000 values). A record that fails it is in no released cell; dropping it before
-    bounding keeps a unit's κ choices for cells that are released. A deterministic filter of a
-    unit's own rows, as WHERE is: the transformation stays stable."""
+    domain can release: a private table's bare public key column is in its keyset (up to 1,000
+    values), or NULL when its NULL is a value (sql/null_keys.py), and not NULL otherwise (keysets
+    and a date range's grid hold no NULL). A public table's column is not filtered: its NULL is a
+    group when its rows hold one or a LEFT JOIN leaves a row unmatched. A record that fails it is in
+    no released cell; dropping it before bounding keeps a unit's κ choices for cells that are
+    released. A deterministic filter of a unit's own rows, as WHERE is: the transformation stays stable."""
     out = []
     for k in plan.keys:
-        if not (k.public and k.plain):
-            continue  # an expression of keys can map a value to NULL inside its image (NULLIF)
-        out.append(f"{_q(k.name)} IS NOT NULL")
         key = plan.table.keys.get(k.column or "")
-        if key is not None and key.keyset is not None and len(key.keyset) <= 1000:
+        if not (k.public and k.plain) or key is None:
+            continue  # an expression of keys can map a value to NULL inside its image (NULLIF)
+        null = k.column in plan.null_columns
+        if key.keyset is not None and len(key.keyset) <= 1000:
             lit = (lambda v: exp.Literal.string(v).sql("duckdb") if isinstance(v, str) else str(v))
-            out.append(f"{_q(k.name)} IN ({', '.join(lit(v) for v in key.keyset)})")
+            within = f"{_q(k.name)} IN ({', '.join(lit(v) for v in key.keyset)})"
+            out.append(f"({_q(k.name)} IS NULL OR {within})" if null else f"{_q(k.name)} IS NOT NULL AND {within}")
+        elif not null:
+            out.append(f"{_q(k.name)} IS NOT NULL")
     return " AND ".join(out)
 
 
