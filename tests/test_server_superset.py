@@ -8,13 +8,10 @@ pane. Each is replayed through libpq's extended protocol (psycopg's ``exec_param
 as text, as psycopg2 interpolates them) by an analyst of its own, and must be:
 
 * answered (or, for a statement marked ``-- refused: DPxxx``, refused with that code);
-* charged exactly the file's ``-- charges: N``, one per release: a statement whose answer is
-  post-processing of another's release (``rowcount_qry``) costs nothing more, and nothing is
-  charged and then thrown away by a refusal;
+* charged exactly the file's ``-- charges: N``, one per release (``rowcount_qry`` counts the rows
+  of a release; the series limit is two releases), and nothing charged and then thrown away by a
+  refusal;
 * free the second time: replaying the same statements again (a dashboard reload) adds no charge.
-
-Pagination and the series limit need SQL over released answers (issue 32, another branch): they
-are marked ``xfail(strict=True)`` here until that lands, and assert the target behaviour.
 """
 
 from __future__ import annotations
@@ -26,8 +23,6 @@ from typing import Any
 import pytest
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures" / "pgwire" / "superset").glob("*.sql"))
-#: the fixtures whose target needs SQL over released answers (issue 32, task A's branch)
-NEEDS_SQL_OVER_RELEASES: set[str] = set()
 
 
 def load(path: Path) -> tuple[int, list[tuple[str, list[Any], str | None]]]:
@@ -73,18 +68,12 @@ def replay(conn: Any, path: Path, statements: list[tuple[str, list[Any], str | N
                 f"{path.name}: {pq.ExecStatus(result.status).name} {message}\n{sql}")
 
 
-def _case(path: Path) -> Any:
-    marks = ([pytest.mark.xfail(strict=True, reason="needs task A: SQL over released answers (issue 32)")]
-             if path.stem in NEEDS_SQL_OVER_RELEASES else [])
-    return pytest.param(path, id=path.stem, marks=marks)
-
-
 def test_every_captured_shape_is_here() -> None:
     assert {p.stem for p in FIXTURES} == {"pagination_rowcount", "series_limit", "filter_values_public_key",
                                           "filter_values_private_key", "samples_pane"}
 
 
-@pytest.mark.parametrize("path", [_case(p) for p in FIXTURES])
+@pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
 def test_superset_sql_is_answered_with_one_charge_per_release(path: Path, dpsql_server: Any) -> None:
     charges, statements = load(path)
     user = "ss_" + path.stem.replace("_", "")[:20]
