@@ -5,7 +5,7 @@ SELECT SUM(TRY_CAST(TRY(CASE WHEN ABS(CAST("employees" AS HUGEINT)) > 2147483648
 
 # title: every spread function of one measure shares three primitives
 # execute: true
-SELECT VAR_SAMP(payann), VAR_POP(payann), STDDEV(payann), STDDEV_SAMP(payann), STDDEV_POP(payann), STD(payann) FROM establishments;
+SELECT VAR_SAMP(payann), VAR_POP(payann), STDDEV(payann), STDDEV_SAMP(payann), STDDEV_POP(payann), STD(payann), VAR(payann) FROM establishments;
 SELECT SUM(TRY_CAST(TRY(CASE WHEN ABS(CAST("payann" AS HUGEINT)) > 2147483648 THEN 2147483648 ELSE ABS(CAST("payann" AS HUGEINT)) END * 10000 - (CASE WHEN ABS(CAST("payann" AS HUGEINT)) > 2147483648 THEN 2147483648 ELSE ABS(CAST("payann" AS HUGEINT)) END % 10000) * (10000 - CASE WHEN ABS(CAST("payann" AS HUGEINT)) > 2147483648 THEN 2147483648 ELSE ABS(CAST("payann" AS HUGEINT)) END % 10000)) AS BIGINT)) AS "__p0", SUM("payann") AS "__p1", COUNT(*) AS "__p2" FROM "establishments";
 
 # title: variance next to the sum and average it shares

@@ -43,10 +43,12 @@ def spread_kind(node: exp.Expression) -> str:
 
 
 def std_aliases(tree: exp.Expression) -> exp.Expression:
-    """``STD(x)`` (MySQL's, which sqlglot does not model) as ``STDDEV(x)``."""
+    """``STD(x)`` and ``VAR(x)`` (the spellings SmartNoise's suite and T-SQL use, which sqlglot does
+    not model) as ``STDDEV(x)`` and ``VARIANCE(x)``: the sample forms, as T-SQL's STDEV and VAR."""
     def fix(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Anonymous) and str(node.this).upper() == "STD" and len(node.expressions) == 1:
-            out = exp.Stddev(this=node.expressions[0].copy())
+        name = str(node.this).upper() if isinstance(node, exp.Anonymous) else ""
+        if name in ("STD", "VAR") and len(node.expressions) == 1:
+            out = (exp.Stddev if name == "STD" else exp.Variance)(this=node.expressions[0].copy())
             out.meta.update(node.meta)
             return out
         return node
