@@ -47,6 +47,7 @@ def _database(tmp_path: Path, rho: str = "0.05") -> tuple[Path, Path]:
     # z*: 100 units whose b is 0; s*: 3 units
     con.execute(f"INSERT INTO t SELECT {base} + i, 'z' || (i % 3), 50, 0 FROM range(300) r(i)")
     con.execute(f"INSERT INTO t SELECT {base} + 300 + i, 's' || (i % 3), i, 1 FROM range(9) r(i)")
+    con.execute("ALTER TABLE t ALTER COLUMN g SET NOT NULL")  # no NULL group (tests/test_null_keys.py)
     con.close()
     keys = ", ".join(f'"{k}"' for k in [f"g{i:04d}" for i in range(GROUPS)] + HARD)
     policy.write_text(POLICY.format(rho=rho, t=T, keys=keys))
@@ -297,7 +298,7 @@ def test_many_rows_quantile_interval_uses_the_count_of_units_when_it_is_a_lower_
     has no count bounding its values from below: NULL, and the column note says so."""
     db, policy = tmp_path / "v.duckdb", tmp_path / "v.policy.toml"
     con = duckdb.connect(str(db))
-    con.execute(f"CREATE TABLE visits(pid INTEGER, region VARCHAR, amount BIGINT {'NOT NULL' if not_null else ''})")
+    con.execute(f"CREATE TABLE visits(pid INTEGER, region VARCHAR NOT NULL, amount BIGINT {'NOT NULL' if not_null else ''})")
     con.execute("INSERT INTO visits SELECT i // 5, ['A', 'B', 'C'][1 + (i // 5) % 3], i % 200 FROM range(3000) r(i)")
     con.execute("INSERT INTO visits VALUES (9000, 'C', 7)")
     con.close()

@@ -58,3 +58,29 @@ def test_beyond_the_kept_number_connections_are_closed(tmp_path):
     assert len(pool._IDLE[ledgers[0]._opened]) == pool.PER_FILE
     pool.drop_all()
     assert not pool._IDLE.get(ledgers[0]._opened)
+
+
+def test_idle_connections_are_bounded_over_every_ledger_file(tmp_path, monkeypatch):
+    """A process that opens many ledgers (a test run, a notebook over many data sets) keeps at
+    most MAX_IDLE idle connections in all: each holds ~4 descriptors, and 120 ledgers had piled
+    up ~480 of them, past which select()-based code (prompt_toolkit's input) fails at 1,024."""
+    import os
+    import shutil
+
+    import dpsql
+    from dpsql.demo_db import ensure_demo
+    from dpsql.ledger import pool
+
+    monkeypatch.setenv("DPSQL_HOME", str(tmp_path / "home"))
+    db, policy = ensure_demo(home=tmp_path / "home")
+    pool.drop_all()
+    before = len(os.listdir("/proc/self/fd"))
+    for i in range(3 * pool.MAX_IDLE):
+        folder = tmp_path / f"p{i}"
+        folder.mkdir()
+        shutil.copy(policy, folder / "p.toml")
+        with dpsql.connect(db, folder / "p.toml") as con:
+            con.execute("SELECT state, COUNT(*) FROM establishments GROUP BY state").fetchall()
+    assert sum(map(len, pool._IDLE.values())) <= pool.MAX_IDLE
+    assert len(os.listdir("/proc/self/fd")) - before <= 5 * pool.MAX_IDLE + 10
+    pool.drop_all()

@@ -25,6 +25,10 @@ from dpsql.ledger import fds as ledger_fds
 Identity = tuple[Any, ...]  # (main, -wal, -shm): (st_dev, st_ino) or None each
 #: idle connections kept per ledger (a wire server's sessions come and go; more are closed)
 PER_FILE = 8
+#: idle connections kept in all, over every ledger file: each holds ~4 descriptors, and a process
+#: that opens many ledgers (a test run, a notebook over many data sets) must not pile them up
+#: past 1,024, where select()-based code (prompt_toolkit's input) fails; the oldest file's go first
+MAX_IDLE = 16
 _IDLE: dict[Identity, list[tuple[int, sqlite3.Connection]]] = {}
 _LOCK = threading.Lock()
 
@@ -43,12 +47,23 @@ def take(identity: Identity) -> sqlite3.Connection | None:
 def give(identity: Identity, db: sqlite3.Connection) -> None:
     """Keep ``db`` (no transaction open) for a later Ledger on the same files; beyond
     :data:`PER_FILE` it is closed and its descriptor hold released."""
+    evicted: list[tuple[Identity, sqlite3.Connection]] = []
     with _LOCK:
-        idle = _IDLE.setdefault(identity, [])
-        if len(idle) < PER_FILE and not db.in_transaction:
+        idle = _IDLE.pop(identity, [])
+        _IDLE[identity] = idle  # the most recently used file last
+        kept = len(idle) < PER_FILE and not db.in_transaction
+        if kept:
             idle.append((os.getpid(), db))
-            return
-    close(identity, db)
+        while sum(map(len, _IDLE.values())) > MAX_IDLE:
+            oldest = next(iter(_IDLE))
+            _, old_db = _IDLE[oldest].pop(0)
+            evicted.append((oldest, old_db))
+            if not _IDLE[oldest]:
+                del _IDLE[oldest]
+    for old_identity, old_db in evicted:
+        close(old_identity, old_db)
+    if not kept:
+        close(identity, db)
 
 
 def close(identity: Identity, db: sqlite3.Connection) -> None:
