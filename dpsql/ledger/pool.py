@@ -54,6 +54,8 @@ def give(identity: Identity, db: sqlite3.Connection) -> None:
         kept = len(idle) < PER_FILE and not db.in_transaction
         if kept:
             idle.append((os.getpid(), db))
+        for empty in [k for k, v in _IDLE.items() if not v]:  # every connection taken: nothing kept
+            del _IDLE[empty]
         while sum(map(len, _IDLE.values())) > MAX_IDLE:
             oldest = next(iter(_IDLE))
             _, old_db = _IDLE[oldest].pop(0)
