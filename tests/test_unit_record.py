@@ -115,11 +115,30 @@ def test_the_scan_in_passes_finds_every_repeat_and_null(tmp_path, monkeypatch, e
         engine.close()
 
 
+def _new_process_scans(policy, monkeypatch) -> list[str]:
+    """The unit scans a session in a new process makes for QUERY over ``policy``'s Parquet."""
+    from dpsql.backends import duckdb as duckdb_backend
+
+    duckdb_backend._UNIQUE_UNITS.clear()  # what a new process starts with
+    with dpsql.connect(None, str(policy)) as con:
+        scans = _scans(con, monkeypatch)
+        con.execute(QUERY)
+        return scans
+
+
+def _new_process_refuses(policy) -> None:
+    from dpsql.backends import duckdb as duckdb_backend
+
+    duckdb_backend._UNIQUE_UNITS.clear()
+    with dpsql.connect(None, str(policy)) as con:
+        with pytest.raises(PolicyFileError, match="does not identify one row per unit"):
+            con.execute(QUERY)
+
+
 def test_a_table_read_from_its_own_parquet_file_is_recorded_by_that_file(tmp_path, monkeypatch):
     """Over Parquet (DuckDB here; Spark takes the same path in policy_check) each table's file is
     its identity: recorded after one scan, not scanned by a new session, checked again once the
     file is rewritten (a folder: see the next test)."""
-    from dpsql.backends import duckdb as duckdb_backend
 
     monkeypatch.setenv("DPSQL_HOME", str(tmp_path / "home"))
     data = tmp_path / "people.parquet"
@@ -129,23 +148,13 @@ def test_a_table_read_from_its_own_parquet_file_is_recorded_by_that_file(tmp_pat
     policy = tmp_path / "people.policy.toml"
     policy.write_text(POLICY.replace('privacy_unit = "id"', 'privacy_unit = "id"\nparquet = "people.parquet"'))
 
-    def session_scans() -> list[str]:
-        duckdb_backend._UNIQUE_UNITS.clear()  # what a new process starts with
-        with dpsql.connect(None, str(policy)) as con:
-            scans = _scans(con, monkeypatch)
-            con.execute(QUERY)
-            return scans
-
-    assert session_scans() == ["people"]
+    assert _new_process_scans(policy, monkeypatch) == ["people"]
     assert unit_record.passed(data, "people", "id")
-    assert session_scans() == []
+    assert _new_process_scans(policy, monkeypatch) == []
     with duckdb.connect() as con:  # the owner rewrites the file with a repeated unit
         con.execute(f"COPY (SELECT i % 999 AS id, 'a' AS region, i AS income FROM range(1000) t(i)) "
                     f"TO '{data}' (FORMAT parquet)")
-    duckdb_backend._UNIQUE_UNITS.clear()
-    with dpsql.connect(None, str(policy)) as con:
-        with pytest.raises(PolicyFileError, match="does not identify one row per unit"):
-            con.execute(QUERY)
+    _new_process_refuses(policy)
 
 
 
@@ -153,7 +162,6 @@ def test_a_table_read_from_a_folder_is_recorded_by_every_file_below_it(tmp_path,
     """A folder of Parquet files (Spark's usual input, partition sub-folders included) is checked
     once: a new session does not scan it again; a file added in a sub-folder with a repeated unit
     makes the next session scan again and refuse, and so does a file rewritten in place."""
-    from dpsql.backends import duckdb as duckdb_backend
 
     monkeypatch.setenv("DPSQL_HOME", str(tmp_path / "home"))
     folder = tmp_path / "people"
@@ -165,35 +173,22 @@ def test_a_table_read_from_a_folder_is_recorded_by_every_file_below_it(tmp_path,
     policy = tmp_path / "people.policy.toml"
     policy.write_text(POLICY.replace('privacy_unit = "id"', 'privacy_unit = "id"\nparquet = "people"'))
 
-    def session_scans() -> list[str]:
-        duckdb_backend._UNIQUE_UNITS.clear()  # what a new process starts with
-        with dpsql.connect(None, str(policy)) as con:
-            scans = _scans(con, monkeypatch)
-            con.execute(QUERY)
-            return scans
-
-    assert session_scans() == ["people"]
+    assert _new_process_scans(policy, monkeypatch) == ["people"]
     assert unit_record.passed(folder, "people", "id")
-    assert session_scans() == []
+    assert _new_process_scans(policy, monkeypatch) == []
     with duckdb.connect() as con:  # a new file in the sub-folder repeats unit 7
         con.execute(f"COPY (SELECT 7 AS id, 'a' AS region, 1 AS income) TO '{folder / 'part=1' / 'c.parquet'}' "
                     "(FORMAT parquet)")
     assert not unit_record.passed(folder, "people", "id")
-    duckdb_backend._UNIQUE_UNITS.clear()
-    with dpsql.connect(None, str(policy)) as con:
-        with pytest.raises(PolicyFileError, match="does not identify one row per unit"):
-            con.execute(QUERY)
+    _new_process_refuses(policy)
     (folder / "part=1" / "c.parquet").unlink()
     # the added file removed: the folder is again exactly the one that passed (same files, same
     # identities), so its record holds; a rewrite of a checked file is what must be seen:
-    assert session_scans() == []
+    assert _new_process_scans(policy, monkeypatch) == []
     with duckdb.connect() as con:  # rewritten in place, same name: unit 0 twice
         con.execute(f"COPY (SELECT i % 499 AS id, 'a' AS region, i AS income FROM range(500) t(i)) "
                     f"TO '{folder / 'a.parquet'}' (FORMAT parquet)")
-    duckdb_backend._UNIQUE_UNITS.clear()
-    with dpsql.connect(None, str(policy)) as con:
-        with pytest.raises(PolicyFileError, match="does not identify one row per unit"):
-            con.execute(QUERY)
+    _new_process_refuses(policy)
 
 
 def test_a_file_written_during_the_scan_is_not_recorded(tmp_path, monkeypatch):
