@@ -84,3 +84,16 @@ def test_query_format_csv_json_table(demo):
     assert p.returncode == 2 and "disagree" in p.stderr
     p = run("query", "SELECT code, region FROM states", "--format", "csv", *where, env_home=home)
     assert p.stdout.splitlines()[:2] == ["code,region", "AK,West"] and "nothing charged" in p.stderr
+
+
+def test_every_command_prints_its_help():
+    """`dpsql X --help` for every command the parser lists: `serve --help` once crashed in
+    argparse's %-formatting of a default that holds '%' (50%)."""
+    from dpsql.faces.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    names = sorted(sub.choices)
+    assert {"serve", "user", "init", "query", "ledger"} <= set(names)
+    for name in names:
+        p = subprocess.run([sys.executable, "-m", "dpsql", name, "--help"], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0 and p.stdout.startswith(f"usage: dpsql {name}"), (name, p.stderr[-400:])

@@ -49,7 +49,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
                    help="of those, from one client address (default 8)")
     p.add_argument("--memory-limit", default=DEFAULT_MEMORY, metavar="SIZE",
                    help=f"memory DuckDB may use for all queries together, e.g. 4GB, 512MB or 50%% of the machine's "
-                        f"(default {DEFAULT_MEMORY}); a query that needs more fails")
+                        f"(default {DEFAULT_MEMORY.replace('%', '%%')}); a query that needs more fails")  # argparse %-formats help
     p.add_argument("--adopt-ledger", action="store_true",
                    help="take the ledger the policy names now as this server's own (after restoring or replacing "
                         "it; a missing one is created empty): the server refuses to start on any other")
