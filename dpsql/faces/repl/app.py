@@ -201,14 +201,23 @@ class Repl:
                 f"policy {s.policy.path}; tables: {', '.join(s.policy.tables)}"
                 + (f"; public tables: {', '.join(s.policy.public_tables)}" if s.policy.public_tables else "") + "\n"
                 f"Each query's noise costs rho={fmt(s.rho)} (a private GROUP BY key adds "
-                f"{fmt(s.policy.selection.epsilon ** 2 / 2)}); budget left {fmt_down(led.remaining)} of {fmt(led.total_rho)}. "
+                f"{fmt(s.policy.selection.epsilon ** 2 / 2)}); budget left {self._left()} of {fmt(led.total_rho)}. "
                 "Refused queries cost nothing.\n"
                 "End SQL with ;  \\help for help, \\tables to start, Tab completes, Ctrl-D quits.\n")
+
+    def _left(self) -> str:
+        """The budget left, or why it cannot be read (a moved or damaged ledger: DP404). The banner
+        and the toolbar must not raise: inside prompt_toolkit's application an exception waits for
+        ENTER in its own handler instead of showing the prompt (tests/test_repl_faults.py)."""
+        try:
+            return fmt_down(self.session.ledger.remaining)
+        except DpsqlError as exc:
+            return f"unknown ({exc.code}: the ledger cannot be read; queries are refused)"
 
     def toolbar(self) -> str:
         s = self.session
         shown = "± 95% MOE" if self.display == "moe" else "σ"
-        return (f" rho/query {fmt(s.rho)} │ budget left {fmt_down(s.ledger.remaining)} of {fmt(s.ledger.total_rho)}"
+        return (f" rho/query {fmt(s.rho)} │ budget left {self._left()} of {fmt(s.ledger.total_rho)}"
                 f" │ showing {shown} │ \\help  Ctrl-D quits ")
 
     # ------------------------------------------------------------------ loops

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import get_app
-from prompt_toolkit.completion import CompleteEvent, get_common_complete_suffix
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion, get_common_complete_suffix
 from prompt_toolkit.enums import DEFAULT_BUFFER
 from prompt_toolkit.filters import Condition, completion_is_selected
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
@@ -37,6 +38,21 @@ STYLE = Style.from_dict({
     "bottom-toolbar": "noreverse bg:ansibrightblack fg:ansiwhite",
     "continuation": "ansibrightblack",
 })
+
+
+class _Guarded(Completer):
+    """A completer that offers nothing when the one it wraps fails. Inside prompt_toolkit's
+    application an exception goes to its own handler, which waits for ENTER instead of showing
+    the prompt (a hang with a pipe as input): a completion is a convenience, never worth that."""
+
+    def __init__(self, inner: Completer) -> None:
+        self.inner = inner
+
+    def get_completions(self, document: Any, complete_event: CompleteEvent) -> Iterator[Completion]:
+        try:
+            yield from list(self.inner.get_completions(document, complete_event))
+        except Exception:  # noqa: BLE001 - see the class docstring; the completer reads only the policy
+            return
 
 
 def history_file() -> History:
@@ -105,7 +121,7 @@ def make_session(repl: PromptOwner, *, input: Any = None, output: Any = None,
         prompt_continuation=_continuation,
         multiline=incomplete,
         lexer=DpsqlLexer(),
-        completer=SqlCompleter(repl.session),
+        completer=_Guarded(SqlCompleter(repl.session)),
         complete_while_typing=True,
         history=history if history is not None else history_file(),
         bottom_toolbar=repl.toolbar,
