@@ -13,7 +13,7 @@ them), the data file's identity (with its write-ahead log: any write changes it)
 and exact SQL (parameters bound; two texts with the same plan ask the same question), each
 primitive's mechanism and budget share (ρ, ε, MOE targets and weights all end there), and the
 clamping option (it changes the noisy cells the finish sees). Error columns are not in the key:
-they are computed from the stored per-row errors when the answer is shown. No key (no reuse)
+they are computed from the stored cells' σ and MOE when the answer is shown. No key (no reuse)
 when the policy has no file or the data has no single file identity (Parquet).
 
 **One release, many pages.** ORDER BY, LIMIT and OFFSET run in the finish, on the noisy cells
