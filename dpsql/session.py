@@ -38,7 +38,7 @@ from dpsql.pipeline.decide import (Decision, allocations, check_query_cap, check
                                    selection_info, settings_for)
 from dpsql.pipeline.domain import PublicDomain, file_identity
 from dpsql.errors import DatabaseFileError, DpsqlError, PolicyFileError, QueryFailed
-from dpsql.pipeline.finish import check_finish, describe, finish
+from dpsql.pipeline.finish import check_finish, describe
 from dpsql.ledger import answers
 from dpsql.ledger.book import Charge, Ledger, ledger_path, os_user
 from dpsql.policy.model import Policy
@@ -301,7 +301,7 @@ class Session:
             if record and planned is None and parameters is None:
                 plan_record.save(self._plan_context, sql, (d.plan, d.query))
             key = reuse.key(self.policy, self.analyst, self.database, d.plan, d.query, d.allocs, self.output.clamp_negative)
-            if (again := reuse.reused(answers.find(self.ledger, key, self.output.reuse), self.output, self.ledger)):
+            if (again := reuse.reused(answers.find(self.ledger, key, self.output.reuse), d.plan, self)):
                 return again  # released before: shown again, charged nothing (pipeline/reuse.py)
             self.ledger.check(d.rho, d.delta)  # refuse early; the binding check is the charge itself
             timings["plan"] = time.perf_counter() - t0
@@ -351,9 +351,9 @@ class Session:
         prims, clamped = output.nonnegative_primitives(d.plan, self.nonnegative), None
         if self.output.clamp_negative:
             columns, clamped = output.clamp(columns, d.plan, prims)
-        names, types, rows, errors = finish(d.plan, columns, self.finisher)
-        notes, selection = output.notes(d.plan, names, rows, prims, clamped, errors), selection_info(d, self.policy, released)
-        answers.keep(self.ledger, key, charge_id, lambda: reuse.encode(d, names, types, rows, errors, notes, noise_terms, selection))
+        names, types, rows, errors, notes = reuse.finished(d.plan, columns, clamped, prims, self.finisher)
+        selection = selection_info(d, self.policy, released)  # the cells are kept: every page is shown from them
+        answers.keep(self.ledger, key, charge_id, lambda: reuse.encode(d, columns, clamped, noise_terms, selection))
         names, types, rows = output.with_error_columns(names, types, rows, errors, self.output.error_columns)
         timings["finish"] = time.perf_counter() - t0
 

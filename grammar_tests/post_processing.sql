@@ -106,3 +106,22 @@ SELECT state, COUNT(*) FROM establishments GROUP BY state ORDER BY state FETCH F
 SELECT "state" AS "state", COUNT(*) AS "__p0"
 FROM "establishments"
 GROUP BY "state";
+
+# title: a count labelled otherwise, with a LIMIT, is a count (not the Samples pane's)
+# execute: true
+SELECT COUNT(*) AS count FROM main.establishments LIMIT 50000;
+SELECT COUNT(*) AS "__p0"
+FROM "establishments";
+
+# title: a count labelled "COUNT(*)" without a LIMIT is a count
+# execute: true
+SELECT COUNT(*) AS "COUNT(*)" FROM establishments;
+SELECT COUNT(*) AS "__p0"
+FROM "establishments";
+
+# title: a count labelled "COUNT(*)" by group, with a LIMIT, is a chart's
+# execute: true
+SELECT state, COUNT(*) AS "COUNT(*)" FROM establishments GROUP BY state ORDER BY "COUNT(*)" DESC LIMIT 5;
+SELECT "state" AS "state", COUNT(*) AS "__p0"
+FROM "establishments"
+GROUP BY "state";

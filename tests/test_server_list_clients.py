@@ -228,7 +228,7 @@ def test_pgcli_as_a_person_uses_it(server, tmp_path):
         term.wait_for_menu("establishments", "table")
         term.type("\t")  # completes the table's name from the catalog
         term.wait_for_line("pg> SELECT", lambda line: line.endswith("FROM establishments"))
-        term.type(" GROUP BY stat")
+        term.type(" WHERE employees > 7 GROUP BY stat")  # a statement no other test released to alice (else reused, free)
         term.wait_for_line("pg> SELECT", lambda line: line.endswith("GROUP BY stat"))
         term.wait_for_menu("state", "column")
         term.type("\t")  # a column of that table

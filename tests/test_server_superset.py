@@ -84,3 +84,35 @@ def test_superset_sql_is_answered_with_one_charge_per_release(path: Path, dpsql_
         replay(conn, path, statements)  # the dashboard reloaded: the answers already released, free
     assert len(dpsql_server.charges(user)) == charges, dpsql_server.charges(user)
     dpsql_server.check_ledger()
+
+
+def test_samples_pane_costs_nothing_through_psycopg2(dpsql_server: Any) -> None:
+    """Explore's Samples pane as Superset 6 runs it through psycopg2 (views/datasource/utils.py:
+    get_samples): the count first, and the sample's rows only if the count succeeded. The count
+    is refused before anything is charged (DP128), so the pane costs nothing, however often it
+    is opened; the pane's message is dpsql's refusal with its hint."""
+    psycopg2 = pytest.importorskip("psycopg2")
+    _, statements = load(Path(__file__).parent / "fixtures" / "pgwire" / "superset" / "samples_pane.sql")
+    (count, _, _), (rows, _, _) = statements
+    user = "ss_samples_psycopg2"
+    dpsql_server.add_user(user, cli=False)
+    con = psycopg2.connect(dpsql_server.dsn(user))
+    con.autocommit = True
+    try:
+        cur = con.cursor()
+        for _ in range(3):  # the pane opened three times
+            with pytest.raises(psycopg2.Error) as err:
+                cur.execute(count)
+            assert "DP128" in str(err.value) and "Samples pane" in str(err.value)
+            assert 'label it otherwise' in (err.value.diag.message_hint or "")
+        cur.execute("SELECT COUNT(*) AS count FROM main.establishments LIMIT 50000")  # a count labelled as a chart does
+        assert cur.fetchone()[0] > 0
+        cur.execute("SELECT COUNT(*) AS count FROM main.establishments LIMIT 50000")
+        assert len(dpsql_server.charges(user)) == 1  # that count only: the pane's cost nothing
+        with pytest.raises(psycopg2.Error) as err:  # the rows, had Superset sent them: refused as ever
+            cur.execute(rows)
+        assert "DP201" in str(err.value)
+        assert len(dpsql_server.charges(user)) == 1
+    finally:
+        con.close()
+    dpsql_server.check_ledger()

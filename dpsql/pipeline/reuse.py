@@ -13,11 +13,19 @@ them), the data file's identity (with its write-ahead log: any write changes it)
 and exact SQL (parameters bound; two texts with the same plan ask the same question), each
 primitive's mechanism and budget share (ρ, ε, MOE targets and weights all end there), and the
 clamping option (it changes the noisy cells the finish sees). Error columns are not in the key:
-they are computed from the stored per-row errors when the answer is shown. No key (no reuse)
+they are computed from the stored cells' σ and MOE when the answer is shown. No key (no reuse)
 when the policy has no file or the data has no single file identity (Parquet).
 
-The answer is stored after finish (HAVING, ORDER BY, LIMIT ran on the noisy cells) and before
-error columns are added, as JSON (:func:`encode`); a value JSON cannot carry exactly is not
+**One release, many pages.** ORDER BY, LIMIT and OFFSET run in the finish, on the noisy cells
+only, after the charge (they add no primitive the key does not hold: an ORDER BY of an aggregate
+the SELECT list lacks is a primitive of its own, so another key). So the key holds the plan's
+finish *without* them (``Plan.finish_base_sql``), and what is stored is the release itself: the
+noisy cells (each group's keys, noisy values, σ, MOE, rank errors; clamped when clamping is on),
+as JSON (:func:`encode`). Every statement, fresh or reused, is shown by running its own finish —
+SELECT list, HAVING, ORDER BY, LIMIT, OFFSET — over those cells (:func:`finished`): page 1, page
+2, another ORDER BY and Superset's ``rowcount_qry`` over the page query are post-processing of one
+release, charged once, and a fresh release shows exactly what its reuse shows (ties in ORDER BY
+are broken by the cells' order, ``sql/finish_forms.py``). A value JSON cannot carry exactly is not
 stored, and the next such statement is charged again. Storage: :mod:`dpsql.ledger.answers`.
 """
 
@@ -30,13 +38,13 @@ import time
 import uuid
 from decimal import Decimal
 from fractions import Fraction
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 from dpsql.pipeline import output
 from dpsql.pipeline.decide import Decision
 from dpsql.pipeline.domain import file_identity
+from dpsql.pipeline.finish import finish
 from dpsql.pipeline.result import ColumnError, NoiseTerm, Receipt, Result
 from dpsql.policy.model import Policy
 from dpsql.privacy.allocate import Allocation
@@ -45,7 +53,10 @@ from dpsql.records import plan as plan_record
 from dpsql.sql.plan import Plan
 
 #: bump when what a key stands for or what an answer holds changes
-VERSION = 1
+VERSION = 2  # 2: keyed without ORDER BY / LIMIT / OFFSET; the noisy cells are kept, not the finished rows
+#: what of a plan's record is not the release: its text, and the finish's forms with ORDER BY /
+#: LIMIT / OFFSET (the key holds ``finish_base_sql`` for them)
+_NOT_THE_RELEASE = ("sql", "finish_sql", "projection")
 
 
 def key(policy: Policy, analyst: str, database: Path, plan: Plan, query: str, allocs: Any, clamp: bool) -> str | None:
@@ -55,7 +66,7 @@ def key(policy: Policy, analyst: str, database: Path, plan: Plan, query: str, al
     ident = file_identity(database)
     if ident is None:
         return None
-    shape = {k: v for k, v in plan_record.encode(plan).items() if k != "sql"}  # the text's plan, not its spelling
+    shape = {k: v for k, v in plan_record.encode(plan).items() if k not in _NOT_THE_RELEASE}  # not its spelling or pages
     parts = (VERSION, analyst, policy.digest, str(policy.path), ident, shape, query,
              [_alloc(a) for a in allocs], clamp,
              _digest(plan.table), _digest(policy.selection))  # as used: a face may amend the file's policy in memory (advise)
@@ -106,16 +117,28 @@ def _value(v: Any) -> Any:
 _JSON_PLAIN = {type(None), bool, int, float, str}
 
 
-def _rows(rows: list[tuple[Any, ...]]) -> list[Any]:
-    """The rows for JSON: as they are when every column holds only JSON's own types (checked a
-    column at a time, in C: a large answer is not converted value by value), else converted."""
-    if not rows or all(set(map(type, map(itemgetter(j), rows))) <= _JSON_PLAIN for j in range(len(rows[0]))):
-        return rows  # tuples are written as lists
-    return [[_value(v) for v in row] for row in rows]
+def _column(v: Any) -> list[Any]:
+    """One column of the noisy cells for JSON: an array with its dtype (numbers), or a list (keys,
+    a small answer's values) as it is when it holds only JSON's own types, else converted."""
+    dtype = getattr(v, "dtype", None)
+    if dtype is not None:
+        if dtype.kind not in "biuf":
+            raise _Unstorable(dtype.name)
+        return ["array", dtype.name, _floats(v.tolist())]
+    v = list(v)
+    return ["list", v if set(map(type, v)) <= _JSON_PLAIN else [_value(x) for x in v]]
 
 
-def _floats(xs: tuple[Any, ...]) -> Any:
-    """A column's σ or MOE per row; one non-zero value repeated (the usual column: one
+def _read_column(c: list[Any]) -> Any:
+    if c[0] == "array":
+        import numpy as np  # an array was released: numpy was imported then
+
+        return np.array(_read_floats(c[2]), dtype=c[1])
+    return [_read_value(x) for x in c[1]]
+
+
+def _floats(xs: Any) -> Any:
+    """A column's values; one non-zero value repeated (the usual σ or MOE column: one
     sensitivity) is written once — JSON's text for floats is most of a large answer's cost."""
     xs = list(xs)  # a tuple, a list or an array of the release: one form
     if len(xs) > 1 and xs[0] and xs.count(xs[0]) == len(xs):
@@ -123,8 +146,8 @@ def _floats(xs: tuple[Any, ...]) -> Any:
     return xs
 
 
-def _read_floats(v: Any) -> tuple[Any, ...]:
-    return (v["repeat"],) * v["n"] if isinstance(v, dict) else tuple(v)
+def _read_floats(v: Any) -> list[Any]:
+    return [v["repeat"]] * v["n"] if isinstance(v, dict) else list(v)
 
 
 def _read_value(v: Any) -> Any:
@@ -138,17 +161,14 @@ def _read_value(v: Any) -> Any:
     return read[tag](x)
 
 
-def encode(d: Decision, names: list[str], types: list[str], rows: list[tuple[Any, ...]],
-           errors: list[ColumnError | None], notes: tuple[str, ...], noise: list[NoiseTerm],
+def encode(d: Decision, columns: dict[str, Any], clamped: int | None, noise: list[NoiseTerm],
            selection: dict[str, Any] | None) -> str | None:
-    """The finished answer of ``d`` as JSON text, or None when a value cannot be carried exactly."""
+    """The release of ``d`` — its noisy cells as the finish reads them — as JSON text, or None
+    when a value cannot be carried exactly."""
     try:
         doc = {"version": VERSION, "mechanism": d.mechanism, "table": d.plan.table.name,
-               "names": list(names), "types": list(types),
-               "rows": _rows(rows),
-               "errors": [None if e is None else [e.column, _floats(e.sigma), _floats(e.moe95), e.note,
-                                                  [[x, _floats(v)] for x, v in e.extra], e.flagged] for e in errors],
-               "notes": list(notes), "selection": selection,
+               "cells": {name: _column(v) for name, v in columns.items()}, "clamped": clamped,
+               "selection": selection,
                "noise": [[n.aggregate, str(n.rho), list(n.sensitivity), list(n.sigma), list(n.moe95), n.mechanism,
                           None if n.epsilon is None else str(n.epsilon), n.rank_error95, n.grid] for n in noise]}
         return json.dumps(doc)
@@ -156,26 +176,34 @@ def encode(d: Decision, names: list[str], types: list[str], rows: list[tuple[Any
         return None
 
 
-def reused(hit: Any, shown: output.Output, ledger: Any) -> Result | None:
-    """The answer ``hit`` (:class:`dpsql.ledger.answers.Released`) shown again, charged nothing,
-    with ``ledger``'s figures; None without a hit, or when the stored text is not one this
-    version wrote (the statement is then released afresh)."""
+def finished(plan: Plan, columns: dict[str, Any], clamped: int | None, prims: set[int], finisher: Any
+             ) -> tuple[list[str], list[str], list[tuple[Any, ...]], list[ColumnError | None], tuple[str, ...]]:
+    """(names, types, rows, errors, notes) of ``plan``'s answer over released noisy cells: its
+    SELECT list, HAVING, ORDER BY, LIMIT and OFFSET, the same for a fresh release and a reused one."""
+    names, types, rows, errors = finish(plan, columns, finisher)
+    return names, types, rows, errors, output.notes(plan, names, rows, prims, clamped, errors)
+
+
+def reused(hit: Any, plan: Plan, session: Any) -> Result | None:
+    """The release ``hit`` (:class:`dpsql.ledger.answers.Released`) shown again through ``plan``'s
+    finish (its ORDER BY, LIMIT, OFFSET), charged nothing, with the ``session``'s ledger figures;
+    None without a hit, or when the stored text is not one this version wrote (the statement is
+    then released afresh)."""
     if hit is None:
         return None
-    charge_id, rho = hit.charge_id, hit.rho
+    charge_id, rho, ledger = hit.charge_id, hit.rho, session.ledger
     try:
         doc = json.loads(hit.answer)
         if doc.get("version") != VERSION:
             return None
-        rows = [tuple(_read_value(v) for v in row) for row in doc["rows"]]
-        errors = [None if e is None else ColumnError(e[0], _read_floats(e[1]), _read_floats(e[2]), e[3],
-                                                     tuple((x, _read_floats(v)) for x, v in (e[4] if len(e) > 4 else ())),
-                                                     e[5] if len(e) > 5 else 0) for e in doc["errors"]]
+        columns = {name: _read_column(c) for name, c in doc["cells"].items()}
         noise = tuple(NoiseTerm(n[0], Fraction(n[1]), tuple(n[2]), tuple(n[3]), tuple(n[4]), n[5],
                                 None if n[6] is None else Fraction(n[6]), n[7], n[8]) for n in doc["noise"])
-        names, types, rows = output.with_error_columns(doc["names"], doc["types"], rows, errors, shown.error_columns)
     except (ValueError, KeyError, TypeError, IndexError, AttributeError):
         return None
+    prims = output.nonnegative_primitives(plan, session.nonnegative)
+    names, types, rows, errors, notes = finished(plan, columns, doc["clamped"], prims, session.finisher)
+    names, types, rows = output.with_error_columns(names, types, rows, errors, session.output.error_columns)
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(hit.time))
     spent, remaining = ledger.rho_spent_and_left()
     note = (f"reused: released at {when} (charge {charge_id}), charged 0 now (rho={fmt(rho)} when first released); "
@@ -183,7 +211,7 @@ def reused(hit: Any, shown: output.Output, ledger: Any) -> Result | None:
     receipt = Receipt(rho=Fraction(0), delta=Fraction(0), mechanism=doc["mechanism"], table=doc["table"], noise=noise,
                       columns={e.column: e for e in errors if e is not None}, policy_terms=(), budget_spent=spent,
                       budget_total=ledger.total_rho, budget_remaining=remaining, charge_id=None, selection=doc["selection"],
-                      notes=(note, *doc["notes"]),
+                      notes=(note, *notes),
                       reused={"charge_id": charge_id, "released_at": when, "rho": fmt(rho)})
     return Result(columns=tuple(names), types=tuple(types), rows=rows, receipt=receipt)
 

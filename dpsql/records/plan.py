@@ -47,7 +47,8 @@ from dpsql.records.store import Documents
 from dpsql.sql.plan import GroupKey, Join, OutputColumn, Plan, Primitive
 
 #: bump when what a record holds changes
-VERSION = 4  # 2: outputs carry a spread (VARIANCE / STDDEV); 3: a derived form and a quantile's count; 4: NULL key columns
+VERSION = 5  # 2: outputs carry a spread (VARIANCE / STDDEV); 3: a derived form and a quantile's count; 4: NULL key columns;
+#             5: the finish without ORDER BY / LIMIT / OFFSET
 #: the records, one file each in dpsql's folder (the least recently written of 1024 dropped first)
 DOCUMENTS = Documents("plans", 1024)
 #: records read, kept in memory
@@ -146,7 +147,7 @@ def encode(plan: Plan) -> dict[str, Any]:
         "joins": [[j.table, j.alias, j.side, j.left, j.key, list(j.columns)] for j in plan.joins],
         "public_types": plan.public_types,
         "public_columns": {c: list(v) for c, v in plan.public_columns.items()},
-        "finish_sql": plan.finish_sql, "finish_names": list(plan.finish_names),
+        "finish_sql": plan.finish_sql, "finish_names": list(plan.finish_names), "finish_base_sql": plan.finish_base_sql,
         "projection": None if plan.projection is None else [list(p) for p in plan.projection],
         "null_columns": list(plan.null_columns),
     }
@@ -172,7 +173,7 @@ def decode(doc: dict[str, Any], policy: Policy) -> Plan:
         joins=tuple(Join(t, a, side, left, k, tuple(cols)) for t, a, side, left, k, cols in doc["joins"]),
         public_types=dict(doc["public_types"]),
         public_columns={c: (v[0], v[1]) for c, v in doc["public_columns"].items()},
-        finish_sql=doc["finish_sql"], finish_names=tuple(doc["finish_names"]),
+        finish_sql=doc["finish_sql"], finish_names=tuple(doc["finish_names"]), finish_base_sql=doc["finish_base_sql"],
         projection=None if doc["projection"] is None else tuple(tuple(p) for p in doc["projection"]),
         null_columns=tuple(doc["null_columns"]))
 

@@ -24,9 +24,28 @@ Projection = tuple[tuple[str, ...], ...]
 
 
 def forms(finish: exp.Select, outputs: tuple[OutputColumn, ...]) -> tuple[str, tuple[str, ...], Projection | None]:
-    """(finish SQL with the row column, output names, projection or None) of a finish SELECT."""
-    sql = total_finish(finish).select(exp.column(ROW_COLUMN, quoted=True)).sql("duckdb")
-    return sql, tuple(item.alias for item in finish.expressions), projection(finish, outputs)
+    """(finish SQL with the row column, output names, projection or None) of a finish SELECT.
+
+    With ORDER BY, LIMIT or OFFSET, the rows are last ordered by the row column: rows the
+    analyst's ORDER BY leaves tied come in the order the release made them, whatever the LIMIT
+    (DuckDB's top-n sort does not keep ties in input order: page 2 could repeat a row of page 1),
+    so every ORDER BY / LIMIT / OFFSET variant of a statement shows the one release the same way
+    (pipeline/reuse.py; docs/privacy.md, "Pages of one release")."""
+    tree = total_finish(finish).select(exp.column(ROW_COLUMN, quoted=True))
+    if any(finish.args.get(a) for a in ("order", "limit", "offset")):
+        tree = tree.order_by(exp.column(ROW_COLUMN, quoted=True), append=True)
+    return tree.sql("duckdb"), tuple(item.alias for item in finish.expressions), projection(finish, outputs)
+
+
+def base_sql(finish: exp.Select) -> str:
+    """The finish SQL without ORDER BY, LIMIT and OFFSET: what every ORDER BY / LIMIT / OFFSET
+    variant of one statement shares, and what a released answer is kept under
+    (:func:`dpsql.pipeline.reuse.key`). ORDER BY, LIMIT and OFFSET read only the noisy cells,
+    after the charge: they are post-processing of the answer this SQL describes."""
+    tree = finish.copy()
+    for arg in ("order", "limit", "offset"):
+        tree.set(arg, None)
+    return total_finish(tree).select(exp.column(ROW_COLUMN, quoted=True)).sql("duckdb")
 
 
 #: arithmetic that may raise on some values (overflow, division by zero)

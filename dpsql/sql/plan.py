@@ -177,6 +177,10 @@ class Plan:
     finish_sql: str = ""
     finish_names: tuple[str, ...] = ()
     projection: tuple[tuple[str, ...], ...] | None = None
+    #: ``finish_sql`` without ORDER BY, LIMIT and OFFSET (the same text when it has none): a
+    #: released answer is kept under it, and each ORDER BY / LIMIT / OFFSET variant shows that one
+    #: release (pipeline/reuse.py)
+    finish_base_sql: str = ""
     #: the private key columns whose public keyset holds NULL (nullable in the schema, not
     #: ``null = false``: sql/null_keys.py); a public table's NULL is read from its rows
     null_columns: tuple[str, ...] = ()

@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from dpsql.policy.model import Policy
 from dpsql.sql.aggregates import FinishRewriter
-from dpsql.sql.finish_forms import forms
+from dpsql.sql.finish_forms import base_sql, forms
 from dpsql.sql.keys import group_keys
 from dpsql.sql.null_keys import null_columns, null_filters
 from dpsql.sql.plan import Join, Plan
@@ -70,11 +70,12 @@ def build_plan(select: exp.Select, sql: str, policy: Policy, schema: dict[str, d
     public_columns = {j.internal(c): (j.table, c) for j in joins for c in j.columns if policy.table(j.table) is None}
     private = any(not k.public for k in keys)
     finish_sql, finish_names, projection = forms(finish, tuple(outputs))
+    finish_base = base_sql(finish) if any(finish.args.get(a) for a in ("order", "limit", "offset")) else finish_sql
     return Plan(sql=sql, table=table, where=where_expr, keys=tuple(keys),
                 primitives=tuple(rewriter.primitives), finish=finish, outputs=tuple(outputs),
                 selection_count=policy.selection.count if private else None,
                 joins=joins, public_types=public_types, public_columns=public_columns,
-                finish_sql=finish_sql, finish_names=finish_names, projection=projection,
+                finish_sql=finish_sql, finish_names=finish_names, projection=projection, finish_base_sql=finish_base,
                 null_columns=null_columns(table, keys, nullable))
 
 

@@ -21,6 +21,7 @@ from dpsql.sql.pg_dates import postgres_date_literals
 from dpsql.sql.inline import inline_derived_tables
 from dpsql.sql.plan import Plan
 from dpsql.sql.planner import build_plan
+from dpsql.sql.samples_pane import check_samples_count
 from dpsql.sql.spread import std_aliases
 from dpsql.sql.validate import check_statement
 
@@ -44,7 +45,9 @@ def plan_query(sql: str, parameters: Any, policy: Policy, schema: dict[str, dict
         raise QueryRefused("the query has ? parameters but no values were given", code="DP118", line=line, column=column,
                            hint="pass the values with the query (cursor.execute(sql, [value, ...])) or write literals.")
     select = check_statement(inline_derived_tables(std_aliases(postgres_date_literals(width_bucket_as_case(any_as_in(tree)))), sql), sql)
-    return build_plan(select, sql, policy, schema, not_null)
+    plan = build_plan(select, sql, policy, schema, not_null)
+    check_samples_count(select, sql)  # after the plan: an unknown table or column is refused as such first
+    return plan
 
 
 def bind_parameters(tree: exp.Expression, parameters: Any) -> exp.Expression:

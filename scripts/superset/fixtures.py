@@ -10,7 +10,7 @@ header lines of its own::
 
     -- charges: N            the charges a fresh analyst's replay of the whole file costs (the target)
     -- refused: DPxxx        before a statement: the code it is refused with, nothing charged (written
-                             only where a refusal is the target: the Samples pane's raw rows; where
+                             only where a refusal is the target: the Samples pane's count and raw rows; where
                              dpsql refuses today what it should answer, the fixture holds the target)
 
 Connection chatter (BEGIN, version(), SHOW ...) is left out: tests/fixtures/pgwire/ keeps the
@@ -42,8 +42,9 @@ FIXTURES: dict[str, tuple[str, str, int]] = {
     "filter_values_private_key": ("filter_values_private_key", "Superset 6.1 native filter's value list of a private key "
                                   "(county): SELECT DISTINCT through partition selection (one release)", 1),
     "samples_pane": ("samples", "Superset 6.1 Explore's Samples pane, POST /datasource/samples: a COUNT(*) of the "
-                     "dataset (one release), then the sample's rows (raw rows of a private table: refused, nothing "
-                     "charged); Superset then shows the error, not the count", 1),
+                     "dataset, refused (DP128: the pane shows it only with the sample's rows, which a private table "
+                     "never shows), so Superset stops there and shows the refusal; the sample's rows (as captured "
+                     "before DP128: raw rows of a private table, refused DP201) are no longer sent; nothing charged", 0),
 }
 
 

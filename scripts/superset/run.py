@@ -218,8 +218,11 @@ def charts(dataset: int) -> list[dict[str, Any]]:
                                                                       "aggregates": {"COUNT(*)": {"operator": "mean"}},
                                                                       "drop_missing_columns": False}},
                                   {"operation": "flatten"}]}
-    big_fd = {"datasource": f"{dataset}__table", "viz_type": "big_number_total", "metric": count}
-    big_q = {"columns": [], "metrics": [count], "row_limit": 10000, "filters": [], "extras": {"having": "", "where": ""},
+    # labelled "count", not "COUNT(*)": COUNT(*) AS "COUNT(*)" with a LIMIT and no grouping is the
+    # Samples pane's row count, refused (DP128, dpsql/sql/samples_pane.py)
+    total = {"expressionType": "SQL", "sqlExpression": "COUNT(*)", "label": "count"}
+    big_fd = {"datasource": f"{dataset}__table", "viz_type": "big_number_total", "metric": total}
+    big_q = {"columns": [], "metrics": [total], "row_limit": 10000, "filters": [], "extras": {"having": "", "where": ""},
              "post_processing": []}
     out = []
     for name, fd, q in (("Average employees by state", table_fd, table_q), ("Establishments by sector", bar_fd, bar_q),
