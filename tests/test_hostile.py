@@ -295,6 +295,29 @@ def test_issue_32_outcomes_do_not_depend_on_hostile_rows(pairs, sql):
     assert set(outcomes.values()) == {"answer"}, outcomes
 
 
+#: a public keyset narrowed by the WHERE's conjuncts on its key (dpsql/sql/narrow.py): the groups
+#: released are the keyset values the WHERE admits, the same on every neighbour
+NARROWED_QUERIES = [
+    "SELECT employees, COUNT(*), AVG(payann) FROM establishments WHERE employees BETWEEN 10 AND 20 GROUP BY employees",
+    "SELECT DATE_TRUNC('month', opened) AS m, COUNT(*) FROM establishments "
+    "WHERE opened >= '2015-01-01' AND opened < '2016-01-01' GROUP BY 1",
+    "SELECT state, SUM(hug) FROM establishments WHERE (state IN ('CA', 'NY') OR state IS NULL) AND dbl > 0 GROUP BY state",
+    "SELECT DISTINCT state FROM establishments WHERE state < 'C' AND 100 / (employees - 5) > 1",
+    "SELECT FLOOR(employees / 100) * 100 AS b, COUNT(*) FROM establishments WHERE employees % 2 = 0 GROUP BY 1",
+]
+
+
+@pytest.mark.parametrize("sql", NARROWED_QUERIES)
+def test_narrowed_keysets_do_not_depend_on_hostile_rows(pairs, sql):
+    groups = {}
+    for drop, con in pairs.items():
+        cur = con.cursor()
+        cur.execute(sql)
+        groups[drop] = sorted({r[0] for r in cur.fetchall()}, key=repr)
+    assert len({repr(g) for g in groups.values()}) == 1, groups
+    assert 0 < len(groups[None]), sql
+
+
 #: SQL over released answers and series limits (dpsql/intercept/over_answers.py) over the hostile
 #: measures and keys: the subquery is an ordinary release, the outer SQL runs on its noisy rows, the
 #: series limit's second release keeps the released groups; and an outer query refused in phase 1
