@@ -1092,6 +1092,12 @@ MUTATIONS: tuple[Mutation, ...] = (
              "many rows per unit: records of a released NULL group are dropped before bounding (the group undercounts)",
              (Patch("dpsql/sql/units.py", "        null = k.column in plan.null_columns", "        null = False"),),
              (f"{NULLS}::test_many_rows_table_keeps_null_records",)),
+    Mutation("bare_text_column_as_a_condition",
+             "a bare text column as a WHERE condition counts as total: its cast to BOOLEAN fails on a row holding 'abc', "
+             "after private rows were read",
+             (Patch("dpsql/sql/totality.py", '    number = isinstance(inner, exp.Column) and getattr(value_type(inner, schema), "kind", "") in ("int", "float", "bool")',
+                    '    number = isinstance(inner, exp.Column)'),),
+             ("tests/test_smartnoise_forms.py::test_a_bare_text_column_as_a_condition_is_refused_before_reading",)),
     # ------------------------------------------------------------------ a public keyset narrowed by the WHERE (sql/narrow.py)
     Mutation("narrow_by_a_conjunct_of_other_columns",
              "a WHERE conjunct narrows a key whose columns it does not all read: its evaluation on the keyset fails "

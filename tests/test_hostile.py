@@ -285,6 +285,11 @@ ISSUE_32_QUERIES = [
     "SELECT CASE WHEN employees < 10 THEN 'small' ELSE 'large' END AS size, state, AVG(employees) "
     "FROM establishments GROUP BY 1, 2",
     "SELECT DISTINCT employees % 7 AS r FROM establishments WHERE 100 / (employees - 5) > 1",
+    # a bare number as a condition (its cast to BOOLEAN), SIGN, SQUARE (POWER(x, 2)) over every type's extremes
+    "SELECT COUNT(*) FROM establishments WHERE employees AND dbl AND NOT hug",
+    "SELECT state, COUNT(*) FROM establishments WHERE decm OR payann GROUP BY state",
+    "SELECT SIGN(employees - 10) AS s, COUNT(*) FROM establishments WHERE SQUARE(dbl) > 1 AND SIGN(hug) = 1 GROUP BY 1",
+    "SELECT naics2, SIGN(SUM(hug)) AS s, SQUARE(AVG(dbl)) AS q FROM establishments WHERE SQUARE(employees) > 4 GROUP BY naics2",
 ]
 
 
