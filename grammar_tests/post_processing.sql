@@ -125,3 +125,10 @@ SELECT state, COUNT(*) AS "COUNT(*)" FROM establishments GROUP BY state ORDER BY
 SELECT "state" AS "state", COUNT(*) AS "__p0"
 FROM "establishments"
 GROUP BY "state";
+
+# title: SIGN and SQUARE of noisy aggregates
+# execute: true
+SELECT state, SIGN(SUM(payann)) AS s, SQUARE(AVG(employees)) AS sq FROM establishments GROUP BY state;
+SELECT "state" AS "state", SUM("payann") AS "__p0", SUM("employees") AS "__p1", COUNT(*) AS "__p2"
+FROM "establishments"
+GROUP BY "state";

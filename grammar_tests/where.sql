@@ -252,3 +252,24 @@ SELECT "state" AS "state", COUNT(*) AS "__p0"
 FROM "establishments"
 WHERE TRY(CONCAT("naics2", 'x') = '52x')
 GROUP BY "state";
+
+# title: a bare integer column as a condition (SmartNoise's WHERE married), its cast to BOOLEAN total
+# execute: true
+SELECT COUNT(*) FROM establishments WHERE employees AND state = 'CA';
+SELECT COUNT(*) AS "__p0"
+FROM "establishments"
+WHERE TRY("employees") AND "state" = 'CA';
+
+# title: SIGN of a measure in WHERE
+# execute: true
+SELECT COUNT(*) FROM establishments WHERE SIGN(employees - 10) = 1;
+SELECT COUNT(*) AS "__p0"
+FROM "establishments"
+WHERE TRY(SIGN("employees" - 10) = 1);
+
+# title: SQUARE as POWER of two in WHERE (T-SQL's spelling)
+# execute: true
+SELECT COUNT(*) FROM establishments WHERE SQUARE(employees) > 100;
+SELECT COUNT(*) AS "__p0"
+FROM "establishments"
+WHERE TRY(POWER("employees", 2) > 100);

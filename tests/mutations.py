@@ -1103,6 +1103,25 @@ MUTATIONS: tuple[Mutation, ...] = (
              "many rows per unit: records of a released NULL group are dropped before bounding (the group undercounts)",
              (Patch("dpsql/sql/units.py", "        null = k.column in plan.null_columns", "        null = False"),),
              (f"{NULLS}::test_many_rows_table_keeps_null_records",)),
+    Mutation("bare_text_column_as_a_condition",
+             "a bare text column as a WHERE condition counts as total: its cast to BOOLEAN fails on a row holding 'abc', "
+             "after private rows were read",
+             (Patch("dpsql/sql/totality.py", '    number = isinstance(inner, exp.Column) and getattr(value_type(inner, schema), "kind", "") in ("int", "float", "bool")',
+                    '    number = isinstance(inner, exp.Column)'),),
+             ("tests/test_smartnoise_forms.py::test_a_bare_text_column_as_a_condition_is_refused_before_reading",)),
+    # ------------------------------------------------------------------ a public keyset narrowed by the WHERE (sql/narrow.py)
+    Mutation("narrow_by_a_conjunct_of_other_columns",
+             "a WHERE conjunct narrows a key whose columns it does not all read: its evaluation on the keyset fails "
+             "and the key's own conjuncts are lost with it (the whole keyset again), or, run where the column exists, "
+             "groups rows fall in are dropped",
+             (Patch("dpsql/sql/narrow.py", "                if key.public and (cols := {n.name for n in c.find_all(exp.Column)}) and cols <= own",
+                    "                if key.public and (cols := {n.name for n in c.find_all(exp.Column)})"),),
+             ("tests/test_narrow_keys.py::test_an_integer_range_key_releases_the_ages_its_where_admits",)),
+    Mutation("narrow_a_timestamp_on_its_grid",
+             "a TIMESTAMP key declared by the day is narrowed on its midnights: a month whose rows pass the WHERE "
+             "only after midnight of its last admitted day is dropped",
+             (Patch("dpsql/sql/narrow.py", '    return types.get(column, "").upper() == "DATE"', "    return True"),),
+             ("tests/test_narrow_keys.py::test_a_timestamp_finer_than_its_grain_is_not_narrowed",)),
 )
 
 

@@ -285,6 +285,11 @@ ISSUE_32_QUERIES = [
     "SELECT CASE WHEN employees < 10 THEN 'small' ELSE 'large' END AS size, state, AVG(employees) "
     "FROM establishments GROUP BY 1, 2",
     "SELECT DISTINCT employees % 7 AS r FROM establishments WHERE 100 / (employees - 5) > 1",
+    # a bare number as a condition (its cast to BOOLEAN), SIGN, SQUARE (POWER(x, 2)) over every type's extremes
+    "SELECT COUNT(*) FROM establishments WHERE employees AND dbl AND NOT hug",
+    "SELECT state, COUNT(*) FROM establishments WHERE decm OR payann GROUP BY state",
+    "SELECT SIGN(employees - 10) AS s, COUNT(*) FROM establishments WHERE SQUARE(dbl) > 1 AND SIGN(hug) = 1 GROUP BY 1",
+    "SELECT naics2, SIGN(SUM(hug)) AS s, SQUARE(AVG(dbl)) AS q FROM establishments WHERE SQUARE(employees) > 4 GROUP BY naics2",
 ]
 
 
@@ -293,6 +298,29 @@ def test_issue_32_outcomes_do_not_depend_on_hostile_rows(pairs, sql):
     """Each on the full table and on every neighbour: answered, whatever the missing unit held."""
     outcomes = {drop: outcome(con, sql) for drop, con in pairs.items()}
     assert set(outcomes.values()) == {"answer"}, outcomes
+
+
+#: a public keyset narrowed by the WHERE's conjuncts on its key (dpsql/sql/narrow.py): the groups
+#: released are the keyset values the WHERE admits, the same on every neighbour
+NARROWED_QUERIES = [
+    "SELECT employees, COUNT(*), AVG(payann) FROM establishments WHERE employees BETWEEN 10 AND 20 GROUP BY employees",
+    "SELECT DATE_TRUNC('month', opened) AS m, COUNT(*) FROM establishments "
+    "WHERE opened >= '2015-01-01' AND opened < '2016-01-01' GROUP BY 1",
+    "SELECT state, SUM(hug) FROM establishments WHERE (state IN ('CA', 'NY') OR state IS NULL) AND dbl > 0 GROUP BY state",
+    "SELECT DISTINCT state FROM establishments WHERE state < 'C' AND 100 / (employees - 5) > 1",
+    "SELECT FLOOR(employees / 100) * 100 AS b, COUNT(*) FROM establishments WHERE employees % 2 = 0 GROUP BY 1",
+]
+
+
+@pytest.mark.parametrize("sql", NARROWED_QUERIES)
+def test_narrowed_keysets_do_not_depend_on_hostile_rows(pairs, sql):
+    groups = {}
+    for drop, con in pairs.items():
+        cur = con.cursor()
+        cur.execute(sql)
+        groups[drop] = sorted({r[0] for r in cur.fetchall()}, key=repr)
+    assert len({repr(g) for g in groups.values()}) == 1, groups
+    assert 0 < len(groups[None]), sql
 
 
 #: SQL over released answers and series limits (dpsql/intercept/over_answers.py) over the hostile

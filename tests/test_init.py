@@ -69,7 +69,9 @@ def test_from_a_csv_file_to_answers(tmp_path):
     assert spec["measures"] == {"spend": {"threshold": 500, "range": [0, top["spend"]], "grid": "log"},
                                 "visits": {"threshold": 1000, "range": [0, top["visits"]], "grid": "log"}}
     assert top == {"spend": 10**4, "visits": 100}  # the data's, checked once by hand (lognormal(3, 1.5); 0..40)
-    assert spec["keys"] == {"region": {"keyset": ["east", "north", "south", "west"]}, "plan": {}, "signup": {}}
+    # spend and visits: measures and private keys too (two roles: GROUP BY spend through partition selection)
+    assert spec["keys"] == {"region": {"keyset": ["east", "north", "south", "west"]}, "plan": {}, "signup": {},
+                            "spend": {}, "visits": {}}
     assert "PLACEHOLDER split threshold" in text and "signup = {}   # DATE: private key" in text
     assert all(line.startswith(("#", "[", " ")) or "#" in line for line in text.splitlines() if line.strip())
     answer = _dpsql("query", "SELECT region, COUNT(*) AS n FROM customers GROUP BY region", "customers.duckdb",
@@ -77,7 +79,7 @@ def test_from_a_csv_file_to_answers(tmp_path):
     assert answer.returncode == 0, answer.stderr
     assert [line.split()[0] for line in answer.stdout.splitlines()[2:6]] == ["east", "north", "south", "west"]
     with dpsql.connect(db, policy) as con:
-        assert _every_query(con, "customers", policy) == 4
+        assert _every_query(con, "customers", policy) == 6  # region, plan, signup, spend, visits, none
 
 
 def _gaussian_epsilon(rho: float, delta: float) -> float:
@@ -164,7 +166,8 @@ def test_from_a_parquet_folder_to_answers(tmp_path):
     spec = tomllib.loads(policy.read_text())["tables"]["sales"]
     assert spec["privacy_unit"] == "customer_id" and spec["keys"]["region"]["keyset"] == ["east", "north", "south", "west"]
     with dpsql.connect(tmp_path / "sales.duckdb", policy) as con:
-        assert _every_query(con, "sales", policy) == 4  # region, plan, signup (a private DATE key), none
+        # region, plan, signup (a private DATE key), the two measures as private keys, none
+        assert _every_query(con, "sales", policy) == 6
         assert len(con.execute("SELECT plan, SUM(spend) FROM sales GROUP BY plan").fetchall()) == 3
 
 
@@ -258,7 +261,8 @@ def test_whole_number_columns_are_drafted_by_role(name, profile, role):
     got = draft.role(name, "BIGINT")
     assert (got if got in ("key", "measure") else "code") == role
     assert [c for c, _ in draft.measures()] == ([name] if role == "measure" else [])
-    assert [c for c, _ in draft.keys()] == ([name] if role == "key" else [])
+    assert [c for c, _ in draft.keys()] == ([name] if role in ("key", "measure") else [])  # a measure: a private key too
+    assert draft.also_private_key(name, "BIGINT") == (role == "measure")
     assert [c for c, _ in draft.others()] == ([name] if role == "code" else [])
     given = TableDraft("t", "id", "", [("id", "BIGINT"), (name, "BIGINT")], profile={name: profile}, rows=1000,
                        thresholds={name: Decimal(5)})

@@ -16,7 +16,9 @@ named like a calendar field (year, month, day, hour...) or with a few small valu
 range of thousands (flight numbers, times of day written as HHMM), is neither: it is commented
 out with the reason, since its SUM means nothing. A calendar field is drafted with the public
 range its name means (a month is 1 to 12: :data:`KNOWN_RANGES`, not read from the data), and an
-age both as a key with the range 0 to 120 and as a measure (GROUP BY age with AVG(age)).
+age both as a key with the range 0 to 120 and as a measure (GROUP BY age with AVG(age)). Every other
+measure is a private key as well (GROUP BY income through partition selection, as SmartNoise's
+PUMS suite groups by it).
 """
 
 from __future__ import annotations
@@ -134,9 +136,18 @@ class TableDraft:
                 and self.role(c, t) in ("measure", "both")]
 
     def keys(self) -> list[tuple[str, str]]:
+        """The key columns; a measure is one too, private (``also_private_key``)."""
+        measures = {c for c, _ in self.measures()}
         return [(c, t) for c, t in self.columns
                 if c != self.unit and (c in self.public or (is_text(t) and not is_numeric(t)) or t.upper() == "BOOLEAN"
-                                       or is_date(t) or (is_integer(t) and self.role(c, t) in ("key", "both")))]
+                                       or is_date(t) or (is_integer(t) and self.role(c, t) in ("key", "both"))
+                                       or c in measures)]
+
+    def also_private_key(self, c: str, t: str) -> bool:
+        """A measure drafted as a private key as well (two roles): GROUP BY income goes through
+        partition selection, which releases only values many units share, as for any private key;
+        SmartNoise's users group by any column so (docs/own_data.md, "Which columns are what")."""
+        return c not in self.public and is_numeric(t) and self.role(c, t) == "measure"
 
     def others(self) -> list[tuple[str, str]]:
         taken = {c for c, _ in self.measures()} | {c for c, _ in self.keys()} | {self.unit}
@@ -287,6 +298,10 @@ def policy_text(database: str, source: str, tables: list[TableDraft]) -> str:
                 values = ", ".join(_value(v) for v in t.public[c])
                 out.append(f"{_toml_key(c)} = {{ keyset = [{values}] }}   # {typ}: public keyset "
                            f"({len(t.public[c])} values, read from the data because you declared the column public)")
+            elif t.also_private_key(c, typ):
+                out.append(f"{_toml_key(c)} = {{}}   # {typ}: also a measure; a private key too: GROUP BY it goes through "
+                           "DP partition selection (only values many units share are released); delete the line if "
+                           "it is not for grouping")
             elif is_integer(typ) and (known := known_range(c, typ)) is not None:
                 out.append(f"{_toml_key(c)} = {{ range = [{known[0]}, {known[1]}] }}   # {typ}: public range, from what "
                            "the name means (not read from the data; review): GROUP BY it or bins of it (FLOOR(x / 10) * "

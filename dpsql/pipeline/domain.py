@@ -9,6 +9,7 @@ these in phase 1 and keeps them for the connection; no private row is read here.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import threading
@@ -150,10 +151,10 @@ class PublicDomain:
         Raises:
             QueryRefused: DP207 when the product is larger than :data:`MAX_CELLS`.
         """
-        if key.plain:
+        if key.plain and key.narrowed is None:
             return self.source_keyset(plan, key.sources[0])
         # the joined tables too: ``__j1_name`` is a column of whichever table a query joins first
-        cache = (plan.table.name, key.text, tuple((j.table, j.side) for j in plan.joins))
+        cache = (plan.table.name, key.text, tuple((j.table, j.side) for j in plan.joins), key.narrowed)
         hit = self._images.get(cache)
         if hit is not None:
             return hit
@@ -168,9 +169,13 @@ class PublicDomain:
         types = {**self.schema[plan.table.name], **plan.public_types}
         columns = {f"__c{i}": [row[i] for row in product] for i in range(len(key.sources))}
         typed = ", ".join(f'CAST("__c{i}" AS {types[c]}) AS "{c}"' for i, c in enumerate(key.sources))
+        # the WHERE's conjuncts on the key's own columns, on the keyset values (sql/narrow.py)
+        where = f" WHERE {key.narrowed}" if key.narrowed else ""
         try:
-            image = self.finisher.image(columns, f"SELECT DISTINCT {key.tried_sql} FROM (SELECT {typed} FROM __noisy)")
+            image = self.finisher.image(columns, f"SELECT DISTINCT {key.tried_sql} FROM (SELECT {typed} FROM __noisy){where}")
         except DpsqlInternalError:  # over public values only, in phase 1: a refusal, and free
+            if key.narrowed:  # the conjuncts do not run on the public values: the whole keyset
+                return self.keyset(plan, dataclasses.replace(key, narrowed=None))
             raise QueryRefused(f"the GROUP BY expression {key.label} does not run over the public values of its "
                                "keys", code="DP120", hint="group by a simpler expression of the keys.") from None
         return self._images.put(cache, image)
@@ -203,7 +208,8 @@ class PublicDomain:
         for table, idx in by_table.items():
             keys = [plan.keys[i] for i in idx]
             join = next(j for j in plan.joins if j.table == table)
-            cache = (table, tuple(k.text for k in keys), join.side)
+            narrowed = " AND ".join(k.narrowed for k in keys if k.narrowed)
+            cache = (table, tuple(k.text for k in keys), join.side, narrowed)
             hit = self._images.get(cache)
             if hit is None:
                 cols = ", ".join(f'"{c}" AS "{join.internal(c)}"' for c in self.schema[table])
@@ -211,8 +217,13 @@ class PublicDomain:
                 if join.side == "LEFT":  # a private row no public row matches: NULL in every column
                     source += " UNION ALL SELECT " + ", ".join(
                         f'CAST(NULL AS {t}) AS "{join.internal(c)}"' for c, t in self.schema[table].items())
-                rows = self.engine.run(f'SELECT DISTINCT {", ".join(k.tried_sql for k in keys)} '
-                                       f'FROM ({source})')  # public rows only: their NULLs are groups too
+                select = f'SELECT DISTINCT {", ".join(k.tried_sql for k in keys)} FROM ({source})'
+                try:  # public rows only: their NULLs are groups too; those the WHERE admits (sql/narrow.py)
+                    rows = self.engine.run(select + (f" WHERE {narrowed}" if narrowed else ""))
+                except QueryRefused:  # the conjuncts do not run on the public rows: all of them
+                    if not narrowed:
+                        raise
+                    rows = self.engine.run(select)
                 hit = self._images.put(cache, tuple(sorted_groups(rows)))
             blocks.append((idx, list(hit)))
         return blocks

@@ -49,6 +49,7 @@ from dpsql.sql.plan import GroupKey, Join, OutputColumn, Plan, Primitive
 #: bump when what a record holds changes
 VERSION = 5  # 2: outputs carry a spread (VARIANCE / STDDEV); 3: a derived form and a quantile's count; 4: NULL key columns;
 #             5: the finish without ORDER BY / LIMIT / OFFSET
+#             6: a public key narrowed by the WHERE (sql/narrow.py)
 #: the records, one file each in dpsql's folder (the least recently written of 1024 dropped first)
 DOCUMENTS = Documents("plans", 1024)
 #: records read, kept in memory
@@ -139,7 +140,8 @@ def encode(plan: Plan) -> dict[str, Any]:
     """A plan as JSON, without its trees (their text forms stand for them)."""
     return {
         "sql": plan.sql, "table": plan.table.name,
-        "keys": [[k.name, k.label, list(k.sources), k.public, k.column, k.text, k.bounded_text, k.plain] for k in plan.keys],
+        "keys": [[k.name, k.label, list(k.sources), k.public, k.column, k.text, k.bounded_text, k.plain,
+                  k.narrowed] for k in plan.keys],
         "primitives": [[p.kind, p.column, p.shown, p.distinct, None if p.q is None else str(p.q)] for p in plan.primitives],
         "outputs": [[o.name, o.primitive, None if o.ratio is None else list(o.ratio), None if o.spread is None else list(o.spread),
                      o.derived, o.ranked_by] for o in plan.outputs],
@@ -159,7 +161,8 @@ def decode(doc: dict[str, Any], policy: Policy) -> Plan:
     for t, alias, *_ in doc["joins"]:  # a private table joined on the unit (scopes.add_unit_join)
         table = joined_table(table, policy.tables[t], alias) if t in policy.tables else table
     keys = tuple(GroupKey(name, None, label, tuple(sources), bool(public), column, text=text, bounded_text=bounded,
-                          plain=bool(plain)) for name, label, sources, public, column, text, bounded, plain in doc["keys"])
+                          plain=bool(plain), narrowed=narrowed)
+                 for name, label, sources, public, column, text, bounded, plain, narrowed in doc["keys"])
     return Plan(
         sql=doc["sql"], table=table, where=None, keys=keys,
         primitives=tuple(Primitive(kind, column, shown, bool(distinct), None if q is None else Fraction(q))

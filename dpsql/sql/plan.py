@@ -115,6 +115,9 @@ class GroupKey:
     text: str = ""
     bounded_text: str | None = None
     plain: bool = False
+    #: the query's WHERE conjuncts on this public key's own columns, DuckDB text over ``sources``:
+    #: the domain keeps only the keyset values they admit (``narrow.py``); None: the whole keyset
+    narrowed: str | None = None
 
     def __post_init__(self) -> None:
         if self.expr is not None:

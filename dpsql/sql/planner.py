@@ -15,6 +15,7 @@ from dpsql.policy.model import Policy
 from dpsql.sql.aggregates import FinishRewriter
 from dpsql.sql.finish_forms import base_sql, forms
 from dpsql.sql.keys import group_keys
+from dpsql.sql.narrow import narrow_keys
 from dpsql.sql.null_keys import null_columns, null_filters
 from dpsql.sql.plan import Join, Plan
 from dpsql.sql.scopes import Scopes
@@ -52,7 +53,7 @@ def build_plan(select: exp.Select, sql: str, policy: Policy, schema: dict[str, d
     if not items:
         raise scopes.refuse(select, "DP112", "the SELECT list is empty")
     aliases = {item.alias.lower(): item.this for item in items if isinstance(item, exp.Alias)}
-    keys = group_keys(select, table, scopes, items, aliases)
+    keys = narrow_keys(group_keys(select, table, scopes, items, aliases), where_expr, table, scopes.columns)
     nullable = _nullable(scopes, policy, table.name, not_null)
     filters = null_filters(table, keys, nullable, scopes.columns)  # NULL keys (sql/null_keys.py)
     if filters:

@@ -16,7 +16,7 @@ from sqlglot import exp
 from dpsql.errors import QueryRefused
 from dpsql.policy.model import Policy
 from dpsql.sql.parse import parameter_position, parse
-from dpsql.sql.spellings import any_as_in, fetch_as_limit, top_as_limit, width_bucket_as_case
+from dpsql.sql.spellings import any_as_in, fetch_as_limit, square_as_power, top_as_limit, width_bucket_as_case
 from dpsql.sql.pg_dates import postgres_date_literals
 from dpsql.sql.inline import inline_derived_tables
 from dpsql.sql.plan import Plan
@@ -44,7 +44,7 @@ def plan_query(sql: str, parameters: Any, policy: Policy, schema: dict[str, dict
         line, column = parameter_position(sql)
         raise QueryRefused("the query has ? parameters but no values were given", code="DP118", line=line, column=column,
                            hint="pass the values with the query (cursor.execute(sql, [value, ...])) or write literals.")
-    select = check_statement(inline_derived_tables(std_aliases(postgres_date_literals(width_bucket_as_case(any_as_in(tree)))), sql), sql)
+    select = check_statement(inline_derived_tables(std_aliases(postgres_date_literals(width_bucket_as_case(square_as_power(any_as_in(tree))))), sql), sql)
     plan = build_plan(select, sql, policy, schema, not_null)
     check_samples_count(select, sql)  # after the plan: an unknown table or column is refused as such first
     return plan

@@ -8,7 +8,8 @@
 * ``x = ANY(ARRAY[a, b])`` is ``x IN (a, b)`` and ``x <> ALL(ARRAY[a, b])`` is ``NOT x IN (a, b)``
   (:func:`any_as_in`);
 * ``WIDTH_BUCKET(x, low, high, n)`` (PostgreSQL's, which DuckDB lacks) is the CASE it computes
-  (:func:`width_bucket_as_case`), with literal bounds and count.
+  (:func:`width_bucket_as_case`), with literal bounds and count;
+* ``SQUARE(x)`` (T-SQL's, which SmartNoise's users write) is ``POWER(x, 2)`` (:func:`square_as_power`).
 
 No I/O here.
 """
@@ -142,3 +143,15 @@ def width_bucket_as_case(tree: exp.Expression) -> exp.Expression:
             case = exp.alias_(case, node.sql("duckdb"), quoted=True)
         node.replace(case)
     return tree
+
+
+def square_as_power(tree: exp.Expression) -> exp.Expression:
+    """``SQUARE(x)`` as ``POWER(x, 2)``: the same value, a form the allow-list knows."""
+    def fix(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Anonymous) and str(node.this).upper() == "SQUARE" and len(node.expressions) == 1:
+            out = exp.Pow(this=node.expressions[0].copy(), expression=exp.Literal.number(2))
+            out.meta.update(node.meta)
+            return out
+        return node
+
+    return tree.transform(fix) if any(isinstance(n, exp.Anonymous) for n in tree.walk()) else tree

@@ -327,7 +327,9 @@ def _list_filter(node: exp.Expression, schema: Schema) -> SqlType | None:
 def _try(node: exp.Expression, schema: Schema) -> SqlType | None:
     # TRY(x) turns any failure of x into NULL. Its type matters only where it is a condition.
     inner = node.this
-    return BOOL if isinstance(inner, (exp.Predicate, exp.Connector, exp.Not, exp.Boolean)) else SqlType("other", "TRY")
+    # a bare number as a condition (WHERE married): its cast to BOOLEAN (x <> 0) cannot fail; a text's can ('abc')
+    number = isinstance(inner, exp.Column) and getattr(value_type(inner, schema), "kind", "") in ("int", "float", "bool")
+    return BOOL if number or isinstance(inner, (exp.Predicate, exp.Connector, exp.Not, exp.Boolean)) else SqlType("other", "TRY")
 
 
 _COMPARE_WHY = ("a comparison of two values whose common type holds every value of both (comparison_total): "

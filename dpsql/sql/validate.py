@@ -22,7 +22,7 @@ SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg) + QUANTILE_AGGREGATES + SPR
 SCALAR_FUNCTIONS: tuple[type[exp.Expression], ...] = (
     exp.Abs, exp.Round, exp.Floor, exp.Ceil, exp.Lower, exp.Upper, exp.Length,
     exp.Substring, exp.Coalesce, exp.Nullif, exp.Greatest, exp.Least, exp.If,
-    exp.Cast, exp.TryCast, exp.Trim, exp.Sqrt, exp.Ln, exp.Log, exp.Exp, exp.Pow, exp.Concat, exp.Pi,
+    exp.Cast, exp.TryCast, exp.Trim, exp.Sqrt, exp.Ln, exp.Log, exp.Exp, exp.Pow, exp.Concat, exp.Pi, exp.Sign,
     # dates and times (docs/sql.md, "Dates and times"; time buckets of keys: sql/time_keys.py)
     exp.TimestampTrunc, exp.DateTrunc, exp.Extract, exp.TimeToStr, exp.Interval, exp.Year, exp.Quarter,
     exp.Month, exp.Week, exp.WeekOfYear, exp.Day, exp.DayOfWeek, exp.DayOfWeekIso, exp.DayOfYear,
