@@ -180,6 +180,19 @@ class TablePolicy:
     #: r: the rows of a kept (unit, group) a quantile's histogram samples; its exponential
     #: mechanism runs at ε/r (sql/units.py; docs/policy.md, "Many rows per unit")
     quantile_rows: int = 1
+    #: κ_C per declared set C of key columns (``max_groups_by``, sorted names -> κ_C ≤ κ): a
+    #: query grouping by keys that read only columns of C keeps at most κ_C groups per unit
+    #: (docs/privacy.md, "κ per grouping"); in a plan, ``max_groups`` is the κ the query uses
+    max_groups_by: dict[tuple[str, ...], int] = field(default_factory=dict)
+    #: in a plan: the declared set whose κ_C ``max_groups`` is (empty: the table's κ)
+    max_groups_set: tuple[str, ...] = ()
+
+    def grouping_kappa(self, columns: set[str]) -> tuple[int | None, tuple[str, ...]]:
+        """The κ of a query whose keys read exactly ``columns`` (private key columns) and the set
+        it comes from: the smallest κ_C of a declared set C holding every one of them, else the
+        table's κ. Phase 1: the policy and the query text only."""
+        covering = [(k, c) for c, k in self.max_groups_by.items() if columns <= set(c)]
+        return min(covering) if covering else (self.max_groups, ())
 
     @property
     def many_rows(self) -> bool:
