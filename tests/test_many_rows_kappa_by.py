@@ -53,17 +53,26 @@ def test_a_heavy_unit_keeps_kappa_c_groups_of_a_function_of_the_set(tmp_path):
         assert {t["max_groups"] for t in receipt.policy_terms} == {2}
 
 
-def test_a_grouping_no_set_covers_uses_the_table_kappa(tmp_path):
-    """(region, shop) is covered by the declared set "region,shop" (κ_C = κ = 3) and by no
-    single-column set; with that set removed, by none: the table's κ. A set covering only some
-    of the keys' columns never applies."""
-    for table in (TABLE, TABLE.replace(f", \"region,shop\" = {KAPPA}", "")):
-        db, policy = _database(tmp_path, _rows(), table=table, name=f"c{len(table)}")
-        con = dpsql.connect(db, policy, _random_source=seeded_random(1))
-        ex = con.explain("SELECT region, shop, COUNT(DISTINCT pid) FROM visits GROUP BY region, shop")
-        con.close()
-        assert {t["max_groups"] for t in ex.policy_terms} == {KAPPA}
-        assert f"<= {KAPPA}\n" in ex.exact_sql
+@pytest.mark.parametrize("by, kappa, of", [
+    (BY, 2, "region × shop"),  # κ_region·κ_shop = 2 < κ_{region,shop} = 3
+    ("{ \"region,shop\" = 3, region = 3 }", 3, "region,shop"),
+    ("{ region = 2 }", KAPPA, None),  # region alone does not cover (region, shop): the table's κ
+    ("{ region = 2, \"region,shop\" = 2 }", 2, "region,shop"),
+])
+def test_the_kappa_of_a_grouping_is_the_least_cover(tmp_path, by, kappa, of):
+    """(region, shop) is bounded by a declared set holding both columns, or by the product of the
+    κ_C of sets whose union holds both (a unit with ≤ a regions and ≤ b shops has ≤ a·b pairs),
+    the least of them and of the table's κ; a set covering only some of the columns never applies."""
+    table = f"max_groups = {KAPPA}\nmax_groups_by = {by}\nrow_threshold = {ROWS_T}"
+    db, policy = _database(tmp_path, _rows(), table=table)
+    con = dpsql.connect(db, policy, _random_source=seeded_random(1))
+    ex = con.explain("SELECT region, shop, COUNT(DISTINCT pid) FROM visits GROUP BY region, shop")
+    text = str(con.cursor().execute("EXPLAIN SELECT region, shop, COUNT(*) FROM visits GROUP BY region, shop").fetchall())
+    con.close()
+    assert {t["max_groups"] for t in ex.policy_terms} == {kappa}
+    assert {t.get("max_groups_by") for t in ex.policy_terms} == {of}
+    assert f"<= {kappa}\n" in ex.exact_sql
+    assert f"at most {kappa} groups" + (f" (max_groups_by {of})" if of else ",") in text
 
 
 def test_selection_runs_at_the_kappa_of_the_set(tmp_path):

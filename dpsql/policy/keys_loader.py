@@ -14,6 +14,8 @@ from dpsql.policy.fields import err as _err, ident as _ident, is_int as _is_int,
 from dpsql.policy.model import GRAINS, Key
 
 
+#: the most sets ``max_groups_by`` may declare (planning looks for the least product of κ_C over them)
+MAX_GROUP_SETS = 64
 #: the most instants a declared date/time range may hold (a year by the minute is 527,040)
 MAX_RANGE_GRID = 1_000_000
 _GRAIN_STEP = {"day": datetime.timedelta(days=1), "hour": datetime.timedelta(hours=1),
@@ -121,7 +123,9 @@ def parse_group_bounds(doc: Any, keys: dict[str, Key], max_groups: int | None, w
     groupings, and only keys are grouped by), each set given once. docs/policy.md, "κ per grouping"."""
     field = f"{prefix}.max_groups_by"
     out: dict[tuple[str, ...], int] = {}
-    for name, value in _table(doc, where, field).items():
+    if len(_table(doc, where, field)) > MAX_GROUP_SETS:
+        raise _err(where, field, f"declares more than {MAX_GROUP_SETS} sets")
+    for name, value in doc.items():
         cols = [c.strip().lower() for c in str(name).split(",")]
         for c in cols:
             _ident(c, where, f"{field}.{name}")
