@@ -277,16 +277,21 @@ def write_thresholds(path: Path, table: str, thresholds: dict[str, int | float],
     = ... }`` under ``[tables.TABLE.measures]``, or ``threshold = ...`` under
     ``[tables.TABLE.measures.m]``) and each of ``fields`` (``max_groups``, ``row_threshold``)
     under ``[tables.TABLE]``, check the result loads, and replace the file atomically."""
-    fields = fields or {}
+    fields = dict(fields or {})
+    by = {f.split(".", 1)[1]: fields.pop(f) for f in list(fields) if f.startswith("max_groups_by.")}
     text = path.read_text()
     lines = text.split("\n")
     section = None
     done: set[str] = set()
+    at = None  # where max_groups_by goes: its own line, else after max_groups
     for i, line in enumerate(lines):
         head = re.match(r"\s*\[([^\[\]]+)\]\s*(#.*)?$", line)
         if head:
             section = head.group(1).strip().lower()
             continue
+        kappa = re.match(r"\s*max_groups(_by)?\s*=", line) if by and section == f"tables.{table}" else None
+        if kappa and (at is None or not at[1]):
+            at = (i, kappa.group(1) is not None)
         for f, v in fields.items():
             if section == f"tables.{table}":
                 new, found = re.subn(rf"^(\s*{f}\s*=\s*)[0-9]+", rf"\g<1>{v}", line, count=1)
@@ -306,7 +311,11 @@ def write_thresholds(path: Path, table: str, thresholds: dict[str, int | float],
             if found:
                 lines[i] = _PLACEHOLDER_NOTE.sub("split threshold T, from dpsql advise (a DP quantile)", new)
                 done.add(m)
-    missing = sorted((set(thresholds) | set(fields)) - done)
+    if by and at is not None:  # κ per key column (docs/policy.md, "κ per grouping"), one inline table
+        entry = "max_groups_by = { " + ", ".join(f"{k} = {v}" for k, v in by.items()) + " }   # from dpsql advise (DP quantiles)"
+        lines[at[0]:at[0] + 1] = [entry] if at[1] else [lines[at[0]], entry]
+        done |= {f"max_groups_by.{k}" for k in by}
+    missing = sorted((set(thresholds) | set(fields) | {f"max_groups_by.{k}" for k in by}) - done)
     if missing:
         raise PolicyFileError(f"{path}: could not find the threshold of {', '.join(missing)} to rewrite; "
                               "set it by hand (the advice above is unchanged)")
