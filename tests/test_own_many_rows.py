@@ -92,7 +92,8 @@ def test_own_data_with_many_rows_per_unit_end_to_end(tmp_path):
     spec = tomllib.loads(policy.read_text())["tables"]["flights"]
     written = {"max_groups": spec["max_groups"], "row_threshold": spec["row_threshold"],
                **{m: spec["measures"][m]["threshold"] for m in ("dep_delay", "arr_delay", "distance")},
-               **{f"max_groups_by.{k}": v for k, v in spec["max_groups_by"].items()}}  # κ per key column
+               **{f"max_groups_by.{k}": v for k, v in spec["max_groups_by"].items()},  # κ per key column
+               "quantile_rows": spec["quantile_rows"]}  # r: the median of the units' most rows in one group
     assert written == {k: v["recommended"] for k, v in report["measures"].items()}
     assert "PLACEHOLDER" not in policy.read_text()  # every drafted placeholder was set
     # the oracle: each unit's statistics under the grouping (carrier, dest, origin), from the rows
@@ -109,6 +110,8 @@ def test_own_data_with_many_rows_per_unit_end_to_end(tmp_path):
     for i, k in enumerate(("carrier", "dest", "origin")):  # distinct values of each key column per unit
         for tail, n in Counter(t for t, _ in {(t, g[i]) for t, *g in cells}).items():
             per_unit[tail][f"max_groups_by.{k}"] = n
+    for u in per_unit.values():
+        u["quantile_rows"] = u["row_threshold"]
     for name, v in report["measures"].items():
         chosen = next(c for c in v["candidates"] if c["quantile"] == v["recommended_quantile"])
         assert chosen["ok"] and chosen["threshold"] == v["recommended"]

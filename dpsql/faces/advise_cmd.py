@@ -92,7 +92,7 @@ def advise(args: argparse.Namespace) -> int:
             return _finish(args, report, Path(policy.path or ""), table)
     from dpsql.faces.advise_units import advise_units  # many rows per unit: kappa, R and T, per unit
 
-    return advise_units(args, policy, database, table, measures, (share, at_rho, target), release, _finish)
+    return advise_units(args, policy, database, table, measures, (share, at_rho, target), release, _finish, recommend)
 
 
 def release(con: Any, table: str, columns: dict[str, str], target: Fraction, share: Fraction,
@@ -245,7 +245,7 @@ def _text(r: dict[str, Any]) -> str:
                     else "  (out of order: below a lower quantile, so not reliable)")
             lines.append(f"  {100 * c['quantile']:>8g}%  {c['threshold']:>14,}  {100 * c['splits_share']:>7g}%{pm:<8}  {sig:>28}"
                          + flag)
-        lines += _recommendation(v.get("name", "T = "), v, r["split_share"])
+        lines += _recommendation(v.get("name", "T = "), v, v.get("share", r["split_share"]))
         lines.append("")
     lines.append("A unit above T is split into ceil(|v|/T) records and pays rho*ceil(|v|/T)^2; the others pay rho "
                  "(paper 000 Algorithm 1).")
@@ -289,7 +289,7 @@ def write_thresholds(path: Path, table: str, thresholds: dict[str, int | float],
         if head:
             section = head.group(1).strip().lower()
             continue
-        kappa = re.match(r"\s*max_groups(_by)?\s*=", line) if by and section == f"tables.{table}" else None
+        kappa = re.match(r"\s*max_groups(_by)?\s*=", line) if section == f"tables.{table}" else None
         if kappa and (at is None or not at[1]):
             at = (i, kappa.group(1) is not None)
         for f, v in fields.items():
@@ -311,10 +311,14 @@ def write_thresholds(path: Path, table: str, thresholds: dict[str, int | float],
             if found:
                 lines[i] = _PLACEHOLDER_NOTE.sub("split threshold T, from dpsql advise (a DP quantile)", new)
                 done.add(m)
-    if by and at is not None:  # κ per key column (docs/policy.md, "κ per grouping"), one inline table
-        entry = "max_groups_by = { " + ", ".join(f"{k} = {v}" for k, v in by.items()) + " }   # from dpsql advise (DP quantiles)"
-        lines[at[0]:at[0] + 1] = [entry] if at[1] else [lines[at[0]], entry]
-        done |= {f"max_groups_by.{k}" for k in by}
+    if at is not None:  # κ per key column (docs/policy.md, "κ per grouping"), one inline table; a new quantile_rows
+        new_lines = [f"{f} = {v}   # from dpsql advise (a DP quantile)" for f, v in fields.items()
+                     if f == "quantile_rows" and f not in done]
+        if by:
+            new_lines.append("max_groups_by = { " + ", ".join(f"{k} = {v}" for k, v in by.items())
+                             + " }   # from dpsql advise (DP quantiles)")
+        lines[at[0]:at[0] + 1] = ([] if at[1] and by else [lines[at[0]]]) + new_lines
+        done |= {f"max_groups_by.{k}" for k in by} | ({"quantile_rows"} & set(fields))
     missing = sorted((set(thresholds) | set(fields) | {f"max_groups_by.{k}" for k in by}) - done)
     if missing:
         raise PolicyFileError(f"{path}: could not find the threshold of {', '.join(missing)} to rewrite; "

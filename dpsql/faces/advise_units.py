@@ -64,9 +64,10 @@ def grouping(args: argparse.Namespace, policy: Policy, table: str, text_columns:
 
 def advise_units(args: argparse.Namespace, policy: Policy, database: Path, table: str, measures: list[str],
                  shares: tuple[Fraction, Fraction, Fraction], release: Callable[..., dict[str, Any]],
-                 finish: Callable[..., int]) -> int:
+                 finish: Callable[..., int], recommend: Callable[..., dict[str, Any]]) -> int:
     """``advise_cmd.advise`` for a many-row table; ``shares`` its (split share, at-rho, target),
-    ``release`` and ``finish`` its query and its printing and writing (passed in: no import circle)."""
+    ``release``, ``finish`` and ``recommend`` its query, its printing and writing, and its choice
+    of a candidate (passed in: no import circle)."""
     share, at_rho, target = shares
     from dpsql.backends.duckdb_files import Inspector, per_unit_table
     from dpsql.faces.dbapi import connect
@@ -105,6 +106,12 @@ def advise_units(args: argparse.Namespace, policy: Policy, database: Path, table
     report["grouping"] = keys
     for f, title in _TITLES.items():
         report["measures"][f].update(title=title, name=f"{f} = ")
+    # r (quantile_rows): the median of the units' most rows in one group, a candidate already released (no
+    # more ρ): half the units have all their rows of a group in a quantile's sample, which runs at ε/r
+    rows = report["measures"]["row_threshold"]["candidates"]
+    report["measures"]["quantile_rows"] = {**recommend([dict(c) for c in rows], Fraction(1, 2)), "name": "quantile_rows = ", "share": 0.5,
+                                           "title": "quantile_rows r = the median of the units' most rows in one group"}
+    fields["quantile_rows"] = "rows"
     kappa = report["measures"]["max_groups"]["recommended"]
     for k in per_key:
         v = report["measures"][f"{BY}.{k}"]
