@@ -58,6 +58,8 @@ AGGS = ("count", "avg_arr_delay", "sum_distance", "median_dep_delay")
 #: Public per-flight magnitudes that set the thresholds: a typical domestic flight from New York is
 #: about 1,000 miles; a delay's typical magnitude 30 minutes; MEDIAN's grid a day of delay.
 MILES, MINUTES, DELAY_RANGE = 1000, 30, (-120, 1440)
+#: MEDIAN's grid points over DELAY_RANGE (``--median-points``; empty: the policy default, 1,000)
+MEDIAN_POINTS: list[int] = []
 
 
 #: Per grouping: GROUP BY, κ (how many groups an aircraft can be in, from what an aircraft is, not
@@ -141,7 +143,8 @@ def policy_text(grouping: str, folder: Path, advised: Any = None) -> str:
         f"quantile_rows = {g['r']}",
         "[tables.flights.measures]",
         f"arr_delay = {{ threshold = {T['arr_delay']} }}", f"distance = {{ threshold = {T['distance']} }}",
-        f"dep_delay = {{ threshold = {T['dep_delay']}, range = {list(DELAY_RANGE)} }}",
+        f"dep_delay = {{ threshold = {T['dep_delay']}, range = {list(DELAY_RANGE)}"
+        + (f", points = {MEDIAN_POINTS[0]}" if MEDIAN_POINTS else "") + " }",
         "[tables.flights.keys]", *(f"{k} = {v}" for k, v in keys.items()),
     ]
     return "\n".join(lines) + "\n"
@@ -363,7 +366,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--advised", type=Path, default=None,
                     help="a policy `dpsql advise --write` wrote for these flights: dpsql's κ, max_groups_by, R, T and "
                          "quantile_rows come from its [tables.flights] (its keys and MEDIAN grid stay the study's)")
+    ap.add_argument("--median-points", type=int, default=None,
+                    help="points of MEDIAN's public grid over -120..1440 minutes (1561: one a minute; default 1,000)")
     args = ap.parse_args(argv)
+    MEDIAN_POINTS[:] = [args.median_points] if args.median_points else []
     groupings = [g for g in args.groupings.split(",") if g]
     unknown = set(groupings) - set(GROUPINGS)
     if unknown or args.trials < 1 or (args.peer_trials is not None and args.peer_trials < 1):
