@@ -142,3 +142,26 @@ def test_a_recorded_plan_keeps_the_kappa_of_its_grouping(tmp_path):
     back = decode(encode(plan), con.session.policy)
     con.close()
     assert (back.table.max_groups, back.table.max_groups_set) == (2, ("region",))
+
+
+def test_dpsql_policy_states_each_querys_kappa_c(tmp_path):
+    """`dpsql policy`'s P(u) keeps each query's κ_q with its terms: by region (κ_region = 2) and by
+    shop (κ_shop = 1) are two terms, each summed over at most its own κ groups of u."""
+    from dpsql.privacy import policy_function as pf
+
+    db, policy = _database(tmp_path, _rows(), table=TABLE)
+    con = dpsql.connect(db, policy, rho=0.3, _random_source=seeded_random(1))
+    con.cursor().execute("SELECT region, SUM(amount) FROM visits GROUP BY region")
+    con.cursor().execute("SELECT shop, COUNT(DISTINCT pid) FROM visits GROUP BY shop")
+    terms = pf.collect(con.session.ledger.history())
+    con.close()
+    text = pf.formula(terms)["visits"]
+    assert "Σ_g 0.3·|A_g(u)|²" in text and "[u in at most 2 groups of each query]" in text
+    assert "[u in at most 1 groups of each query]" in text
+    assert sorted(t.max_groups for t in terms) == [1, 2]
+    # amount 120 → ⌈120/50⌉ = 3 splits, 10 → 1: two groups of the region query
+    amount_terms = [t for t in terms if t.split]
+    total, _ = pf.evaluate(amount_terms, "visits", pf.parse_record(["amount=120,10"]))
+    assert total == Fraction(3, 10) * (3**2 + 1**2)
+    with pytest.raises(dpsql.DpsqlError, match="at most 2 groups"):
+        pf.evaluate(amount_terms, "visits", pf.parse_record(["amount=1,2,3"]))
