@@ -58,6 +58,8 @@ AGGS = ("count", "avg_arr_delay", "sum_distance", "median_dep_delay")
 #: Public per-flight magnitudes that set the thresholds: a typical domestic flight from New York is
 #: about 1,000 miles; a delay's typical magnitude 30 minutes; MEDIAN's grid a day of delay.
 MILES, MINUTES, DELAY_RANGE = 1000, 30, (-120, 1440)
+#: MEDIAN's grid points over DELAY_RANGE (``--median-points``; empty: the policy default, 1,000)
+MEDIAN_POINTS: list[int] = []
 
 
 #: Per grouping: GROUP BY, κ (how many groups an aircraft can be in, from what an aircraft is, not
@@ -94,11 +96,28 @@ def load_flights(sdist: Path, folder: Path) -> Path:
     return db
 
 
-def rho_query(grouping: str) -> Fraction:
-    """dpsql's ρ per query: κ·ρ_q (+ ε_s²/2 with a private key) = RHO_UNIT."""
+def settings(grouping: str, advised: Any = None) -> dict[str, Any]:
+    """dpsql's policy values for a question: the hand-chosen ones of :data:`GROUPINGS` (T = R × a
+    public per-flight magnitude, quantile_rows = R), or with ``advised`` (the table policy `dpsql
+    advise --write` wrote) its κ, max_groups_by, R, T and quantile_rows; κ_q is then the κ dpsql
+    bounds this grouping at (``TablePolicy.grouping_kappa``: a declared set's κ_C, a product of
+    them, else the table's κ) and ``of`` names where it comes from."""
     g = GROUPINGS[grouping]
+    if advised is None:
+        R = g["R"]
+        return {"kappa": g["kappa"], "R": R, "r": R, "sets": {}, "table_kappa": g["kappa"], "of": "by hand",
+                "T": {"arr_delay": R * MINUTES, "dep_delay": R * MINUTES, "distance": R * MILES}}
+    kappa, of = advised.grouping_kappa(set(g["by"]))
+    return {"kappa": kappa, "R": advised.row_threshold, "r": advised.quantile_rows, "sets": advised.max_groups_by,
+            "table_kappa": advised.max_groups, "of": " × ".join(of) or "max_groups",
+            "T": {m: int(advised.measures[m].threshold) for m in ("arr_delay", "dep_delay", "distance")}}
+
+
+def rho_query(grouping: str, advised: Any = None) -> Fraction:
+    """dpsql's ρ per query: κ_q·ρ_q (+ ε_s²/2 with a private key) = RHO_UNIT, κ_q the κ this
+    grouping is bounded at."""
     noise = RHO_UNIT - (SELECTION[0] ** 2 / 2 if grouping == "dest" else 0)
-    return noise / g["kappa"]
+    return noise / settings(grouping, advised)["kappa"]
 
 
 def peer_budget(grouping: str) -> tuple[float, float]:
@@ -108,21 +127,24 @@ def peer_budget(grouping: str) -> tuple[float, float]:
     return float(g.epsilon_tight), float(g.delta)
 
 
-def policy_text(grouping: str, folder: Path) -> str:
-    g = GROUPINGS[grouping]
-    R = g["R"]
+def policy_text(grouping: str, folder: Path, advised: Any = None) -> str:
+    g = settings(grouping, advised)
+    R, T = g["R"], g["T"]
+    sets = ", ".join(f'"{",".join(c)}" = {k}' for c, k in g["sets"].items())
     keys = {"carrier": f"{{ keyset = {json.dumps(CARRIERS)} }}", "month": f"{{ keyset = {list(range(1, 13))} }}",
             "origin": f"{{ keyset = {json.dumps(ORIGINS)} }}", "dest": "{}"}
     lines = [
-        "[budget]", f"default_rho = {float(rho_query(grouping))!r}", "total_rho = 1e9", "total_delta = 0.5",
+        "[budget]", f"default_rho = {float(rho_query(grouping, advised))!r}", "total_rho = 1e9", "total_delta = 0.5",
         f'ledger = "{folder / ("ledger_" + grouping + ".sqlite")}"',
         "[selection]", f"epsilon = {float(SELECTION[0])!r}", f"delta = {float(SELECTION[1])}",
-        "[tables.flights]", 'privacy_unit = "tailnum"', f"max_groups = {g['kappa']}", f"row_threshold = {R}",
-        # a quantile reads up to R of an aircraft's values per group (ε/R), as the peers keep R rows
-        f"quantile_rows = {R}",
+        "[tables.flights]", 'privacy_unit = "tailnum"', f"max_groups = {g['table_kappa']}", f"row_threshold = {R}",
+        *([f"max_groups_by = {{ {sets} }}"] if sets else []),
+        # by hand: a quantile reads up to R of an aircraft's values per group (ε/R), as the peers keep R rows
+        f"quantile_rows = {g['r']}",
         "[tables.flights.measures]",
-        f"arr_delay = {{ threshold = {R * MINUTES} }}", f"distance = {{ threshold = {R * MILES} }}",
-        f"dep_delay = {{ threshold = {R * MINUTES}, range = {list(DELAY_RANGE)} }}",
+        f"arr_delay = {{ threshold = {T['arr_delay']} }}", f"distance = {{ threshold = {T['distance']} }}",
+        f"dep_delay = {{ threshold = {T['dep_delay']}, range = {list(DELAY_RANGE)}"
+        + (f", points = {MEDIAN_POINTS[0]}" if MEDIAN_POINTS else "") + " }",
         "[tables.flights.keys]", *(f"{k} = {v}" for k, v in keys.items()),
     ]
     return "\n".join(lines) + "\n"
@@ -145,10 +167,11 @@ def truth(db: Path, grouping: str) -> dict[str, dict[str, float]]:
     return {a: {r[0]: float(r[i + 1]) for r in rows if r[i + 1] is not None} for i, a in enumerate(AGGS)}
 
 
-def run_dpsql(db: Path, folder: Path, grouping: str, trials: int) -> dict[str, Any]:
+def run_dpsql(db: Path, folder: Path, grouping: str, trials: int, advised: Any = None) -> dict[str, Any]:
     """{aggregate: [answers of each trial: {group: value}] or "refused (DPxxx)"}."""
     pol = folder / f"flights_{grouping}.policy.toml"
-    pol.write_text(policy_text(grouping, folder))
+    pol.write_text(policy_text(grouping, folder, advised))
+    kappa = settings(grouping, advised)["kappa"]
     nby = len(GROUPINGS[grouping]["by"])
     out: dict[str, Any] = {}
     for aggs, sql in queries(grouping):
@@ -156,7 +179,10 @@ def run_dpsql(db: Path, folder: Path, grouping: str, trials: int) -> dict[str, A
         for seed in range(trials):
             try:
                 with dpsql.connect(db, pol, reuse=False, _random_source=seeded_random(10_000 + seed)) as con:
-                    rows = con.cursor().execute(sql).fetchall()
+                    cur = con.cursor().execute(sql)
+                    rows = cur.fetchall()
+                    # the matching assumes the κ the study computed is the one dpsql bounded the query at
+                    assert {t.get("max_groups") for t in cur.receipt.policy_terms} == {kappa}, cur.receipt.policy_terms
             except DpsqlError as e:
                 runs = f"refused ({e.code})"
                 break
@@ -242,17 +268,17 @@ def best_setting(result: Any, grouping: str, aggregate: str, true: dict[str, flo
     return (found[0] if found else ("not offered", ""))
 
 
-def unit_losses(db: Path, grouping: str) -> dict[str, float]:
+def unit_losses(db: Path, grouping: str, advised: Any = None) -> dict[str, float]:
     """Data owner only: quantiles over the real aircraft of P(u) / (κ·ρ_q), the loss of each
     aircraft in the COUNT/AVG/SUM query relative to a unit within the bounds. A record's split
     count is the largest over the query's measures; a unit in more than κ groups is charged for
     its κ heaviest (an upper bound on the κ the hash keeps)."""
-    g = GROUPINGS[grouping]
-    R, by = g["R"], ", ".join(g["by"])
+    g = settings(grouping, advised)
+    R, T, by = g["R"], g["T"], ", ".join(GROUPINGS[grouping]["by"])
     con = duckdb.connect(str(db), read_only=True)
     row = con.execute(f"""
-        WITH rec AS (SELECT tailnum, GREATEST(1, CEIL(COUNT(*) / {R}), CEIL(ABS(COALESCE(SUM(arr_delay), 0)) / {R * MINUTES}),
-                            CEIL(SUM(distance) / {R * MILES})) ^ 2 AS a2 FROM flights GROUP BY tailnum, {by}),
+        WITH rec AS (SELECT tailnum, GREATEST(1, CEIL(COUNT(*) / {R}), CEIL(ABS(COALESCE(SUM(arr_delay), 0)) / {T['arr_delay']}),
+                            CEIL(SUM(distance) / {T['distance']})) ^ 2 AS a2 FROM flights GROUP BY tailnum, {by}),
              top AS (SELECT tailnum, a2 FROM rec QUALIFY ROW_NUMBER() OVER (PARTITION BY tailnum ORDER BY a2 DESC) <= {g['kappa']}),
              u AS (SELECT SUM(a2) / {g['kappa']} AS p FROM top GROUP BY tailnum)
         SELECT QUANTILE_CONT(p, 0.5), QUANTILE_CONT(p, 0.9), QUANTILE_CONT(p, 0.99), MAX(p),
@@ -261,11 +287,32 @@ def unit_losses(db: Path, grouping: str) -> dict[str, float]:
     return dict(zip(("p50", "p90", "p99", "max", "share_beyond"), (float(x) for x in row)))
 
 
+def median_absolute_error(runs: Any, true: dict[str, float]) -> float | str:
+    """Median over released groups and trials of |answer − truth| (in the aggregate's unit: minutes
+    for MEDIAN(dep_delay), whose truths of −6..+1 make the relative error ill-conditioned)."""
+    if isinstance(runs, str):
+        return runs
+    errs = [abs(float(a[g]) - t) for a in runs for g, t in true.items()
+            if a.get(g) is not None and not (isinstance(a[g], float) and math.isnan(a[g]))]
+    return statistics.median(errs) if errs else "no answer"
+
+
+def absolute_at(result: Any, grouping: str, aggregate: str, true: dict[str, float], setting: str) -> float | str:
+    """A method's median absolute error at the setting :func:`best_setting` chose for it."""
+    if isinstance(result, str) or isinstance(result.get(grouping, "not run"), str):
+        return "–"
+    key = setting.partition(";")[0].strip()
+    runs = result[grouping]
+    found = runs.get(f"{aggregate}@{key}") if key and not key.startswith("released") else runs.get(aggregate)
+    return "–" if found is None else median_absolute_error(found, true)
+
+
 def fmt(x: Any) -> str:
     return f"{x:.3f}" if isinstance(x, float) else str(x)
 
 
-def report(table: list[dict[str, Any]], methods: list[str], losses: dict[str, dict[str, float]], command: str) -> str:
+def report(table: list[dict[str, Any]], methods: list[str], losses: dict[str, dict[str, float]], command: str,
+           advised: Any = None, groupings: list[str] | None = None) -> str:
     """The markdown section for docs/evaluation.md: median relative error per (question, method)."""
     peers = [m for m in methods if m != "dpsql"]
     out = [f"Command: `{command}`", "",
@@ -281,13 +328,24 @@ def report(table: list[dict[str, Any]], methods: list[str], losses: dict[str, di
     out += [f"* {row['grouping']} {row['aggregate']}: " + "; ".join(f"{m} {row[m + ' setting']}" for m in methods
                                                                     if row.get(m + " setting")) for row in table
             if any(row.get(m + " setting") for m in methods)]
-    out += ["", "dpsql's loss per aircraft, as a multiple of a unit within the bounds (κ·ρ_q), over the 4,043 aircraft:", "",
-            "| question | κ | R | ρ_q | peers' (ε, δ) | P(u) p50 | p90 | p99 | max | share above ρ_unit |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
-    for g, v in GROUPINGS.items():
+    medians = [row for row in table if row["aggregate"] == "median_dep_delay"]
+    if medians:
+        out += ["", "MEDIAN(dep_delay): median relative error and, beside it, median absolute error in minutes "
+                "(over the groups each method released, and runs; at the setting above):", "",
+                "| question | " + " | ".join(f"{m} | {m} (min)" for m in methods) + " |",
+                "|---|" + "---|---|" * len(methods)]
+        out += [f"| {row['grouping']} | " + " | ".join(f"{fmt(row[m])} | {fmt(row[m + ' minutes'])}" for m in methods) + " |"
+                for row in medians]
+    out += ["", "dpsql's policy per question (κ_q: the κ the query is bounded at, and where it comes from) and its loss "
+            "per aircraft, as a multiple of a unit within the bounds (κ_q·ρ_q), over the 4,043 aircraft:", "",
+            "| question | κ_q | from | R | T arr_delay | T distance | ρ_q | peers' (ε, δ) | P(u) p50 | p90 | p99 | max | "
+            "share above ρ_unit |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for g in groupings or list(GROUPINGS):
+        v = settings(g, advised)
         eps, delta = peer_budget(g)
         q = losses[g]
-        out.append(f"| {g} | {v['kappa']} | {v['R']} | {float(rho_query(g)):.5f} | ({eps:.3f}, {delta:.0e}) | "
+        out.append(f"| {g} | {v['kappa']} | {v['of']} | {v['R']} | {v['T']['arr_delay']} | {v['T']['distance']} | "
+                   f"{float(rho_query(g, advised)):.5f} | ({eps:.3f}, {delta:.0e}) | "
                    f"{q['p50']:.2f} | {q['p90']:.2f} | {q['p99']:.2f} | {q['max']:.1f} | {q['share_beyond']:.1%} |")
     return "\n".join(out) + "\n"
 
@@ -305,16 +363,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reuse-peers", action="store_true", help="read a peer's answers from --dir/peer_<name>.json when there")
     ap.add_argument("--timeout", type=int, default=3600, help="seconds per peer")
     ap.add_argument("--out", type=Path, default=None, help="folder for peers_many_rows.csv and .md")
+    ap.add_argument("--advised", type=Path, default=None,
+                    help="a policy `dpsql advise --write` wrote for these flights: dpsql's κ, max_groups_by, R, T and "
+                         "quantile_rows come from its [tables.flights] (its keys and MEDIAN grid stay the study's)")
+    ap.add_argument("--median-points", type=int, default=None,
+                    help="points of MEDIAN's public grid over -120..1440 minutes (1561: one a minute; default 1,000)")
     args = ap.parse_args(argv)
+    MEDIAN_POINTS[:] = [args.median_points] if args.median_points else []
     groupings = [g for g in args.groupings.split(",") if g]
     unknown = set(groupings) - set(GROUPINGS)
     if unknown or args.trials < 1 or (args.peer_trials is not None and args.peer_trials < 1):
         ap.error(f"unknown groupings {sorted(unknown)}" if unknown else "--trials must be at least 1")
     db = load_flights(args.sdist, args.dir)
+    advised = None
+    if args.advised is not None:
+        from dpsql.policy.loader import load_policy
+
+        advised = load_policy(args.advised).tables["flights"]
     results: dict[str, Any] = {"dpsql": {}}
     for g in groupings:
         t0 = time.perf_counter()
-        results["dpsql"][g] = run_dpsql(db, args.dir, g, args.trials)
+        results["dpsql"][g] = run_dpsql(db, args.dir, g, args.trials, advised)
         print(f"dpsql {g}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     peers = [p for p in args.peers.split(",") if p]
     if peers:
@@ -328,15 +397,18 @@ def main(argv: list[str] | None = None) -> int:
             row: dict[str, Any] = {"grouping": g, "aggregate": a}
             for m in methods:
                 row[m], row[m + " setting"] = best_setting(results[m], g, a, true[a])
+                if a == "median_dep_delay":
+                    row[m + " minutes"] = absolute_at(results[m], g, a, true[a], row[m + " setting"])
             table.append(row)
-    losses = {g: unit_losses(db, g) for g in GROUPINGS}
+    losses = {g: unit_losses(db, g, advised) for g in groupings}
     command = "python -m benchmarks.peers_many_rows " + " ".join(argv if argv is not None else sys.argv[1:])
-    md = report(table, methods, losses, command)
+    md = report(table, methods, losses, command, advised, groupings)
     print(md)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         with open(args.out / "peers_many_rows.csv", "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=["grouping", "aggregate", *(c for m in methods for c in (m, m + " setting"))])
+            w = csv.DictWriter(f, fieldnames=["grouping", "aggregate", *(c for m in methods for c in (m, m + " setting")),
+                                              *(m + " minutes" for m in methods)])
             w.writeheader()
             w.writerows({k: fmt(v) for k, v in r.items()} for r in table)
         (args.out / "peers_many_rows.md").write_text(md)

@@ -56,6 +56,7 @@ ORCON = "tests/test_oracles_consumed.py"
 WALL = "tests/test_server_wall.py"
 MANY = "tests/test_many_rows.py"
 MANYQ = "tests/test_many_rows_quantiles.py"
+KAPPA_BY = "tests/test_many_rows_kappa_by.py"
 SHARED = "tests/test_shared_units.py"
 REUSE = "dpsql/pipeline/reuse.py"
 NULLS = "tests/test_null_keys.py"
@@ -271,6 +272,28 @@ MUTATIONS: tuple[Mutation, ...] = (
                     "select_kappa(n, sel.epsilon, sel.delta, 1, rng)"),),
              (f"{MANY}::test_selection_runs_at_epsilon_over_kappa",
               f"{MANY}::test_optimal_selection_rate_with_kappa_three_matches_theorem_1")),
+    # κ per grouping (max_groups_by: policy/model.py grouping_kappa, sql/units.py grouping_table)
+    Mutation("kappa_set_ignored",
+             "a grouping by a declared set's columns is bounded, selected and accounted at the table's κ, not its κ_C",
+             (Patch("dpsql/sql/planner.py", "table = units.grouping_table(table, policy, keys, scopes.joins)", "table = table"),),
+             (f"{KAPPA_BY}::test_a_grouping_by_a_declared_set_is_bounded_at_its_kappa",
+              f"{KAPPA_BY}::test_selection_runs_at_the_kappa_of_the_set")),
+    Mutation("kappa_set_ignored_by_bounding",
+             "the bounding keeps more groups per unit (the largest declared κ) than the κ_C selection and P(u) state",
+             (Patch("dpsql/sql/units.py", "ORDER BY {hashed}, {', '.join(names)}) <= {t.max_groups}",
+                    "ORDER BY {hashed}, {', '.join(names)}) <= {max([t.max_groups, *t.max_groups_by.values()])}"),),
+             (f"{KAPPA_BY}::test_a_grouping_by_a_declared_set_is_bounded_at_its_kappa",
+              f"{KAPPA_BY}::test_a_heavy_unit_keeps_kappa_c_groups_of_a_function_of_the_set")),
+    Mutation("kappa_set_ignored_by_selection",
+             "partition selection keeps groups at the largest declared κ, not the grouping's κ_C the charge states",
+             (Patch("dpsql/pipeline/release.py", "_select(kept_of, counts, sel, rng, plan.table.max_groups or 1)",
+                    "_select(kept_of, counts, sel, rng, max([plan.table.max_groups or 1, *plan.table.max_groups_by.values()]))"),),
+             (f"{KAPPA_BY}::test_selection_runs_at_the_kappa_of_the_set",)),
+    Mutation("kappa_set_applied_to_a_grouping_it_does_not_cover",
+             "a declared set bounds a grouping that reads a column outside it (it holds only some of the keys' columns)",
+             (Patch("dpsql/policy/model.py", "if columns <= {x for c, _ in combo for x in c}:",
+                    "if columns & {x for c, _ in combo for x in c}:"),),
+             (f"{KAPPA_BY}::test_the_kappa_of_a_grouping_is_the_least_cover",)),
     # κ > 1 selection on the query path (privacy/selection_gauss.py, sql/units.py's __first)
     Mutation("kappa_discrete_threshold_delta_not_split",
              "discrete Gaussian thresholding gives each of a unit's κ new groups the whole threshold δ",

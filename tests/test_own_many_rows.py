@@ -91,7 +91,9 @@ def test_own_data_with_many_rows_per_unit_end_to_end(tmp_path):
     assert report["grouping"] == ["carrier", "dest", "origin"]
     spec = tomllib.loads(policy.read_text())["tables"]["flights"]
     written = {"max_groups": spec["max_groups"], "row_threshold": spec["row_threshold"],
-               **{m: spec["measures"][m]["threshold"] for m in ("dep_delay", "arr_delay", "distance")}}
+               **{m: spec["measures"][m]["threshold"] for m in ("dep_delay", "arr_delay", "distance")},
+               **{f"max_groups_by.{k}": v for k, v in spec["max_groups_by"].items()},  # κ per key column
+               "quantile_rows": spec["quantile_rows"]}  # r: the median of the units' most rows in one group
     assert written == {k: v["recommended"] for k, v in report["measures"].items()}
     assert "PLACEHOLDER" not in policy.read_text()  # every drafted placeholder was set
     # the oracle: each unit's statistics under the grouping (carrier, dest, origin), from the rows
@@ -105,6 +107,11 @@ def test_own_data_with_many_rows_per_unit_end_to_end(tmp_path):
         u["row_threshold"] = max(u["row_threshold"], len(rs))
         for m in ("dep_delay", "arr_delay", "distance"):
             u[m] = max(u[m], abs(sum(r[m] for r in rs)))
+    for i, k in enumerate(("carrier", "dest", "origin")):  # distinct values of each key column per unit
+        for tail, n in Counter(t for t, _ in {(t, g[i]) for t, *g in cells}).items():
+            per_unit[tail][f"max_groups_by.{k}"] = n
+    for u in per_unit.values():
+        u["quantile_rows"] = u["row_threshold"]
     for name, v in report["measures"].items():
         chosen = next(c for c in v["candidates"] if c["quantile"] == v["recommended_quantile"])
         assert chosen["ok"] and chosen["threshold"] == v["recommended"]
@@ -115,6 +122,7 @@ def test_own_data_with_many_rows_per_unit_end_to_end(tmp_path):
         slack = 2 * chosen["splits_share_pm"] + 1 / len(exact)
         assert low - slack <= chosen["splits_share"] <= high + slack, (name, v["recommended"], low, high)
     assert written["max_groups"] > 1  # units fly several routes: dest goes through selection with kappa > 1
+    assert written["max_groups_by.carrier"] == written["max_groups_by.origin"] == 1  # one carrier, one home airport
 
     # 3. the questions, each answered from the policy written above
     def ask(sql: str) -> dict:
@@ -126,6 +134,7 @@ def test_own_data_with_many_rows_per_unit_end_to_end(tmp_path):
                      "GROUP BY carrier ORDER BY carrier")
     assert [r[0] for r in by_carrier["rows"]] == CARRIERS
     moe = {c: by_carrier["receipt"]["columns"][c]["moe95"][0] for c in ("n", "dist")}
+    assert {t["max_groups"] for t in by_carrier["receipt"]["policy_terms"]} == {1}  # κ_carrier, not the table's κ
     for carrier, n, _, dist in by_carrier["rows"]:
         mine = [r for r in kept if r["carrier"] == carrier]  # one carrier per unit: nothing truncated
         # a group's count and sum are exact up to noise (splitting keeps every row's value in the total)

@@ -80,3 +80,35 @@ def test_released_says_how_many_private_groups_and_their_own_error() -> None:
     # run 1 releases a (error 0.1); run 2 releases a (0) and b (0.5): 1.5 of 3 groups, median error 0.1
     assert study.released([{"a": 11}, {"a": 10, "b": 5, "x": 7}], truth) == "1.5/3 at 0.100"
     assert study.released("refused (DP211)", truth) == "–"
+
+
+def _advised():
+    from dpsql.policy.model import Measure, TablePolicy
+
+    return TablePolicy("flights", "tailnum", {m: Measure(m, t) for m, t in (("arr_delay", 460), ("dep_delay", 460),
+                                                                            ("distance", 15936))},
+                       max_groups=41, row_threshold=14, quantile_rows=4,
+                       max_groups_by={("carrier",): 1, ("origin",): 3, ("dest",): 36})
+
+
+def test_with_advised_values_each_question_is_matched_at_its_own_kappa() -> None:
+    """--advised: κ_q is the least cover of the question's columns (carrier 1, origin × carrier
+    1·3, dest 36, month none: the table's 41), and a unit within κ_q loses ρ_unit."""
+    advised = _advised()
+    expected = {"carrier": (1, "carrier"), "month": (41, "max_groups"), "origin_carrier": (3, "carrier × origin"),
+                "dest": (36, "dest")}
+    for g, (kappa, of) in expected.items():
+        s = study.settings(g, advised)
+        assert (s["kappa"], s["of"], s["R"], s["r"], s["T"]["distance"]) == (kappa, of, 14, 4, 15936)
+        selection = study.SELECTION[0] ** 2 / 2 if g == "dest" else 0
+        loss = kappa * study.rho_query(g, advised) + selection
+        assert study.RHO_UNIT * (1 - Fraction(1, 10**8)) <= loss <= study.RHO_UNIT
+    text = study.policy_text("carrier", Path("/tmp"), advised)
+    assert 'max_groups = 41' in text and '"carrier" = 1' in text and "quantile_rows = 4" in text
+
+
+def test_median_absolute_error_is_over_released_groups_in_the_answers_unit() -> None:
+    truth = {"a": -3.0, "b": 1.0, "c": 0.0}
+    runs = [{"a": -1, "b": 1}, {"a": -3, "c": float("nan")}]
+    assert study.median_absolute_error(runs, truth) == pytest.approx(0.0)  # errors 2, 0, 0 -> 0
+    assert study.median_absolute_error([{"a": 0}], truth) == pytest.approx(3.0)

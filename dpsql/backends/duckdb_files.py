@@ -90,7 +90,7 @@ def not_null(con: duckdb.DuckDBPyConnection, table: str, rows: int, public: list
 
 
 def per_unit_table(source: Path, table: str, unit: str, keys: list[str], measures: dict[str, float],
-                   target: Path) -> None:
+                   target: Path, per_key: list[str] | None = None) -> None:
     """``dpsql advise`` on a many-row table (the data owner's machine): a new DuckDB file
     ``target`` whose table of the same name has one row per non-NULL unit of ``source``'s ``table``: ``unit``, ``groups``
     (its number of distinct values of ``keys`` together), ``rows`` (its most rows in one such
@@ -98,13 +98,17 @@ def per_unit_table(source: Path, table: str, unit: str, keys: list[str], measure
     fraction in [0, 1), of ``granularity`` for a measure, from a hash of the unit: values then tie
     only by chance, so the exponential mechanism's rank error bounds how far a quantile can fall
     (with many units tied at the top, every value above it would score almost as well), and the
-    whole part is the statistic. One unit's rows decide only its own row, so a release over this
-    table is a release about units (docs/own_data.md)."""
+    whole part is the statistic. With ``per_key`` (columns among ``keys``), also ``groups_<k>``:
+    the unit's number of distinct values of k, NULL one of them (κ_C of ``max_groups_by``). One
+    unit's rows decide only its own row, so a release over this table is a release about units
+    (docs/own_data.md)."""
     q = (lambda c: '"' + c.replace('"', '""') + '"')
     group = ", ".join(["__unit", *(q(k) for k in keys)])
     sums = "".join(f", SUM({q(m)}) AS {q('__s_' + m)}" for m in measures)  # HUGEINT / DOUBLE: no overflow
     j = "(hash(__unit) % 1000) / 1000.0"  # the same fraction for every column of a unit
     tops = "".join(f", MAX(ABS({q('__s_' + m)})) + {j} * {g!r} AS {q('m_' + m)}" for m, g in measures.items())
+    tops += "".join(f", COUNT(DISTINCT {q(k)}) + MAX(CASE WHEN {q(k)} IS NULL THEN 1 ELSE 0 END) + {j} AS {q('groups_' + k)}"
+                    for k in per_key or [])
     con = duckdb.connect(str(target))
     try:
         con.execute(f"ATTACH '{_quote(source)}' AS src (READ_ONLY)")

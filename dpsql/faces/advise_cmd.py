@@ -92,7 +92,7 @@ def advise(args: argparse.Namespace) -> int:
             return _finish(args, report, Path(policy.path or ""), table)
     from dpsql.faces.advise_units import advise_units  # many rows per unit: kappa, R and T, per unit
 
-    return advise_units(args, policy, database, table, measures, (share, at_rho, target), release, _finish)
+    return advise_units(args, policy, database, table, measures, (share, at_rho, target), release, _finish, recommend)
 
 
 def release(con: Any, table: str, columns: dict[str, str], target: Fraction, share: Fraction,
@@ -245,7 +245,7 @@ def _text(r: dict[str, Any]) -> str:
                     else "  (out of order: below a lower quantile, so not reliable)")
             lines.append(f"  {100 * c['quantile']:>8g}%  {c['threshold']:>14,}  {100 * c['splits_share']:>7g}%{pm:<8}  {sig:>28}"
                          + flag)
-        lines += _recommendation(v.get("name", "T = "), v, r["split_share"])
+        lines += _recommendation(v.get("name", "T = "), v, v.get("share", r["split_share"]))
         lines.append("")
     lines.append("A unit above T is split into ceil(|v|/T) records and pays rho*ceil(|v|/T)^2; the others pay rho "
                  "(paper 000 Algorithm 1).")
@@ -277,16 +277,21 @@ def write_thresholds(path: Path, table: str, thresholds: dict[str, int | float],
     = ... }`` under ``[tables.TABLE.measures]``, or ``threshold = ...`` under
     ``[tables.TABLE.measures.m]``) and each of ``fields`` (``max_groups``, ``row_threshold``)
     under ``[tables.TABLE]``, check the result loads, and replace the file atomically."""
-    fields = fields or {}
+    fields = dict(fields or {})
+    by = {f.split(".", 1)[1]: fields.pop(f) for f in list(fields) if f.startswith("max_groups_by.")}
     text = path.read_text()
     lines = text.split("\n")
     section = None
     done: set[str] = set()
+    at = None  # where max_groups_by goes: its own line, else after max_groups
     for i, line in enumerate(lines):
         head = re.match(r"\s*\[([^\[\]]+)\]\s*(#.*)?$", line)
         if head:
             section = head.group(1).strip().lower()
             continue
+        kappa = re.match(r"\s*max_groups(_by)?\s*=", line) if section == f"tables.{table}" else None
+        if kappa and (at is None or not at[1]):
+            at = (i, kappa.group(1) is not None)
         for f, v in fields.items():
             if section == f"tables.{table}":
                 new, found = re.subn(rf"^(\s*{f}\s*=\s*)[0-9]+", rf"\g<1>{v}", line, count=1)
@@ -306,7 +311,15 @@ def write_thresholds(path: Path, table: str, thresholds: dict[str, int | float],
             if found:
                 lines[i] = _PLACEHOLDER_NOTE.sub("split threshold T, from dpsql advise (a DP quantile)", new)
                 done.add(m)
-    missing = sorted((set(thresholds) | set(fields)) - done)
+    if at is not None:  # κ per key column (docs/policy.md, "κ per grouping"), one inline table; a new quantile_rows
+        new_lines = [f"{f} = {v}   # from dpsql advise (a DP quantile)" for f, v in fields.items()
+                     if f == "quantile_rows" and f not in done]
+        if by:
+            new_lines.append("max_groups_by = { " + ", ".join(f"{k} = {v}" for k, v in by.items())
+                             + " }   # from dpsql advise (DP quantiles)")
+        lines[at[0]:at[0] + 1] = ([] if at[1] and by else [lines[at[0]]]) + new_lines
+        done |= {f"max_groups_by.{k}" for k in by} | ({"quantile_rows"} & set(fields))
+    missing = sorted((set(thresholds) | set(fields) | {f"max_groups_by.{k}" for k in by}) - done)
     if missing:
         raise PolicyFileError(f"{path}: could not find the threshold of {', '.join(missing)} to rewrite; "
                               "set it by hand (the advice above is unchanged)")

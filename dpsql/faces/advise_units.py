@@ -44,6 +44,8 @@ from dpsql.policy.model import Policy
 
 #: the table fields advise writes for a many-row table, and the per-unit column each comes from
 FIELDS = {"max_groups": "groups", "row_threshold": "rows"}
+#: the table field of κ per key column: ``max_groups_by.<key>`` in the report, ``groups_<key>`` per unit
+BY = "max_groups_by"
 _TITLES = {"max_groups": "max_groups (kappa) = the quantile of the units' number of groups",
            "row_threshold": "row_threshold R = the quantile of the units' most rows in one group"}
 
@@ -62,9 +64,10 @@ def grouping(args: argparse.Namespace, policy: Policy, table: str, text_columns:
 
 def advise_units(args: argparse.Namespace, policy: Policy, database: Path, table: str, measures: list[str],
                  shares: tuple[Fraction, Fraction, Fraction], release: Callable[..., dict[str, Any]],
-                 finish: Callable[..., int]) -> int:
+                 finish: Callable[..., int], recommend: Callable[..., dict[str, Any]]) -> int:
     """``advise_cmd.advise`` for a many-row table; ``shares`` its (split share, at-rho, target),
-    ``release`` and ``finish`` its query and its printing and writing (passed in: no import circle)."""
+    ``release``, ``finish`` and ``recommend`` its query, its printing and writing, and its choice
+    of a candidate (passed in: no import circle)."""
     share, at_rho, target = shares
     from dpsql.backends.duckdb_files import Inspector, per_unit_table
     from dpsql.faces.dbapi import connect
@@ -81,26 +84,42 @@ def advise_units(args: argparse.Namespace, policy: Policy, database: Path, table
     finally:
         ins.close()
     keys = grouping(args, policy, table, text)
+    per_key = keys if len(keys) > 1 else []  # κ_C per key column (max_groups_by); one key: κ is its κ_C
+    fields = {**FIELDS, **{f"{BY}.{k}": f"groups_{k}" for k in per_key}}
     with tempfile.TemporaryDirectory(prefix="dpsql-advise-") as tmp:
         db, pol = Path(tmp) / "per_unit.duckdb", Path(tmp) / "per_unit.policy.toml"
         per_unit_table(database, tp.name, names.get(tp.privacy_unit, tp.privacy_unit), [names.get(k, k) for k in keys],
-                       {names.get(m, m): float(tp.measures[m].granularity) for m in measures}, db)
-        pol.write_text(_policy(policy, table, measures))
+                       {names.get(m, m): float(tp.measures[m].granularity) for m in measures}, db,
+                       per_key=[names.get(k, k) for k in per_key])
+        pol.write_text(_policy(policy, table, measures, per_key))
         with connect(db, pol, rho=args.rho) as con:
             session = con.session
             session.ledger.close()  # the real policy's ledger, with the walls the real session would have
             total_rho, total_delta = policy.budget.walls(session.analyst)
             session.ledger = Ledger(ledger_path(policy), session.analyst, total_rho, policy.budget.dataset_rho,
                                     total_delta=total_delta, dataset_delta=policy.budget.dataset_delta)
-            columns = {**FIELDS, **{m: f"m_{m}" for m in measures}}
-            steps = {**{f: Fraction(1) for f in FIELDS}, **{m: tp.measures[m].granularity for m in measures}}
+            columns = {**fields, **{m: f"m_{m}" for m in measures}}
+            steps = {**{f: Fraction(1) for f in fields}, **{m: tp.measures[m].granularity for m in measures}}
             report = release(con, tp.name, columns, target, share, at_rho,
                              lambda name, value: _whole(value, steps[name]))
     report["table"] = table
     report["grouping"] = keys
     for f, title in _TITLES.items():
         report["measures"][f].update(title=title, name=f"{f} = ")
-    return finish(args, report, Path(policy.path or ""), table, tuple(FIELDS))
+    # r (quantile_rows): the median of the units' most rows in one group, a candidate already released (no
+    # more ρ): half the units have all their rows of a group in a quantile's sample, which runs at ε/r
+    rows = report["measures"]["row_threshold"]["candidates"]
+    report["measures"]["quantile_rows"] = {**recommend([dict(c) for c in rows], Fraction(1, 2)), "name": "quantile_rows = ", "share": 0.5,
+                                           "title": "quantile_rows r = the median of the units' most rows in one group"}
+    fields["quantile_rows"] = "rows"
+    kappa = report["measures"]["max_groups"]["recommended"]
+    for k in per_key:
+        v = report["measures"][f"{BY}.{k}"]
+        v.update(title=f"{BY} {k} (kappa_C) = the quantile of the units' number of distinct {k} values",
+                 name=f"{BY} {k} = ")
+        if kappa is not None and v["recommended"] is not None and v["recommended"] > kappa:
+            v["recommended"] = kappa  # post-processing: a set's κ_C is at most κ (policy/keys_loader.py)
+    return finish(args, report, Path(policy.path or ""), table, tuple(fields))
 
 
 def _whole(value: Any, step: Fraction) -> int | float:
@@ -111,14 +130,15 @@ def _whole(value: Any, step: Fraction) -> int | float:
     return int(t) if t.denominator == 1 else float(t)
 
 
-def _policy(policy: Policy, table: str, measures: list[str]) -> str:
+def _policy(policy: Policy, table: str, measures: list[str], per_key: list[str]) -> str:
     """The per-unit table's policy: one row per unit, a column per value (thresholds unused:
     only quantiles are asked), each measure at its own granularity."""
     tp = policy.tables[table]
     name = json.dumps(tp.name)  # the same name: the charge's policy terms are the table's (ρ per unit, unsplit)
     lines = ["[budget]", f"default_rho = {float(policy.budget.default_rho)!r}", "total_rho = 1e9",
              f"[tables.{name}]", 'privacy_unit = "unit"', f"[tables.{name}.measures]",
-             "groups = { threshold = 1, granularity = 0.001 }", "rows = { threshold = 1, granularity = 0.001 }"]
+             "groups = { threshold = 1, granularity = 0.001 }", "rows = { threshold = 1, granularity = 0.001 }",
+             *(f"{json.dumps('groups_' + k)} = {{ threshold = 1, granularity = 0.001 }}" for k in per_key)]
     for m in measures:  # read at a thousandth of the measure's granularity: the hash's fraction is below it
         g = tp.measures[m].granularity / 1000
         lines.append(f"m_{m} = {{ threshold = {json.dumps(float(g * 1000))}, granularity = {json.dumps(float(g))} }}")

@@ -285,6 +285,8 @@ def _per_unit(table: Any, term: dict[str, Any], rho_sel: Fraction) -> dict[str, 
            "unit_bound": "none (no max_splits)" if bound is None else fmt(bound), "unit_bound_exact": str(bound)}
     if term["scale"] == "1":
         out["group_rho_exact"] = str(rho - rho_sel)  # paid in each group; the selection's part once
+    if table.max_groups_set:  # κ is the declared κ_C of this set of key columns (max_groups_by)
+        out["max_groups_by"] = " × ".join(table.max_groups_set)  # several: κ is the product of theirs
     return out
 
 

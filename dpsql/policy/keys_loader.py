@@ -14,6 +14,8 @@ from dpsql.policy.fields import err as _err, ident as _ident, is_int as _is_int,
 from dpsql.policy.model import GRAINS, Key
 
 
+#: the most sets ``max_groups_by`` may declare (planning looks for the least product of κ_C over them)
+MAX_GROUP_SETS = 64
 #: the most instants a declared date/time range may hold (a year by the minute is 527,040)
 MAX_RANGE_GRID = 1_000_000
 _GRAIN_STEP = {"day": datetime.timedelta(days=1), "hour": datetime.timedelta(hours=1),
@@ -110,3 +112,35 @@ def _number_range_key(name: str, kdoc: dict[str, Any], rng: list[Any], where: st
         raise _err(where, kfield, f"the range holds {size:,} integers, more than {MAX_RANGE_GRID:,}; declare a "
                    "narrower range (rows outside it fall in no group), or keep the column a measure or a private key")
     return Key(name, tuple(range(lo, hi + 1)), range=(lo, hi), grain="integer")
+
+
+def parse_group_bounds(doc: Any, keys: dict[str, Key], max_groups: int | None, where: str,
+                       prefix: str) -> dict[tuple[str, ...], int]:
+    """``max_groups_by = { carrier = 2, "origin,carrier" = 4 }``: κ_C per set C of the table's key
+    columns (names joined by commas). Each κ_C is a positive integer at most the table's κ (the
+    table's κ bounds every grouping; a larger κ_C would loosen the bound the owner declared), each
+    column a declared key (a measure, the unit or an unknown column is refused: a set bounds
+    groupings, and only keys are grouped by), each set given once. docs/policy.md, "κ per grouping"."""
+    field = f"{prefix}.max_groups_by"
+    out: dict[tuple[str, ...], int] = {}
+    if len(_table(doc, where, field)) > MAX_GROUP_SETS:
+        raise _err(where, field, f"declares more than {MAX_GROUP_SETS} sets")
+    for name, value in doc.items():
+        cols = [c.strip().lower() for c in str(name).split(",")]
+        for c in cols:
+            _ident(c, where, f"{field}.{name}")
+            if c not in keys:
+                raise _err(where, f"{field}.{name}", f"names {c!r}, which is not a key of the table: a set of "
+                           "max_groups_by holds key columns (those GROUP BY reads)")
+        if len(set(cols)) != len(cols):
+            raise _err(where, f"{field}.{name}", "names a column twice")
+        if not _is_int(value) or value < 1:
+            raise _err(where, f"{field}.{name}", "must be a positive integer")
+        if max_groups is not None and value > max_groups:
+            raise _err(where, f"{field}.{name}", f"is {value}, more than the table's max_groups = {max_groups}: "
+                       "the table's bound holds for every grouping; raise max_groups or lower this one")
+        c = tuple(sorted(cols))
+        if c in out:
+            raise _err(where, f"{field}.{name}", "is the same set of columns as another entry; give each set once")
+        out[c] = value
+    return out

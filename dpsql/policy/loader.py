@@ -49,7 +49,7 @@ from typing import Any
 from dpsql.errors import PolicyFileError
 from dpsql.policy.fields import err as _err, ident as _ident, is_int as _is_int, only as _only, table as _table
 from dpsql.policy.grid import quantile_grid
-from dpsql.policy.keys_loader import parse_keys
+from dpsql.policy.keys_loader import parse_group_bounds, parse_keys
 from dpsql.policy.model import (
     MECHANISMS,
     SELECTION_COUNTS,
@@ -207,7 +207,8 @@ def _parquet_paths(doc: dict[str, Any], where: str, path: Path | None) -> dict[s
 def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:
     prefix = f"tables.{name}"
     _ident(name, where, prefix)
-    _only(tdoc, {"privacy_unit", "measures", "keys", "max_splits", "max_groups", "row_threshold", "quantile_rows", "parquet"}, where, prefix)
+    _only(tdoc, {"privacy_unit", "measures", "keys", "max_splits", "max_groups", "max_groups_by", "row_threshold",
+                 "quantile_rows", "parquet"}, where, prefix)
     unit = tdoc.get("privacy_unit")
     if not isinstance(unit, str) or not unit:
         raise _err(where, f"{prefix}.privacy_unit", "is required: the column identifying one privacy unit")
@@ -216,7 +217,7 @@ def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:
         if tdoc.get(f) is not None and (not _is_int(tdoc[f]) or tdoc[f] < 1):
             raise _err(where, f"{prefix}.{f}", "must be a positive integer")
     max_splits, max_groups, rows = tdoc.get("max_splits"), tdoc.get("max_groups"), tdoc.get("row_threshold")
-    if (extra := next((f for f in ("row_threshold", "quantile_rows") if f in tdoc), None)) and max_groups is None:
+    if (extra := next((f for f in ("row_threshold", "quantile_rows", "max_groups_by") if f in tdoc), None)) and max_groups is None:
         raise _err(where, f"{prefix}.{extra}", "applies to many rows per unit: declare max_groups too")  # docs/policy.md
 
     keys = parse_keys(tdoc.get("keys", {}), where, prefix)
@@ -229,7 +230,8 @@ def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:
     if unit_l in measures or unit_l in keys:
         raise _err(where, f"{prefix}.privacy_unit", f"column {unit!r} cannot also be a measure or a key")
     # a column may be both a key and a measure (GROUP BY age with AVG(age)): docs/policy.md, "Two roles"
-    return TablePolicy(name.lower(), unit_l, measures, keys, max_splits, max_groups, rows, tdoc.get("quantile_rows", 1))
+    by = parse_group_bounds(tdoc.get("max_groups_by", {}), keys, max_groups, where, prefix)
+    return TablePolicy(name.lower(), unit_l, measures, keys, max_splits, max_groups, rows, tdoc.get("quantile_rows", 1), by)
 
 
 def _measure(name: str, mdoc: dict[str, Any], where: str, prefix: str, keys: dict[str, Key]) -> Measure:

@@ -11,6 +11,7 @@ of SQL or of the data.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -180,6 +181,29 @@ class TablePolicy:
     #: r: the rows of a kept (unit, group) a quantile's histogram samples; its exponential
     #: mechanism runs at ε/r (sql/units.py; docs/policy.md, "Many rows per unit")
     quantile_rows: int = 1
+    #: κ_C per declared set C of key columns (``max_groups_by``, sorted names -> κ_C ≤ κ): a
+    #: query grouping by keys that read only columns of C keeps at most κ_C groups per unit
+    #: (docs/privacy.md, "κ per grouping"); in a plan, ``max_groups`` is the κ the query uses
+    max_groups_by: dict[tuple[str, ...], int] = field(default_factory=dict)
+    #: in a plan: the declared sets (``"a,b"``) whose κ_C, or product of κ_C, ``max_groups`` is
+    #: (empty: the table's κ)
+    max_groups_set: tuple[str, ...] = ()
+
+    def grouping_kappa(self, columns: set[str]) -> tuple[int | None, tuple[str, ...]]:
+        """The κ of a query whose keys read exactly ``columns`` (private key columns) and the sets
+        it comes from: the smallest of the table's κ and Π κ_C over declared sets C whose union
+        holds every one of the columns (one set: its κ_C). A unit with at most κ_C distinct
+        values of each C has at most Π κ_C distinct values of their union (docs/privacy.md, "κ per
+        grouping"). Phase 1: the policy and the query text only."""
+        useful = sorted((c, k) for c, k in self.max_groups_by.items() if columns & set(c))
+        best: tuple[int | None, tuple[str, ...]] = (self.max_groups, ())
+        for size in range(1, min(len(useful), len(columns)) + 1):  # each set of a minimal cover adds a column
+            for combo in itertools.combinations(useful, size):
+                if columns <= {x for c, _ in combo for x in c}:
+                    kappa = math.prod(k for _, k in combo)
+                    if best[0] is None or kappa < best[0] or (kappa == best[0] and not best[1]):
+                        best = (kappa, tuple(",".join(c) for c, _ in combo))
+        return best
 
     @property
     def many_rows(self) -> bool:

@@ -37,6 +37,7 @@ import hashlib
 import os
 import threading
 from collections import OrderedDict
+from dataclasses import replace
 from fractions import Fraction
 from importlib.machinery import PathFinder
 from pathlib import Path
@@ -152,6 +153,7 @@ def encode(plan: Plan) -> dict[str, Any]:
         "finish_sql": plan.finish_sql, "finish_names": list(plan.finish_names), "finish_base_sql": plan.finish_base_sql,
         "projection": None if plan.projection is None else [list(p) for p in plan.projection],
         "null_columns": list(plan.null_columns),
+        "max_groups": [plan.table.max_groups, list(plan.table.max_groups_set)],  # κ of the grouping (max_groups_by)
     }
 
 
@@ -160,6 +162,8 @@ def decode(doc: dict[str, Any], policy: Policy) -> Plan:
     table = policy.tables[doc["table"]]
     for t, alias, *_ in doc["joins"]:  # a private table joined on the unit (scopes.add_unit_join)
         table = joined_table(table, policy.tables[t], alias) if t in policy.tables else table
+    if table.many_rows and "max_groups" in doc:  # the κ planning chose for this grouping (units.grouping_table)
+        table = replace(table, max_groups=doc["max_groups"][0], max_groups_set=tuple(doc["max_groups"][1]))
     keys = tuple(GroupKey(name, None, label, tuple(sources), bool(public), column, text=text, bounded_text=bounded,
                           plain=bool(plain), narrowed=narrowed)
                  for name, label, sources, public, column, text, bounded, plain, narrowed in doc["keys"])

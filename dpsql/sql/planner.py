@@ -59,6 +59,7 @@ def build_plan(select: exp.Select, sql: str, policy: Policy, schema: dict[str, d
     if filters:
         where_expr = exp.and_(*([where_expr] if where_expr is not None else []), *filters)
     if table.many_rows:
+        table = units.grouping_table(table, policy, keys, scopes.joins)  # κ of this grouping (max_groups_by)
         units.check_plan(scopes, select, table, policy, keys)
 
     rewriter = FinishRewriter(scopes, table, keys, not_null)

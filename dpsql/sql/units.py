@@ -34,7 +34,7 @@ No I/O here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlglot import exp
@@ -117,6 +117,29 @@ def check_plan(scopes: Any, select: exp.Select, table: TablePolicy, policy: Poli
         raise scopes.refuse(select, "DP211", f"GROUP BY the private key {private[0].label} is not answered yet on a "
                             "table with many rows per unit with this policy: it needs selection.count = \"units\", and "
                             "when max_groups > 1 selection.method = \"optimal\"", _HINT)
+
+
+def grouping_table(table: TablePolicy, policy: Policy, keys: list[GroupKey], joins: list[Any]) -> TablePolicy:
+    """The table as this query bounds it: ``max_groups`` the κ of its grouping (the smallest κ_C of
+    a declared set C holding every column its keys read, else the table's κ). A key read through a
+    public lookup join is a function of the column it joins from (the public key is unique), so it
+    reads that column; a column of a second private table is in no set. The projection argument
+    (docs/privacy.md, "κ per grouping"): the query's group is a function of the row's C-columns,
+    so a unit with at most κ_C distinct C-values has at most κ_C groups; the bounding keeps κ_C
+    of them whatever the data, which is what the privacy argument rests on."""
+    if not table.max_groups_by or not keys:
+        return table
+    cols: set[str] = set()
+    for c in (c for k in keys for c in k.sources):
+        while (j := next((j for j in joins if c.startswith(j.alias + "_")), None)) is not None:
+            if policy.table(j.table) is not None:
+                return table  # a private table's column: no declared set of this table holds it
+            c = j.left
+        if c not in table.keys:
+            return table
+        cols.add(c)
+    kappa, of = table.grouping_kappa(cols)
+    return replace(table, max_groups=kappa, max_groups_set=of)
 
 
 def _mixed(plan: Plan) -> bool:
