@@ -370,7 +370,7 @@ class Session:
         """Phases 2-3 up to the charge: the exact query, partition selection, noise. Exact values
         live only in this frame and in ``release.release``, and are dropped before it returns.
         Never timed on its own: its time depends on private rows (``Result.timings``)."""
-        exact_rows = self.engine.run(salted(d.query, self.rng) if d.plan.table.many_rows else d.query) if d.reads_rows else []
+        exact_rows = self.engine.run(salted(d.query, self.rng) if d.plan.table.many_rows else d.query, d.plan.quantile_values) if d.reads_rows else []
         return release(d, exact_rows, self.rng)
 
     def _charge(self, d: Decision) -> Charge:
