@@ -75,9 +75,16 @@ GRIDS = [QuantileGrid(0, 100, "linear", 11), QuantileGrid(0, 10**6, "log", 40), 
          QuantileGrid(0, 10**8, "log", 1000)]
 
 
+@pytest.fixture(params=["sparse", "dense"])
+def runs_form(request, monkeypatch):
+    """runs_from_entries by its searches (sparse) or every group's every candidate (dense)."""
+    monkeypatch.setattr(em_runs, "DENSE_ENTRIES", 0 if request.param == "sparse" else 10**9)
+    return request.param
+
+
 @pytest.mark.parametrize("grid", GRIDS)
 @pytest.mark.parametrize("q", [Fraction(1, 2), Fraction(1, 10), Fraction(99, 100)])
-def test_runs_hold_each_candidates_score_counted_directly(grid, q):
+def test_runs_hold_each_candidates_score_counted_directly(grid, q, runs_form):
     """Expanded, a group's runs give every candidate its score minus the group's best, for
     groups with no value, one value, values on / next to / between candidates and far out."""
     r = random.Random(11)
@@ -94,7 +101,7 @@ def test_runs_hold_each_candidates_score_counted_directly(grid, q):
 
 @pytest.mark.parametrize("grid", GRIDS)
 @pytest.mark.parametrize("q", [Fraction(1, 2), Fraction(1, 10), Fraction(99, 100)])
-def test_runs_from_values_hold_each_candidates_score_counted_directly(grid, q):
+def test_runs_from_values_hold_each_candidates_score_counted_directly(grid, q, runs_form):
     """The same from each group's values (the exact query's lists, ``quantiles.values_sql``),
     as arrays, as lists, or None (a group without a value)."""
     r = random.Random(11)
@@ -144,7 +151,7 @@ def test_value_entries_count_each_group_into_the_histograms_bins(grid, at_once, 
 
 @pytest.mark.parametrize("q,eps", [(Fraction(1, 2), Fraction(1)), (Fraction(9, 10), Fraction(1, 4)),
                                    (Fraction(1, 4), Fraction(3))])
-def test_draws_of_many_groups_from_values_follow_the_naive_mechanism(q, eps, monkeypatch):
+def test_draws_of_many_groups_from_values_follow_the_naive_mechanism(q, eps, monkeypatch, runs_form):
     """quantile.draw over each group's values (the path a quantile-only query takes), in chunks
     of a few groups (SCORE_ENTRIES made small, so that a chunk's boundary that shifted a group
     would draw it from its neighbour's distribution): the same χ² test per group."""

@@ -93,11 +93,15 @@ class Engine(Protocol):
         ``name``; locked down like the engine. What runs there can read nothing private."""
         ...
 
-    def run(self, sql: str, arrays: bool = False) -> list[tuple[Any, ...]]:
-        """Run dpsql's SQL (the exact query, or a read of public tables); ``arrays``: its LIST
-        columns of integers as int64 numpy arrays (a quantile's values, ``Plan.quantile_values``). Interruptible:
+    def run(self, sql: str) -> list[tuple[Any, ...]]:
+        """Run dpsql's SQL (the exact query, or a read of public tables). Interruptible:
         raises :class:`InterruptedBeforeStart` when stopped before it started, KeyboardInterrupt
         when stopped while it ran. Never passes the engine's own error message on."""
+        ...
+
+    def run_arrays(self, sql: str) -> list[tuple[Any, ...]]:
+        """:meth:`run`, its LIST columns of integers as int64 numpy arrays (None for NULL): a
+        quantile's values (``Plan.quantile_values``)."""
         ...
 
     def interrupt(self) -> None:

@@ -225,10 +225,13 @@ class DuckDBEngine:
         except CatalogQueryError as exc:
             raise DatabaseFileError(f"{exc} ({self.path})") from None
 
-    def run(self, sql: str, arrays: bool = False) -> list[tuple[Any, ...]]:
-        """Run a rewritten query; returns exact per-group rows that must never leave the engine
-        (``arrays``: integer LIST columns as numpy arrays, ``duckdb_arrays.py``)."""
-        return self._run(sql, arrays)
+    def run(self, sql: str) -> list[tuple[Any, ...]]:
+        """Run a rewritten query; returns exact per-group rows that must never leave the engine."""
+        return self._run(sql)
+
+    def run_arrays(self, sql: str) -> list[tuple[Any, ...]]:
+        """:meth:`run`, its integer LIST columns as numpy arrays (``duckdb_arrays.py``)."""
+        return self._run(sql, arrays=True)
 
     def check(self, sql: str) -> None:
         """Bind and run ``sql`` on an empty twin of the schema — no row of any table — so that

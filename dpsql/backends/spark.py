@@ -268,20 +268,20 @@ class SparkEngine:
         rows = {t: self._collect(f"SELECT * FROM `{t}`") for t in public}
         return catalog_of(name, ddl, rows, CATALOG_MEMORY)
 
-    def run(self, sql: str, arrays: bool = False) -> list[tuple[Any, ...]]:
-        """The exact query (dpsql's DuckDB SQL) on Spark; exact rows that never leave dpsql
-        (``arrays``: lists as numpy arrays; quantiles, their one user, are refused on Spark)."""
+    def run(self, sql: str) -> list[tuple[Any, ...]]:
+        """The exact query (dpsql's DuckDB SQL) on Spark; exact rows that never leave dpsql."""
         try:
             spark_sql = to_spark(sql, self._types)
         except Exception:  # noqa: BLE001 - sqlglot cannot read or write it: nothing ran
             raise QueryRefused("dpsql cannot translate the rewritten query to Spark SQL", code="DP120",
                                hint="run it with the DuckDB engine.") from None
-        rows = self._collect(spark_sql)
-        if arrays:
-            import numpy as np
+        return self._collect(spark_sql)
 
-            rows = [tuple(np.array(v, dtype=np.int64) if isinstance(v, list) else v for v in row) for row in rows]
-        return rows
+    def run_arrays(self, sql: str) -> list[tuple[Any, ...]]:
+        """:meth:`run`, lists as numpy arrays (a quantile's values: quantiles are refused on Spark)."""
+        import numpy as np
+
+        return [tuple(np.array(v, dtype=np.int64) if isinstance(v, list) else v for v in row) for row in self.run(sql)]
 
     def spark_sql(self, sql: str) -> str:
         """The Spark SQL that :meth:`run` sends for ``sql`` (for EXPLAIN and the benchmark)."""

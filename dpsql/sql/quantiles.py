@@ -151,12 +151,16 @@ def values_sql(keys: list[tuple[str, str]], value: str, source: str, candidates:
     (``sql/totality_bins.py``). ``outputs`` are the names of the quantile columns (all the
     same list)."""
     names = [name for _, name in keys]
-    lo, hi = candidates[0] - 1, candidates[-1] + 1
-    rows = (f"SELECT {''.join(f'{e} AS {n}, ' for e, n in keys)}CAST(CASE WHEN {value} < {lo} THEN {lo} "
-            f"WHEN {value} > {hi} THEN {hi} ELSE {value} END AS BIGINT) AS __qw FROM {source}")
+    rows = f"SELECT {''.join(f'{e} AS {n}, ' for e, n in keys)}{clamped_sql(value, candidates)} AS __qw FROM {source}"
     cols = names + [f"LIST(__qw) FILTER (WHERE __qw IS NOT NULL) AS {o}" for o in outputs]
     sql = f"WITH __q1 AS ({rows})\nSELECT {', '.join(cols + ([f'COUNT(*) AS {selection}'] if selection else []))}\nFROM __q1"
     return sql + (f"\nGROUP BY {', '.join(names)}" if names else "")
+
+
+def clamped_sql(value: str, candidates: tuple[int, ...]) -> str:
+    """``value`` (BIGINT or NULL) clamped to [c_0 − 1, c_{m−1} + 1], as BIGINT: in the same bin."""
+    lo, hi = candidates[0] - 1, candidates[-1] + 1
+    return f"CAST(CASE WHEN {value} < {lo} THEN {lo} WHEN {value} > {hi} THEN {hi} ELSE {value} END AS BIGINT)"
 
 
 #: buckets of the float guess per candidate (:func:`binned_sql`): more buckets, fewer rows

@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from dpsql.sql.plan import GroupKey, Plan, primitive_column
 from dpsql.policy.model import INTEGER_TYPES, Measure, TablePolicy
-from dpsql.sql.quantiles import histogram_sql, values_sql
+from dpsql.sql.quantiles import clamped_sql, histogram_sql, values_sql
 from dpsql.sql.spread import square_sql
 from dpsql.sql.final_check import check_final
 from dpsql.sql.sql_types import MAX_DECIMAL_WIDTH, common_type, sql_type
@@ -278,7 +278,9 @@ def reference_sql(plan: Plan, schema: dict[str, str]) -> str:
         elif p.kind == "quantile":
             grid = t.measures[p.column].grid
             assert grid is not None
-            agg = histogram_sql(f"CASE WHEN __i = 1 THEN {_q('__qv_' + p.column)} END", grid.bounds())
+            v = f"CASE WHEN __i = 1 THEN {_q('__qv_' + p.column)} END"  # each group's values, as exact_sql's
+            agg = (f"LIST({clamped_sql(v, grid.candidates())}) FILTER (WHERE {v} IS NOT NULL)" if plan.quantile_values
+                   else histogram_sql(v, grid.bounds()))
         elif p.kind == "sumsq":  # each split value squared, summed: no closed form here
             agg = f"SUM(CAST({_q(p.column)} AS HUGEINT) * CAST({_q(p.column)} AS HUGEINT))"
         else:
