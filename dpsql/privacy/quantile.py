@@ -152,14 +152,15 @@ def draw(hists: list[Any], grid: QuantileGrid, q: Fraction, epsilon: Fraction, r
             out += sample(runs_from_histograms(hists[start:start + per], grid, q), q, epsilon, rng)
         return out
     # each group's values: counted once (an entry per occupied bin), then chunks of groups holding
-    # at most SCORE_ENTRIES // 2 entries (one group at least): the same bound as above, on the
-    # entries the groups hold rather than on the most they could hold
+    # at most SCORE_ENTRIES // 2 entries (one group at least) and SCORE_ENTRIES // 8 groups (a run
+    # each at least): the same bound as above, on the entries the groups hold rather than on the
+    # most they could hold
     group, pos, counts = value_entries(hists, grid)
     edges = np.searchsorted(group, np.arange(len(hists) + 1), side="left")  # each group's entries
     start = 0
     while start < len(hists):
         stop = int(np.searchsorted(edges, edges[start] + SCORE_ENTRIES // 2, side="right")) - 1
-        stop = min(max(stop, start + 1), start + CHUNK_WEIGHT // m, len(hists))
+        stop = min(max(stop, start + 1), start + CHUNK_WEIGHT // m, start + SCORE_ENTRIES // 8, len(hists))
         a, b = edges[start], edges[stop]
         out += sample(runs_from_entries(group[a:b] - start, pos[a:b], counts[a:b], stop - start, m, q), q, epsilon, rng)
         start = stop
