@@ -61,6 +61,8 @@ SECTIONS: tuple[Section, ...] = (
             ("--repeat", "9"), ("--repeat", "1")),
     Section("many-rows", "Many rows per unit: dpsql, its floor and the plain query", "many_rows",
             ("--rows", "10000000", "--units", "1000000", "--runs", "5"), ("--rows", "20000", "--runs", "1")),
+    Section("quantile-speed", "Quantiles against DuckDB's own MEDIAN, by a public and a private key", "quantile_speed",
+            ("--repeat", "5"), ()),
     Section("quantile-memory", "A median by a private key of many groups: peak memory", "quantile_memory",
             ("--groups", "20000", "--per-group", "50"), ("--groups", "100", "--per-group", "5")),
     Section("spark", "On Spark (`local[2]`) against raw Spark SQL", "spark",

@@ -8,7 +8,7 @@ For each size (the demo's establishments, built once under benchmarks/data/) and
 ``state`` (public keyset) and ``county`` (private: partition selection) — it alternates, round
 after round, DuckDB's exact ``MEDIAN(payann)`` and dpsql's ``MEDIAN(payann)`` (a fresh charged
 answer each time: ``reuse=False``, a throwaway ledger with a large budget), plus dpsql's exact
-query alone on the same DuckDB connection. Both sides share one database instance (DuckDB
+query alone on the same DuckDB connection, its lists handed over as the engine does (numpy). Both sides share one database instance (DuckDB
 allows one configuration per file in a process). Medians of the rounds; the load average is
 printed beside each size: the machine is shared, so read ratios, not absolute times.
 """
@@ -39,6 +39,7 @@ def bench(rows: int, repeat: int) -> list[dict[str, object]]:
 
     import dpsql
     from dpsql.backends.duckdb import LOCKDOWN
+    from dpsql.backends.duckdb_arrays import fetch_arrays
 
     db, demo_policy = ensure_data(rows, DATA_DIR)
     tmp = tempfile.TemporaryDirectory(prefix="dpsql-quantile-")
@@ -56,7 +57,7 @@ def bench(rows: int, repeat: int) -> list[dict[str, object]]:
         times: dict[str, list[float]] = {"raw": [], "dpsql": [], "exact": []}
         load = os.getloadavg()[0]
         for rep in range(repeat + 1):  # round 0 warms up, discarded
-            runs = [("raw", lambda: raw.execute(sql).fetchall()), ("exact", lambda: raw.execute(exact).fetchall()),
+            runs = [("raw", lambda: raw.execute(sql).fetchall()), ("exact", lambda: fetch_arrays(raw.execute(exact))),
                     ("dpsql", lambda: (cur.execute(sql), cur.fetchall()))]
             for name, fn in (runs if rep % 2 else runs[::-1]):  # alternate who goes first
                 t = _clock(fn)
@@ -73,9 +74,11 @@ def bench(rows: int, repeat: int) -> list[dict[str, object]]:
 
 def split(rows: int, repeat: int) -> None:
     """Each stage of dpsql's MEDIAN alone, by key: DuckDB's MEDIAN; the exact query without and
-    with handing its lists to Python; the runs of equal score (scoring); the exact sampler."""
+    with handing its lists to Python (as numpy arrays, as the engine does); the values counted
+    into the grid's bins; the runs of equal score (scoring); the exact sampler."""
     import duckdb
 
+    from dpsql.backends.duckdb_arrays import fetch_arrays
     from dpsql.privacy import em_runs, quantile
     from dpsql.privacy.randomness import SecureRandom
     from dpsql.session import Session
@@ -93,11 +96,13 @@ def split(rows: int, repeat: int) -> None:
         times: dict[str, list[float]] = {}
         for _ in range(repeat):
             res: list = []
+            m = len(grid.candidates())
             stages = [("median", lambda: raw.execute(sql).fetchall()),
-                      ("exact, no hand-over", lambda: raw.execute(f'SELECT SUM(len("__p0"[1])) FROM ({query})').fetchall()),
-                      ("exact", lambda: res.append(raw.execute(query).fetchall())),
-                      ("runs", lambda: res.append(em_runs.runs_from_histograms([r[1] for r in res[0]], grid, q))),
-                      ("sampling", lambda: quantile.sample(res[1], q, eps, rng))]
+                      ("exact, no hand-over", lambda: raw.execute(f'SELECT SUM(len("__p0")) FROM ({query})').fetchall()),
+                      ("exact", lambda: res.append(fetch_arrays(raw.execute(query)))),
+                      ("bins", lambda: res.append(em_runs.value_entries([r[1] for r in res[0]], grid))),
+                      ("runs", lambda: res.append(em_runs.runs_from_entries(*res[1], len(res[0]), m, q))),
+                      ("sampling", lambda: quantile.sample(res[2], q, eps, rng))]
             for name, fn in stages:
                 times.setdefault(name, []).append(_clock(fn))
         raw.close()

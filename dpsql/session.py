@@ -365,12 +365,12 @@ class Session:
                           budget_remaining=remaining, charge_id=charge_id, notes=notes)
         return Result(columns=tuple(names), types=tuple(types), rows=rows, receipt=receipt, timings=timings)
 
-    def _compute_and_release(self, d: Decision
-                             ) -> tuple[dict[str, Any], list[NoiseTerm], list[tuple[Any, ...]] | None]:
+    def _compute_and_release(self, d: Decision) -> tuple[dict[str, Any], list[NoiseTerm], list[tuple[Any, ...]] | None]:
         """Phases 2-3 up to the charge: the exact query, partition selection, noise. Exact values
         live only in this frame and in ``release.release``, and are dropped before it returns.
         Never timed on its own: its time depends on private rows (``Result.timings``)."""
-        exact_rows = self.engine.run(salted(d.query, self.rng) if d.plan.table.many_rows else d.query) if d.reads_rows else []
+        run = self.engine.run_arrays if d.plan.quantile_values else self.engine.run  # a quantile's values as numpy arrays
+        exact_rows = run(salted(d.query, self.rng) if d.plan.table.many_rows else d.query) if d.reads_rows else []
         return release(d, exact_rows, self.rng)
 
     def _charge(self, d: Decision) -> Charge:

@@ -242,9 +242,9 @@ def test_the_sampler_receives_epsilon_over_r(tmp_path, monkeypatch):
     seen: list[Fraction] = []
     real = quantile.draw
 
-    def draw(hists, grid, q, epsilon, rng):
+    def draw(hists, grid, q, epsilon, rng, *values):
         seen.append(epsilon)
-        return real(hists, grid, q, epsilon, rng)
+        return real(hists, grid, q, epsilon, rng, *values)
 
     scales: list[Fraction] = []
     real_sample = allocate.Allocation.sample

@@ -75,9 +75,16 @@ GRIDS = [QuantileGrid(0, 100, "linear", 11), QuantileGrid(0, 10**6, "log", 40), 
          QuantileGrid(0, 10**8, "log", 1000)]
 
 
+@pytest.fixture(params=["sparse", "dense"])
+def runs_form(request, monkeypatch):
+    """runs_from_entries by its searches (sparse) or every group's every candidate (dense)."""
+    monkeypatch.setattr(em_runs, "DENSE_ENTRIES", 0 if request.param == "sparse" else 10**9)
+    return request.param
+
+
 @pytest.mark.parametrize("grid", GRIDS)
 @pytest.mark.parametrize("q", [Fraction(1, 2), Fraction(1, 10), Fraction(99, 100)])
-def test_runs_hold_each_candidates_score_counted_directly(grid, q):
+def test_runs_hold_each_candidates_score_counted_directly(grid, q, runs_form):
     """Expanded, a group's runs give every candidate its score minus the group's best, for
     groups with no value, one value, values on / next to / between candidates and far out."""
     r = random.Random(11)
@@ -90,6 +97,75 @@ def test_runs_hold_each_candidates_score_counted_directly(grid, q):
         expanded = [int(d) for e in range(lo, hi) for d in [runs.d[e]] * int(runs.length[e])]
         assert len(expanded) == m and int(runs.start[lo]) == 0
         assert expanded == [s - min(direct) for s in direct], g
+
+
+@pytest.mark.parametrize("grid", GRIDS)
+@pytest.mark.parametrize("q", [Fraction(1, 2), Fraction(1, 10), Fraction(99, 100)])
+def test_runs_from_values_hold_each_candidates_score_counted_directly(grid, q, runs_form):
+    """The same from each group's values (the exact query's lists, ``quantiles.values_sql``),
+    as arrays, as lists, or None (a group without a value)."""
+    r = random.Random(11)
+    groups = [[], [grid.lo], _hostile(grid, r, 5), _hostile(grid, r, 300), [grid.hi + 1] * 3, [grid.lo - 1] * 2]
+    given = [None, np.array(groups[1]), groups[2], np.array(groups[3], dtype=np.int64), groups[4], groups[5]]
+    runs = em_runs.runs_from_values(given, grid, q)
+    m = len(grid.candidates())
+    for g, values in enumerate(groups):
+        direct = _direct_scores(values, grid, q)
+        lo, hi = runs.first[g], runs.first[g + 1]
+        expanded = [int(d) for e in range(lo, hi) for d in [runs.d[e]] * int(runs.length[e])]
+        assert len(expanded) == m and int(runs.start[lo]) == 0
+        assert expanded == [s - min(direct) for s in direct], g
+
+
+def _naive_bins(values: list[int], grid: QuantileGrid) -> dict[int, int]:
+    """{bin key: count} as DuckDB's HISTOGRAM(v, bounds) keys them: the least bound >= v, else 2^63 − 1."""
+    bounds = sorted(grid.bounds())
+    out: dict[int, int] = {}
+    for v in values:
+        key = next((b for b in bounds if b >= v), 2**63 - 1)
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
+@pytest.mark.parametrize("at_once", [None, 1, 7, 64])
+@pytest.mark.parametrize("grid", [*GRIDS, QuantileGrid(3, 5, "linear", 3), QuantileGrid(-2**62, 2**62, "linear", 100),
+                                  QuantileGrid(0, 2**62, "log", 200)])
+def test_value_entries_count_each_group_into_the_histograms_bins(grid, at_once, monkeypatch):
+    """em_runs.value_entries against bins counted here one value at a time, whatever the values
+    counted at once (one group in slices, groups counted by bincount or by sorting), for random
+    int64s, every bound and its neighbours, int64's extremes."""
+    if at_once:
+        monkeypatch.setattr(em_runs, "VALUES_AT_ONCE", at_once)
+    r = random.Random(2)
+    rng = np.random.default_rng(2)
+    groups = [_hostile(grid, r, 50), [], [b + d for b in grid.bounds() for d in (-1, 0, 1)],
+              rng.integers(-2**63, 2**63 - 1, 500, dtype=np.int64).tolist(), [grid.lo] * 40, _hostile(grid, r, 9)]
+    cands = grid.candidates()
+    key_of = {2 * i: c - 1 for i, c in enumerate(cands)} | {2 * i + 1: c for i, c in enumerate(cands)} | {2 * len(cands): 2**63 - 1}
+    group, pos, counts = em_runs.value_entries([np.array(g, dtype=np.int64) for g in groups], grid)
+    assert np.all(np.diff(group * (2 * len(cands) + 1) + pos) > 0)  # ordered by group, then position
+    for g, values in enumerate(groups):
+        mine = group == g
+        assert {key_of[int(p)]: int(n) for p, n in zip(pos[mine], counts[mine])} == _naive_bins(values, grid), g
+
+
+@pytest.mark.parametrize("q,eps", [(Fraction(1, 2), Fraction(1)), (Fraction(9, 10), Fraction(1, 4)),
+                                   (Fraction(1, 4), Fraction(3))])
+def test_draws_of_many_groups_from_values_follow_the_naive_mechanism(q, eps, monkeypatch, runs_form):
+    """quantile.draw over each group's values (the path a quantile-only query takes), in chunks
+    of a few groups (SCORE_ENTRIES made small, so that a chunk's boundary that shifted a group
+    would draw it from its neighbour's distribution): the same χ² test per group."""
+    monkeypatch.setattr(quantile, "SCORE_ENTRIES", 40)
+    grid = QuantileGrid(0, 1000, "log", 30)
+    r = random.Random(5)
+    shapes = [[int(r.expovariate(1 / 40)) for _ in range(60)], [7] * 30, [3, 900], [],
+              [int(r.gauss(300, 50)) for _ in range(15)]]
+    n = 4000
+    values = [np.array(v, dtype=np.int64) if v else None for v in shapes]
+    draws = np.array(quantile.draw(values * n, grid, q, eps, seeded_random(21), values=True)).reshape(n, len(shapes))
+    for g, group in enumerate(shapes):
+        stat, dof = _chi2(draws[:, g], _naive_em(group, grid, q, eps))
+        assert stat < _critical(dof), (g, stat, dof)
 
 
 @pytest.mark.parametrize("q,eps", [(Fraction(1, 2), Fraction(1)), (Fraction(9, 10), Fraction(1, 4)),

@@ -99,6 +99,11 @@ class Engine(Protocol):
         when stopped while it ran. Never passes the engine's own error message on."""
         ...
 
+    def run_arrays(self, sql: str) -> list[tuple[Any, ...]]:
+        """:meth:`run`, its LIST columns of integers as int64 numpy arrays (None for NULL): a
+        quantile's values (``Plan.quantile_values``)."""
+        ...
+
     def interrupt(self) -> None:
         """Stop the running query, or the next one if none runs yet (thread-safe, sticky)."""
         ...

@@ -20,6 +20,7 @@ from dpsql.backends.base import CatalogQueryError, memory_budget
 from dpsql.backends.check_bounds import bounded_below_by_zero
 from dpsql.backends import duckdb_local
 from dpsql.backends.files import file_stamps
+from dpsql.backends.duckdb_arrays import fetch_arrays
 from dpsql.backends.duckdb_local import DuckDBCatalog, DuckDBFinisher, Twin, catalog_of, schema_twin  # noqa: F401 - re-exported
 from dpsql.backends.interrupt import StickyInterrupt
 from dpsql.errors import DatabaseFileError, QueryRefused
@@ -228,6 +229,10 @@ class DuckDBEngine:
         """Run a rewritten query; returns exact per-group rows that must never leave the engine."""
         return self._run(sql)
 
+    def run_arrays(self, sql: str) -> list[tuple[Any, ...]]:
+        """:meth:`run`, its integer LIST columns as numpy arrays (``duckdb_arrays.py``)."""
+        return self._run(sql, arrays=True)
+
     def check(self, sql: str) -> None:
         """Bind and run ``sql`` on an empty twin of the schema — no row of any table — so that
         every error DuckDB raises whatever the data (a type that does not bind, a literal it
@@ -323,10 +328,11 @@ class DuckDBEngine:
             columns.setdefault(table, []).append(f'"{column}" {dtype}')
         return [(t, f'CREATE TABLE "{t}" ({", ".join(cols)})') for t, cols in sorted(columns.items())]
 
-    def _run(self, sql: str) -> list[tuple[Any, ...]]:
+    def _run(self, sql: str, arrays: bool = False) -> list[tuple[Any, ...]]:
         finished = self._interrupt.start()  # raises KeyboardInterrupt if one is pending
         try:
-            return self._con.execute(sql).fetchall()
+            cur = self._con.execute(sql)
+            return fetch_arrays(cur) if arrays else cur.fetchall()
         except duckdb.InterruptException:
             self._interrupt.consume()
             raise KeyboardInterrupt from None

@@ -277,6 +277,12 @@ class SparkEngine:
                                hint="run it with the DuckDB engine.") from None
         return self._collect(spark_sql)
 
+    def run_arrays(self, sql: str) -> list[tuple[Any, ...]]:
+        """:meth:`run`, lists as numpy arrays (a quantile's values: quantiles are refused on Spark)."""
+        import numpy as np
+
+        return [tuple(np.array(v, dtype=np.int64) if isinstance(v, list) else v for v in row) for row in self.run(sql)]
+
     def spark_sql(self, sql: str) -> str:
         """The Spark SQL that :meth:`run` sends for ``sql`` (for EXPLAIN and the benchmark)."""
         return to_spark(sql, self._types)

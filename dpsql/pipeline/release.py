@@ -137,7 +137,7 @@ def release_quantile(i: int, a: Allocation, plan: Plan, hists: list[Any], rng: R
     m = plan.table.measures[p.column]
     assert m.grid is not None and p.q is not None and a.em_epsilon is not None
     grid = m.grid.candidates()
-    picked, n = quantile.draw(hists, m.grid, p.q, a.em_epsilon, rng), len(hists)
+    picked, n = quantile.draw(hists, m.grid, p.q, a.em_epsilon, rng, plan.quantile_values), len(hists)
     values = np.array([grid[j] for j in picked] + [0], dtype=object)[:-1]  # Python ints, any size
     return {primitive_column(i): as_array(values, m.granularity),
             sigma_column(i): np.full(n, np.nan), moe_column(i): np.full(n, np.nan),

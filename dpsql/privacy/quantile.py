@@ -130,22 +130,40 @@ def scores(hists: list[Any], grid: QuantileGrid, q: Fraction) -> np.ndarray:
     return np.abs((b - a) * below - a * above)
 
 
-def draw(hists: list[Any], grid: QuantileGrid, q: Fraction, epsilon: Fraction, rng: RandomSource) -> list[int]:
+def draw(hists: list[Any], grid: QuantileGrid, q: Fraction, epsilon: Fraction, rng: RandomSource,
+         values: bool = False) -> list[int]:
     """One candidate index per group: the groups' runs of equal score (``em_runs.py``), then
     :func:`sample`, in chunks of groups so that the arrays held at once are bounded by
     :data:`SCORE_ENTRIES` candidates whatever the number of groups (issue 29: all groups at
     once held ~50 KB a group on the demo's grid, 165 GB at dpsql's 2,000,000 cells) and a
     chunk's proposal weights stay in int64. Rows are independent, so chunking changes no
-    distribution."""
-    from dpsql.privacy.em_runs import CHUNK_WEIGHT, runs_from_histograms
+    distribution. ``values``: each group's values instead (``em_runs.runs_from_values``)."""
+    import numpy as np
+
+    from dpsql.privacy.em_runs import CHUNK_WEIGHT, runs_from_entries, runs_from_histograms, value_entries
 
     m = len(grid.candidates())
     # a group holds at most len(bounds) + 1 entries and m runs: half of SCORE_ENTRIES entries a
     # chunk keeps the two dozen arrays of runs_from_histograms and draw_runs within DRAW_BYTES
     per = max(1, min(SCORE_ENTRIES // (2 * (len(grid.bounds()) + 1)), CHUNK_WEIGHT // m))
     out: list[int] = []
-    for start in range(0, len(hists), per):
-        out += sample(runs_from_histograms(hists[start:start + per], grid, q), q, epsilon, rng)
+    if not values:
+        for start in range(0, len(hists), per):
+            out += sample(runs_from_histograms(hists[start:start + per], grid, q), q, epsilon, rng)
+        return out
+    # each group's values: counted once (an entry per occupied bin), then chunks of groups holding
+    # at most SCORE_ENTRIES // 2 entries (one group at least) and SCORE_ENTRIES // 8 groups (a run
+    # each at least): the same bound as above, on the entries the groups hold rather than on the
+    # most they could hold
+    group, pos, counts = value_entries(hists, grid)
+    edges = np.searchsorted(group, np.arange(len(hists) + 1), side="left")  # each group's entries
+    start = 0
+    while start < len(hists):
+        stop = int(np.searchsorted(edges, edges[start] + SCORE_ENTRIES // 2, side="right")) - 1
+        stop = min(max(stop, start + 1), start + CHUNK_WEIGHT // m, start + SCORE_ENTRIES // 8, len(hists))
+        a, b = edges[start], edges[stop]
+        out += sample(runs_from_entries(group[a:b] - start, pos[a:b], counts[a:b], stop - start, m, q), q, epsilon, rng)
+        start = stop
     return out
 
 

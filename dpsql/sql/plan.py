@@ -203,6 +203,16 @@ class Plan:
         (query-scoped splitting, DESIGN.md)."""
         return tuple(sorted({p.column for p in self.primitives if p.kind in ("sum", "sumsq") and p.column}))
 
+    @property
+    def quantile_values(self) -> bool:
+        """Whether the exact query hands each group's values of one measure over (issue 34,
+        ``quantiles.values_sql``): every aggregate is a quantile of that measure, one row per
+        unit, and a selection (if any) counts rows. The engine then fetches them as numpy
+        arrays and ``privacy/em_runs.py`` counts them into the grid's bins."""
+        columns = {p.column for p in self.primitives}
+        return bool(self.primitives) and all(p.kind == "quantile" for p in self.primitives) and len(columns) == 1 \
+            and self.selection_count in (None, "units") and not self.table.many_rows
+
 
 def primitive_column(i: int) -> str:
     return f"__p{i}"

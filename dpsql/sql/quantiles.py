@@ -134,6 +134,35 @@ def _refuse(node: exp.Expression, sql: str, code: str, message: str, hint: str |
     return NotSupportedYet(message, code=code, line=line, column=column, hint=hint)
 
 
+def values_sql(keys: list[tuple[str, str]], value: str, source: str, candidates: tuple[int, ...], outputs: list[str],
+               selection: str | None) -> str:
+    """The exact query of a plan whose aggregates are quantiles of one measure (issue 34,
+    ``Plan.quantile_values``): per group, its values as one LIST of BIGINT (NULLs left out;
+    NULL for a group without a value) and, if ``selection`` names it, its rows' count. The
+    engine hands the lists over as numpy arrays and ``privacy/em_runs.py`` counts them into the
+    grid's bins, exactly (the same counts as :func:`histogram_sql`: tests/test_quantile_binned.py).
+    DuckDB only groups and collects, as its own MEDIAN does (which keeps every value of a group
+    too): counting by ``GROUP BY group, bin`` (:func:`binned_sql`) took 4-10x MEDIAN's time, most
+    of it in a hash table of one entry per (group, bin) (docs/performance.md, "Quantiles").
+
+    Each value is clamped to [c_0 − 1, c_{m−1} + 1] (the same bin: every value below c_0 is in
+    c_0 − 1's, every value above c_{m−1} in :data:`OTHER_BIN`) and cast to BIGINT. Total:
+    comparisons with integer literals, a cast of a value within them, COUNT and LIST
+    (``sql/totality_bins.py``). ``outputs`` are the names of the quantile columns (all the
+    same list)."""
+    names = [name for _, name in keys]
+    rows = f"SELECT {''.join(f'{e} AS {n}, ' for e, n in keys)}{clamped_sql(value, candidates)} AS __qw FROM {source}"
+    cols = names + [f"LIST(__qw) FILTER (WHERE __qw IS NOT NULL) AS {o}" for o in outputs]
+    sql = f"WITH __q1 AS ({rows})\nSELECT {', '.join(cols + ([f'COUNT(*) AS {selection}'] if selection else []))}\nFROM __q1"
+    return sql + (f"\nGROUP BY {', '.join(names)}" if names else "")
+
+
+def clamped_sql(value: str, candidates: tuple[int, ...]) -> str:
+    """``value`` (BIGINT or NULL) clamped to [c_0 − 1, c_{m−1} + 1], as BIGINT: in the same bin."""
+    lo, hi = candidates[0] - 1, candidates[-1] + 1
+    return f"CAST(CASE WHEN {value} < {lo} THEN {lo} WHEN {value} > {hi} THEN {hi} ELSE {value} END AS BIGINT)"
+
+
 #: buckets of the float guess per candidate (:func:`binned_sql`): more buckets, fewer rows
 #: whose bucket holds a bound above them and that take the binary search instead
 _BUCKETS_PER_CANDIDATE = 4

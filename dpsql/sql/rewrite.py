@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from dpsql.sql.plan import GroupKey, Plan, primitive_column
 from dpsql.policy.model import INTEGER_TYPES, Measure, TablePolicy
-from dpsql.sql.quantiles import binned_sql, histogram_sql
+from dpsql.sql.quantiles import clamped_sql, histogram_sql, values_sql
 from dpsql.sql.spread import square_sql
 from dpsql.sql.final_check import check_final
 from dpsql.sql.sql_types import MAX_DECIMAL_WIDTH, common_type, sql_type
@@ -183,12 +183,12 @@ def exact_sql(plan: Plan, schema: dict[str, str]) -> str:
         return sql
     t = plan.table
     schema = {**schema, **plan.public_types}
-    if _quantiles_only(plan):  # counted by GROUP BY group, bin (issue 34)
+    if plan.quantile_values:  # each group's values, counted into bins in numpy (issue 34)
         m = t.measures[plan.primitives[0].column]
         assert m.grid is not None
-        sql = binned_sql([(key_sql(k, schema), _q(k.name)) for k in plan.keys], value_sql(m, schema[m.name], None),
+        sql = values_sql([(key_sql(k, schema), _q(k.name)) for k in plan.keys], value_sql(m, schema[m.name], None),
                          f"{from_sql(plan, schema)}{_where_sql(plan, schema)}".replace("\n", " "),
-                         m.grid.candidates(), m.grid.scale, [_q(primitive_column(i)) for i in range(len(plan.primitives))],
+                         m.grid.candidates(), [_q(primitive_column(i)) for i in range(len(plan.primitives))],
                          SELECTION_COLUMN if plan.selection_count == "units" else None)
         check_final(sql, schema)
         return sql
@@ -217,14 +217,6 @@ def exact_sql(plan: Plan, schema: dict[str, str]) -> str:
         sql += f"\nGROUP BY {', '.join(key_sql(k, schema) for k in plan.keys)}"
     check_final(sql, schema)  # the one check of the text that runs, whoever wrote each part of it
     return sql
-
-
-def _quantiles_only(plan: Plan) -> bool:
-    """Whether every aggregate is a quantile of one measure and the selection (if any) counts
-    rows: then :func:`~dpsql.sql.quantiles.binned_sql` computes it all from one GROUP BY."""
-    columns = {p.column for p in plan.primitives}
-    return bool(plan.primitives) and all(p.kind == "quantile" for p in plan.primitives) and len(columns) == 1 \
-        and plan.selection_count in (None, "units")
 
 
 def split_relation_sql(table: TablePolicy, measures: list[Measure], schema: dict[str, str],
@@ -286,7 +278,9 @@ def reference_sql(plan: Plan, schema: dict[str, str]) -> str:
         elif p.kind == "quantile":
             grid = t.measures[p.column].grid
             assert grid is not None
-            agg = histogram_sql(f"CASE WHEN __i = 1 THEN {_q('__qv_' + p.column)} END", grid.bounds())
+            v = f"CASE WHEN __i = 1 THEN {_q('__qv_' + p.column)} END"  # each group's values, as exact_sql's
+            agg = (f"LIST({clamped_sql(v, grid.candidates())}) FILTER (WHERE {v} IS NOT NULL)" if plan.quantile_values
+                   else histogram_sql(v, grid.bounds()))
         elif p.kind == "sumsq":  # each split value squared, summed: no closed form here
             agg = f"SUM(CAST({_q(p.column)} AS HUGEINT) * CAST({_q(p.column)} AS HUGEINT))"
         else:
