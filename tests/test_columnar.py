@@ -40,11 +40,13 @@ big = {{ threshold = 1000 }}
 w = {{ threshold = 1000000 }}
 [tables.t.keys]
 kpub = {{ keyset = {keyset} }}
+ksparse = {{ keyset = {sparse} }}
 region = {{ keyset = ["a", "b", "c"] }}
 kpriv = {{}}
 ktext = {{}}
 """
 KEYSET = list(range(-500, 2500, 2))  # 1,500 public values: some empty, odd data keys outside
+SPARSE = [j * 10**12 for j in range(-100, 1400)]  # 1,500 values far apart (no table of rows)
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +58,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     con.execute(f"""CREATE TABLE t AS
         SELECT i AS id,
                CAST(HASH(i, 1) % 3000 AS BIGINT) AS kpub,
+               CAST(HASH(i, 4) % 1600 AS BIGINT) * 1000000000000 AS ksparse,
                CASE HASH(i, 2) % 3 WHEN 0 THEN 'a' WHEN 1 THEN 'b' ELSE 'c' END AS region,
                CAST(CASE WHEN i < 12000 THEN i // 30 ELSE 400 + (i - 12000) END AS BIGINT) AS kpriv,
                'g' || CAST((i // 30) % 250 AS VARCHAR) AS ktext,
@@ -64,10 +67,10 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
                CASE WHEN i < 12000 THEN 1 ELSE 1000000 END AS w
         FROM range(12300) r(i)""")
     con.execute("UPDATE t SET v = NULL WHERE kpriv % 7 = 0")  # whole groups whose SUM is NULL
-    for c in ("kpub", "region", "kpriv", "ktext"):
+    for c in ("kpub", "ksparse", "region", "kpriv", "ktext"):
         con.execute(f"ALTER TABLE t ALTER COLUMN {c} SET NOT NULL")
     con.close()
-    policy.write_text(POLICY.format(keyset=KEYSET))
+    policy.write_text(POLICY.format(keyset=KEYSET, sparse=SPARSE))
     return db, policy
 
 
@@ -91,6 +94,7 @@ def _same_list(a: list[Any], b: list[Any]) -> bool:
 
 SHAPES = {
     "public keyset, int key": "SELECT kpub, COUNT(*), SUM(v) FROM t GROUP BY kpub",
+    "public keyset, sparse int key": "SELECT ksparse, COUNT(*), SUM(v) FROM t GROUP BY ksparse",
     "public keysets, two keys": "SELECT region, kpub, COUNT(*) AS n, SUM(v) FROM t GROUP BY region, kpub",
     "selection, int key": "SELECT kpriv, SUM(v), COUNT(*) AS n FROM t GROUP BY kpriv",
     "selection, int key, sums past int64": "SELECT kpriv, SUM(big) AS s, AVG(v) FROM t GROUP BY kpriv",

@@ -130,13 +130,18 @@ def cell_rows(cols: Columns, nk: int, cells: list[tuple[Any, ...]]) -> np.ndarra
     import numpy as np
 
     if nk == 1 and cols.arrays[0].dtype.kind == "i" and not np.ma.is_masked(cols.arrays[0]):
-        have = np.asarray(cols.arrays[0])
+        have = np.asarray(cols.arrays[0]).astype(np.int64, copy=False)
         if not len(have):
             return np.full(len(cells), -1, dtype=np.int64)
         # numpy's int64 when every value is an int (or a bool, equal to 0 or 1 as in a dict) within
         # int64; anything else (floats, None, text, past int64) makes another dtype: the dict below
         want = np.array(list(map(itemgetter(0), cells)))
-        if want.dtype == np.int64:
+        if want.dtype == np.int64 and len(want):
+            lo, hi = min(int(have.min()), int(want.min())), max(int(have.max()), int(want.max()))
+            if hi - lo < 4 * (len(have) + len(want)):  # dense keys (a keyset of ranges): a table of rows
+                row_of = np.full(hi - lo + 1, -1, dtype=np.int64)
+                row_of[have - lo] = np.arange(len(have))
+                return row_of[want - lo]
             order = np.argsort(have, kind="stable")
             sorted_have = have[order]
             pos = np.minimum(np.searchsorted(sorted_have, want), len(have) - 1)
