@@ -398,6 +398,17 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/pipeline/release.py", "(keep if group_of_row is None else keep[group_of_row])",
                     "(keep if group_of_row is None else keep[::-1][group_of_row])"),),
              ("tests/test_many_groups.py::test_public_and_private_keys_together_keep_each_groups_own_rows",)),
+    # issue 34: a large answer's selection on its exact columns (pipeline/columnar.py)
+    Mutation("columns_selection_on_first_aggregate",
+             "selection on columns reads the query's first aggregate (a SUM) instead of the unit count",
+             (Patch("dpsql/pipeline/columnar.py", "keep, _ = keep_mask(cols.arrays[-1], d.selection, rng, d.plan.table.max_groups or 1)",
+                    "keep, _ = keep_mask(cols.arrays[nk], d.selection, rng, d.plan.table.max_groups or 1)"),),
+             ("tests/test_columnar.py::test_selection_on_columns_counts_units_not_sums",)),
+    Mutation("columns_selection_mask_inverted",
+             "selection on columns releases the groups the draws did not keep",
+             (Patch("dpsql/pipeline/columnar.py", "    rows = np.flatnonzero(keep)", "    rows = np.flatnonzero(~keep)"),),
+             ("tests/test_columnar.py::test_selection_on_columns_counts_units_not_sums",
+              "tests/test_many_groups.py::test_4200_candidate_groups_through_partition_selection")),
     # ------------------------------------------------------------------ quantiles
     Mutation("quantile_epsilon_doubled",
              "the exponential mechanism runs at twice the epsilon its charge covers",
