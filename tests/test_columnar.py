@@ -44,6 +44,7 @@ ksparse = {{ keyset = {sparse} }}
 region = {{ keyset = ["a", "b", "c"] }}
 kpriv = {{}}
 ktext = {{}}
+knull = {{}}
 """
 KEYSET = list(range(-500, 2500, 2))  # 1,500 public values: some empty, odd data keys outside
 SPARSE = [j * 10**12 for j in range(-100, 1400)]  # 1,500 values far apart (no table of rows)
@@ -62,6 +63,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
                CASE HASH(i, 2) % 3 WHEN 0 THEN 'a' WHEN 1 THEN 'b' ELSE 'c' END AS region,
                CAST(CASE WHEN i < 12000 THEN i // 30 ELSE 400 + (i - 12000) END AS BIGINT) AS kpriv,
                'g' || CAST((i // 30) % 250 AS VARCHAR) AS ktext,
+               CAST(CASE WHEN i % 4 = 0 THEN NULL ELSE (i // 30) % 300 END AS BIGINT) AS knull,
                CAST(HASH(i, 3) % 200 AS BIGINT) AS v,
                CAST({BIG} AS BIGINT) AS big,
                CASE WHEN i < 12000 THEN 1 ELSE 1000000 END AS w
@@ -100,6 +102,7 @@ SHAPES = {
     "selection, int key, sums past int64": "SELECT kpriv, SUM(big) AS s, AVG(v) FROM t GROUP BY kpriv",
     "selection, text key": "SELECT ktext, COUNT(*), SUM(v) FROM t GROUP BY ktext",
     "selection, two keys": "SELECT ktext, kpriv, COUNT(*) FROM t GROUP BY ktext, kpriv",
+    "selection, int key with a NULL group": "SELECT knull, COUNT(*), SUM(v) FROM t GROUP BY knull",
 }
 
 
@@ -122,6 +125,8 @@ def test_columns_release_what_rows_release(files, sql):
     for name in by_rows[0]:
         assert same(by_rows[0][name], by_cols[0][name]), name
     assert len(by_rows[0]["__row"]) >= 250  # many cells: the columns carried a large answer
+    if "knull" in sql:
+        assert by_cols[2][-1] == (None,)  # the NULL group, released last (sort_key's order)
 
 
 def test_a_huge_sum_comes_back_exact(files):
