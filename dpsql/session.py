@@ -47,7 +47,7 @@ from dpsql.policy.memo import default_policy_path, load_policy  # validated once
 from dpsql.privacy.allocate import Settings
 from dpsql.privacy.budget import fmt, parse_rho
 from dpsql.privacy.randomness import RandomSource, default_random
-from dpsql.pipeline.release import release
+from dpsql.pipeline.release import fetch, release
 from dpsql.pipeline.result import Explanation, NoiseTerm, Receipt, Result
 from dpsql.sql import plan_cache
 from dpsql.sql.plan import Plan
@@ -369,8 +369,7 @@ class Session:
         """Phases 2-3 up to the charge: the exact query, partition selection, noise. Exact values
         live only in this frame and in ``release.release``, and are dropped before it returns.
         Never timed on its own: its time depends on private rows (``Result.timings``)."""
-        run = self.engine.run_arrays if d.plan.quantile_values else self.engine.run  # a quantile's values as numpy arrays
-        exact_rows = run(salted(d.query, self.rng) if d.plan.table.many_rows else d.query) if d.reads_rows else []
+        exact_rows = fetch(self.engine, d, salted(d.query, self.rng) if d.plan.table.many_rows else d.query) if d.reads_rows else []
         return release(d, exact_rows, self.rng)
 
     def _charge(self, d: Decision) -> Charge:

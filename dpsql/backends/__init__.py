@@ -4,7 +4,8 @@ Everything dpsql asks of the engine that holds the private rows goes through the
 interface of :class:`dpsql.backends.base.Engine`: the catalog (``schema``, ``not_null_columns``),
 the data owner's unit check (``units_unique``), values of public tables (``public_values``), the
 check of a query on an empty twin of the schema (``check``), the run of the total exact query
-(``run``) and cancellation (``interrupt``). :mod:`dpsql.backends.duckdb` implements it on a
+(``run``; ``run_columns``, where an engine has it, the same rows as exact numpy columns:
+:mod:`dpsql.backends.columns`) and cancellation (``interrupt``). :mod:`dpsql.backends.duckdb` implements it on a
 locked-down DuckDB file (the embedded default) and is the only module of dpsql that imports
 ``duckdb`` (besides the demo builder); a second engine implements the same interface.
 
@@ -21,8 +22,9 @@ from pathlib import Path
 
 from dpsql.errors import EngineUnavailable
 from dpsql.backends.base import CatalogQueryError, Engine, Finisher, InterruptedBeforeStart, PublicCatalog
+from dpsql.backends.columns import Columns
 
-__all__ = ["CatalogQueryError", "Engine", "Finisher", "InterruptedBeforeStart", "PublicCatalog", "open_engine", "open_finisher"]
+__all__ = ["CatalogQueryError", "Columns", "Engine", "Finisher", "InterruptedBeforeStart", "PublicCatalog", "open_engine", "open_finisher"]
 
 
 #: the engines :func:`open_engine` knows

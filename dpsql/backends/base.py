@@ -96,7 +96,10 @@ class Engine(Protocol):
     def run(self, sql: str) -> list[tuple[Any, ...]]:
         """Run dpsql's SQL (the exact query, or a read of public tables). Interruptible:
         raises :class:`InterruptedBeforeStart` when stopped before it started, KeyboardInterrupt
-        when stopped while it ran. Never passes the engine's own error message on."""
+        when stopped while it ran. Never passes the engine's own error message on. An engine may
+        also have ``run_columns(sql)``: the same rows as exact numpy columns
+        (:class:`dpsql.backends.columns.Columns`), or as rows where a type has no exact array
+        form; the pipeline fetches a large answer that way where it can (pipeline/columnar.py)."""
         ...
 
     def run_arrays(self, sql: str) -> list[tuple[Any, ...]]:

@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 
 from dpsql.backends.base import CatalogQueryError, memory_budget
+from dpsql.backends.columns import Columns, assemble, columns_sql
 from dpsql.backends.check_bounds import bounded_below_by_zero
 from dpsql.backends import duckdb_local
 from dpsql.backends.files import file_stamps
@@ -100,6 +101,7 @@ class DuckDBEngine:
         self._constraint_rows: list[tuple[str, str, str | None, list[str]]] | None = None
         self._ddl_rows: list[tuple[str, str]] | None = None
         self._identity: str | None = None
+        self._types: dict[str, tuple[list[str], list[str]]] = {}  # exact SQL -> its result's names, types
         if self._parquet:
             self._con = _parquet_views(self._parquet, threads, memory_limit)
             return
@@ -233,6 +235,11 @@ class DuckDBEngine:
         """:meth:`run`, its integer LIST columns as numpy arrays (``duckdb_arrays.py``)."""
         return self._run(sql, arrays=True)
 
+    def run_columns(self, sql: str) -> Columns | list[tuple[Any, ...]]:
+        """:meth:`run`, the rows as exact columns (backends/columns.py) when every result type has an
+        exact array form, else as rows. The types are bound first, before any row is read."""
+        return self._run(sql, columns=True)
+
     def check(self, sql: str) -> None:
         """Bind and run ``sql`` on an empty twin of the schema — no row of any table — so that
         every error DuckDB raises whatever the data (a type that does not bind, a literal it
@@ -328,9 +335,18 @@ class DuckDBEngine:
             columns.setdefault(table, []).append(f'"{column}" {dtype}')
         return [(t, f'CREATE TABLE "{t}" ({", ".join(cols)})') for t, cols in sorted(columns.items())]
 
-    def _run(self, sql: str, arrays: bool = False) -> list[tuple[Any, ...]]:
+    def _run(self, sql: str, arrays: bool = False, columns: bool = False) -> Any:
         finished = self._interrupt.start()  # raises KeyboardInterrupt if one is pending
         try:
+            if columns:
+                if sql not in self._types:  # bound, not run: the same for every data
+                    bound = self._con.execute(f"DESCRIBE {sql}").fetchall()
+                    if len(self._types) >= 64:  # a salted query (sql/units.py) is new every time
+                        self._types.clear()
+                    self._types[sql] = [str(r[0]) for r in bound], [str(r[1]) for r in bound]
+                names, types = self._types[sql]
+                if (wrapped := columns_sql(sql, types)) is not None:
+                    return assemble(names, types, self._con.execute(wrapped).fetchnumpy())
             cur = self._con.execute(sql)
             return fetch_arrays(cur) if arrays else cur.fetchall()
         except duckdb.InterruptException:

@@ -29,8 +29,10 @@ measure the schema bounds below by zero (an unsigned type, or ``CHECK (x >= 0)``
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
@@ -93,6 +95,14 @@ def nonnegative_primitives(plan: Plan, nonnegative: dict[str, set[str]]) -> set[
 _NUMBERS = (int, float)
 
 
+def _below_zero(values: list[Any]) -> int:
+    """How many ``values`` are numbers (int or float, not bool) below 0: compared in C when every
+    value is one (a large answer's column), else one at a time."""
+    if set(map(type, values)) <= set(_NUMBERS):
+        return sum(map(operator.lt, values, repeat(0)))
+    return len([v for v in values if type(v) in _NUMBERS and v < 0])
+
+
 def _nonnegative_outputs(plan: Plan, prims: set[int]) -> list[bool]:
     """Per column of the answer: exactly a primitive that cannot be negative, or AVG of one."""
     return [(oc.primitive is not None and oc.primitive in prims)
@@ -128,7 +138,7 @@ def notes(plan: Plan, names: list[str], rows: list[tuple[Any, ...]], prims: set[
             out.append("dpsql.clamp_negative is on, but no aggregate of this query is known to be non-negative "
                        "(COUNT is; SUM and AVG when the schema bounds the measure below by 0)")
     for j, (name, can_not) in enumerate(zip(names, _nonnegative_outputs(plan, prims))):
-        below = len([v for v in map(itemgetter(j), rows) if type(v) in _NUMBERS and v < 0]) if can_not else 0
+        below = _below_zero(list(map(itemgetter(j), rows))) if can_not else 0
         if below:
             out.append(f"{name}: {below} value{'s' if below != 1 else ''} below 0, though it cannot be negative: "
                        "that is the noise (SET dpsql.clamp_negative = on shows them as 0)")

@@ -21,6 +21,8 @@ from itertools import compress, repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
+from dpsql.backends import Columns
+from dpsql.pipeline.columnar import COUNT_CAP, cell_rows, fetch, keep_mask, select_rows, supported, values_at  # noqa: F401 - COUNT_CAP, fetch re-exported
 from dpsql.pipeline.decide import TSGD, Decision
 from dpsql.pipeline.domain import Blocks, sorted_groups
 from dpsql.policy.model import Measure, Selection
@@ -40,31 +42,38 @@ if TYPE_CHECKING:
 #: Python, about what a vectorised round costs at this size once numpy is imported)
 LIST_DRAWS = 256
 
-#: exact selection counts are capped here before numpy (see :func:`select_groups`)
-COUNT_CAP = 2**62 - 1  # selection.select takes counts below 2^62
-
-
-def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource
+def release(d: Decision, exact_rows: list[tuple[Any, ...]] | Columns, rng: RandomSource
             ) -> tuple[dict[str, Any], list[NoiseTerm], list[tuple[Any, ...]] | None]:
-    """Selection and noise over the exact rows: (noisy columns for the finish stage, the noise
-    terms of the receipt, the released private-key groups or None). Not timed: how long it
-    takes depends on the exact rows (:data:`dpsql.pipeline.result.PUBLIC_STAGES`)."""
+    """Selection and noise over the exact rows (or columns: pipeline/columnar.py): (noisy columns
+    for the finish stage, the noise terms of the receipt, the released private-key groups or None).
+    Not timed: how long it takes depends on the exact rows (:data:`dpsql.pipeline.result.PUBLIC_STAGES`)."""
     plan, sel = d.plan, d.selection
     nk, n_prim = len(plan.keys), len(plan.primitives)
     # C-speed maps (itemgetter) over the rows: this stage's cost is per cell
     keys_of, values_of = itemgetter(slice(0, nk)), itemgetter(slice(nk, nk + n_prim))
     released, selected_counts = None, None
-    if sel is not None:
-        kept_of, counts, group_of_row = selection_counts(plan, exact_rows)
-        released, selected_counts, keep = _select(kept_of, counts, sel, rng, plan.table.max_groups or 1)
-        del kept_of, counts  # below: only the kept groups' rows are looked up (a mask, in C)
-        exact_rows = list(compress(exact_rows, (keep if group_of_row is None else keep[group_of_row]).tolist()))
-        # Post-processing of the selection's output: never more cells than the limit.
-        released = released[:d.max_released]
-    key_of = itemgetter(0) if nk == 1 else keys_of  # one key: its value hashes faster than a tuple
-    exact_by_cell = dict(zip(map(key_of, exact_rows), map(values_of, exact_rows)))
+    if isinstance(exact_rows, Columns) and not supported(d, exact_rows):
+        exact_rows = exact_rows.rows()  # a shape columnar.py does not take: the rows a row fetch gives
+    if isinstance(exact_rows, Columns):  # no Python object per exact value (issue 34)
+        released, at = select_rows(d, exact_rows, rng) if sel is not None else (None, None)
+        cells = domain(plan, d.blocks, released)
+        exact_of = values_at(exact_rows, nk, cell_rows(exact_rows, nk, cells) if at is None else at)
+    else:
+        if sel is not None:
+            kept_of, counts, group_of_row = selection_counts(plan, exact_rows)
+            released, selected_counts, keep = _select(kept_of, counts, sel, rng, plan.table.max_groups or 1)
+            del kept_of, counts  # below: only the kept groups' rows are looked up (a mask, in C)
+            exact_rows = list(compress(exact_rows, (keep if group_of_row is None else keep[group_of_row]).tolist()))
+            # Post-processing of the selection's output: never more cells than the limit.
+            released = released[:d.max_released]
+        key_of = itemgetter(0) if nk == 1 else keys_of  # one key: its value hashes faster than a tuple
+        exact_by_cell = dict(zip(map(key_of, exact_rows), map(values_of, exact_rows)))
+        cells = domain(plan, d.blocks, released)
+        # one lookup per cell, not per primitive
+        exact_of_cell = list(map(exact_by_cell.get, map(key_of, cells), repeat((None,) * n_prim)))
+        del exact_by_cell
+        exact_of = lambda i: list(map(itemgetter(i), exact_of_cell))  # noqa: E731
     del exact_rows
-    cells = domain(plan, d.blocks, released)
 
     sens_of = {i: sensitivities(plan, cells, a.primitive) for i, a in enumerate(d.allocs)
                if a.mechanism not in (TSGD, EXPONENTIAL)}
@@ -78,9 +87,6 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource
     # the finish query carries each cell's position (finish.py)
     columns[ROW_COLUMN] = list(range(len(cells))) if lists else np.arange(len(cells), dtype=np.int64)
     noise_terms: list[NoiseTerm] = []
-    get, missing = exact_by_cell.get, (None,) * n_prim
-    exact_of_cell = list(map(get, map(key_of, cells), repeat(missing)))  # one lookup per cell, not per primitive
-    del exact_by_cell
     for i, a in enumerate(d.allocs):
         p = a.primitive
         if a.mechanism == TSGD:
@@ -97,7 +103,7 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource
                                          sigma=(sd,), moe95=(float(k),)))
             continue
         if a.mechanism == EXPONENTIAL:
-            columns.update(release_quantile(i, a, plan, list(map(itemgetter(i), exact_of_cell)), rng))
+            columns.update(release_quantile(i, a, plan, exact_of(i), rng))
             noise_terms.append(quantile_term(a, plan))
             continue
         m = plan.table.measure(p.column) if p.kind in ("sum", "sumsq") and p.column else None
@@ -107,11 +113,11 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource
         sigma_by_sens = {s: a.sigma(s) for s in distinct}
         moe_by_sens = {s: a.moe(s) for s in distinct}
         if lists:
-            columns[primitive_column(i)] = noisy_list(list(map(itemgetter(i), exact_of_cell)), noise, g)
+            columns[primitive_column(i)] = noisy_list(exact_of(i), noise, g)
             columns[sigma_column(i)] = [float(sigma_by_sens[s]) * float(g) for s in sens]
             columns[moe_column(i)] = [float(moe_by_sens[s]) * float(g) for s in sens]
         else:
-            exact, noise = exact_and_noise(list(map(itemgetter(i), exact_of_cell)), noise)
+            exact, noise = exact_and_noise(exact_of(i), noise)
             noisy = exact + noise
             del exact
             columns[primitive_column(i)] = as_array(noisy, g)
@@ -122,7 +128,7 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]], rng: RandomSource
             sensitivity=tuple(float(s * g) for s in distinct),
             sigma=tuple(sigma_by_sens[s] * float(g) for s in distinct),
             moe95=tuple(moe_by_sens[s] * float(g) for s in distinct)))
-    del exact_of_cell
+    del exact_of
     return columns, noise_terms, released
 
 
@@ -266,30 +272,9 @@ def select_groups(counts: dict[tuple[Any, ...], int], sel: Selection, rng: Rando
 def _select(kept_of: Callable[[list[bool]], list[tuple[Any, ...]]], counts: list[Any], sel: Selection,
             rng: RandomSource, kappa: int) -> tuple[list[tuple[Any, ...]], dict[tuple[Any, ...], int] | None, np.ndarray]:
     """:func:`select_groups` over the exact counts of groups 0, 1, ... (``kept_of``: the groups a
-    mask keeps), plus that mask: the draws are vectorised, only the kept groups are made."""
-    import numpy as np
-
-    from dpsql.privacy.selection import select
-    from dpsql.privacy.tsgd import thresholded_release
-
-    # A split-row count can pass int64 (many records of 2^53 units); pi(n) is 1 long before
-    # 2^62, so the cap changes no decision and no row can make numpy overflow.
-    try:
-        n = np.minimum(np.array(counts, dtype=np.int64), COUNT_CAP)
-    except (OverflowError, TypeError, ValueError):  # past int64, or not Python ints
-        n = np.array([min(int(c), COUNT_CAP) for c in counts], dtype=np.int64)
-    noisy = None
-    if sel.method == "truncated_geometric":
-        keep, noisy = thresholded_release(n, sel.epsilon, sel.delta, rng)
-    elif kappa > 1:  # units in up to κ groups: the method phase 1 chose (privacy/selection_gauss.py)
-        from dpsql.privacy.selection_gauss import plan
-        from dpsql.privacy.selection_kappa import select_kappa
-
-        how = plan(sel.epsilon, sel.delta, kappa)
-        keep = how.gaussian.keep(n, rng) if how.method == "gaussian" else select_kappa(n, sel.epsilon, sel.delta, kappa, rng)
-    else:
-        keep = select(n, sel.epsilon, sel.delta, rng)  # the optimal primitive, Theorem 1
-    keep = np.asarray(keep, dtype=bool)
+    mask keeps), plus that mask (:func:`~dpsql.pipeline.columnar.keep_mask`: the draws are
+    vectorised), only the kept groups are made."""
+    keep, noisy = keep_mask(counts, sel, rng, kappa)
     kept = kept_of(keep.tolist())
     return sorted_groups(kept), None if noisy is None else dict(zip(kept, noisy.tolist())), keep
 
@@ -362,12 +347,16 @@ def selection_counts(plan: Plan, exact_rows: list[tuple[Any, ...]]
 _SAFE = 2**62  # |exact| and |noise| below this: their int64 sum cannot overflow
 
 
-def exact_and_noise(exact: list[Any], noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def exact_and_noise(exact: list[Any] | np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The exact values of a primitive per cell (None, an empty group, is 0) and its noise, as
     two arrays whose sum is exact: int64 when every value is below 2^62 in magnitude, else
     object arrays of Python ints (any size)."""
     import numpy as np
 
+    if isinstance(exact, np.ndarray):  # int64, an empty group 0 (pipeline/columnar.py)
+        if exact.size and max(int(exact.max()), -int(exact.min()), int(noise.max()), -int(noise.min())) < _SAFE:
+            return exact, noise
+        exact = exact.tolist()
     if None in exact:
         exact = [0 if v is None else v for v in exact]
     try:
