@@ -195,3 +195,39 @@ def test_through_dpsql_serve_with_psycopg2(dpsql_server):
     finally:
         con.close()
     srv.check_ledger()
+
+
+#: a SQL Lab virtual dataset (a plain row-level SELECT of one private table) as Superset wraps it
+VIRTUAL = "(SELECT naics2, state, opened, employees FROM establishments WHERE employees > 0\n) AS virtual_table"
+VIRTUAL_SERIES = SERIES.replace("FROM establishments", f"FROM {VIRTUAL}")
+
+
+def test_a_series_limit_over_a_virtual_dataset_is_one_release(con):
+    cur = con.execute(VIRTUAL_SERIES)
+    got = cur.fetchall()
+    charges = _charges(con)
+    assert len(charges) == 1 and "virtual_table" in charges[0].query and "JOIN" not in charges[0].query.upper()
+    released = con.execute(charges[0].query).fetchall()
+    assert len(_charges(con)) == 1
+    top = _oracle(released, key=1, metric=2, n=5)
+    assert got == [r for r in released if r[1] in top][:40] and got
+
+
+def test_a_series_limit_over_a_virtual_dataset_as_two_releases(con):
+    con.execute("SET dpsql.series_limit = 'separate'")
+    got = con.execute(VIRTUAL_SERIES).fetchall()
+    charges = _charges(con)
+    assert len(charges) == 2 and "mme_inner__" in charges[0].query and "IN (" in charges[1].query
+    top = {k for k, _ in con.execute(charges[0].query).fetchall()}  # release 1, shown again free
+    assert got and {r[1] for r in got} <= top and len(_charges(con)) == 2
+
+
+@pytest.mark.parametrize("virtual", [
+    "(SELECT naics2, employees * 2 AS e, opened FROM establishments) AS virtual_table",  # an expression
+    "(SELECT naics2, opened FROM establishments LIMIT 100) AS virtual_table",  # a LIMIT
+    "(SELECT e.naics2, e.opened FROM establishments e JOIN states s ON e.state = s.state) AS virtual_table",  # a join
+], ids=["expression", "limit", "join"])
+def test_a_virtual_dataset_that_is_not_a_plain_select_is_refused_in_phase_1(con, virtual):
+    with pytest.raises(DpsqlError) as err:
+        con.execute(SERIES.replace("FROM establishments", f"FROM {virtual}"))
+    assert err.value.code == "DP126" and _charges(con) == []
