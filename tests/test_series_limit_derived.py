@@ -32,12 +32,17 @@ def _charges(c) -> list:
     return c.session.ledger.charges
 
 
-def _oracle(rows: list[tuple], key: int, metric: int, n: int, descending: bool = True) -> list:
-    """The top-n keys of released rows, written out here: totals per key in a dict, then a sort by
-    (total, key) — ties by key ascending — with NULL keys left out."""
+def _in_2015(row: tuple) -> bool:
+    """SERIES's WHERE keeps 2015: a month cell of another year holds no row, only noise."""
+    return row[0] is not None and row[0].year == 2015
+
+
+def _oracle(rows: list[tuple], key: int, metric: int, n: int, descending: bool = True, only=None) -> list:
+    """The top-n keys of released rows, written out here: totals per key in a dict (over the rows
+    ``only`` keeps), then a sort by (total, key) — ties by key ascending — with NULL keys left out."""
     totals: dict = {}
     for r in rows:
-        if r[key] is not None:
+        if r[key] is not None and (only is None or only(r)):
             totals[r[key]] = totals.get(r[key], 0) + r[metric]
     pairs = sorted(totals.items(), key=lambda kv: ((-kv[1] if descending else kv[1]), kv[0]))
     return [k for k, _ in pairs[:n]]
@@ -51,7 +56,7 @@ def test_one_release_and_the_rows_of_the_top_keys_read_off_its_cells(con):
     assert cur.receipt.rho == Fraction(1, 10) == charges[0].rho
     released = con.execute(charges[0].query).fetchall()  # the one release, shown again free
     assert len(_charges(con)) == 1
-    top = _oracle(released, key=1, metric=2, n=5)
+    top = _oracle(released, key=1, metric=2, n=5, only=_in_2015)
     expected = [r for r in released if r[1] in top][:40]  # released in the outer ORDER BY; then its LIMIT
     assert got == expected and len(got) == 40 and len({r[1] for r in got}) <= 5
     assert [r[2] for r in got] == sorted((r[2] for r in got), reverse=True)  # the outer ORDER BY held
@@ -61,8 +66,8 @@ def test_one_release_and_the_rows_of_the_top_keys_read_off_its_cells(con):
 
 
 def test_the_ranking_is_from_noisy_cells_not_exact_counts(demo):
-    """At a tiny ρ the noise of 420 monthly cells swamps 2015's counts: the kept sectors are the
-    released cells' top 5 (recomputed here), which the exact counts' top 5 would not give."""
+    """At a tiny ρ the noise of 2015's twelve monthly cells swamps their counts: the kept sectors
+    are the released cells' top 5 (recomputed here), which the exact counts' top 5 would not give."""
     with dpsql.connect(*demo, rho=0.0001, _random_source=seeded_random(7)) as c:
         cur = c.cursor()
         cur.execute(SERIES.replace("LIMIT 40", ""))
@@ -70,7 +75,7 @@ def test_the_ranking_is_from_noisy_cells_not_exact_counts(demo):
         base = _charges(c)[0].query
         cur.execute(base)
         released = cur.fetchall()
-    top = _oracle(released, key=1, metric=2, n=5)
+    top = _oracle(released, key=1, metric=2, n=5, only=_in_2015)
     assert sorted({r[1] for r in got}) == sorted(top)
     assert got == [r for r in released if r[1] in top]
 
@@ -80,7 +85,7 @@ def test_an_ascending_series_limit_keeps_the_smallest_totals(con):
     got = con.execute(sql).fetchall()
     base = _charges(con)[0].query
     released = con.execute(base).fetchall()
-    top = _oracle(released, key=1, metric=2, n=3, descending=False)
+    top = _oracle(released, key=1, metric=2, n=3, descending=False, only=_in_2015)
     assert got == [r for r in released if r[1] in top] and len(_charges(con)) == 1
 
 
@@ -95,6 +100,40 @@ def test_a_sum_ranking_over_a_finer_grouping(con):
     released = con.execute(charges[0].query).fetchall()
     top = _oracle(released, key=1, metric=2, n=4)
     assert got == [r for r in released if r[1] in top] and len({r[1] for r in got}) == 4
+
+
+@pytest.mark.parametrize("where, unit, kept", [
+    # the months of 2015 only, whatever the WHERE's spelling (month starts from 2014-11 to 2016-02)
+    ("opened >= DATE '2015-01-01' AND opened < DATE '2016-01-01'", "month", ["2015-01", "2015-12"]),
+    ("opened >= TO_DATE('2015-01-01', 'YYYY-MM-DD') AND opened < TO_DATE('2016-01-01', 'YYYY-MM-DD')", "month",
+     ["2015-01", "2015-12"]),
+    ("'2016-01-01 00:00:00.000000' > opened AND '2015-01-01 00:00:00.000000' <= opened", "month", ["2015-01", "2015-12"]),
+    # a bound inside a bucket keeps it; <= keeps the bucket starting on the bound, > drops nothing before it
+    ("opened BETWEEN '2015-01-15' AND '2016-01-01'", "month", ["2015-01", "2016-01"]),
+    ("opened > '2014-12-31' AND opened <= CAST('2015-12-31' AS DATE)", "month", ["2014-12", "2015-12"]),
+    ("opened >= '2015-06-01'", "year", ["2014-11", "2016-02"]),  # year buckets: 2015 and 2016 both hold June on
+    # three-month buckets: the one starting 2014-12-01 reaches February 2015; other conjuncts bound nothing
+    ("opened >= '2015-02-01' AND employees > 3", "quarter", ["2014-12", "2016-02"]),
+])
+def test_time_buckets_the_where_leaves_empty(where, unit, kept):
+    """Which month-start cells the ranking sums (the first and last kept), from the WHERE's date
+    bounds on the DATE_TRUNC key's column: worked out by hand for each spelling."""
+    import datetime as dt
+
+    from dpsql.intercept.series_derived import derivable
+    from dpsql.sql.parse import parse
+
+    outer = parse(f"SELECT DATE_TRUNC('{unit}', opened) AS t, naics2, COUNT(*) AS n FROM establishments WHERE {where} "
+                  "GROUP BY 1, 2")
+    inner = (f"SELECT naics2 AS k__, COUNT(*) AS m FROM establishments WHERE {where} GROUP BY naics2 "
+             "ORDER BY m DESC LIMIT 2")
+    one = derivable(inner, outer, ((parse("SELECT naics2").expressions[0], "k__"),))
+    from dpsql.intercept.series_derived import empty_by_where
+
+    starts = [dt.datetime(2014 + (m // 12), m % 12 + 1, 1) for m in range(10, 26)]  # 2014-11 … 2016-02
+    live = [s.strftime("%Y-%m") for s in starts if not empty_by_where((s, "x", 1), one.windows)]
+    assert [live[0], live[-1]] == kept and live == sorted(live)
+    assert one.windows and empty_by_where((None, "x", 1), one.windows) is False  # a NULL key's cell: always summed
 
 
 @pytest.mark.parametrize("rows, descending, n, expected", [
@@ -188,7 +227,7 @@ def test_through_dpsql_serve_with_psycopg2(dpsql_server):
         cur.execute(base)  # the one release, as its own statement (the charged text): shown again, free
         released = cur.fetchall()
         assert len(srv.charges(user)) == 1
-        top = _oracle(released, key=1, metric=2, n=5)
+        top = _oracle(released, key=1, metric=2, n=5, only=_in_2015)
         assert got == [r for r in released if r[1] in top][:40]
         cur.execute(SERIES)
         assert cur.fetchall() == got and len(srv.charges(user)) == 1
@@ -209,7 +248,7 @@ def test_a_series_limit_over_a_virtual_dataset_is_one_release(con):
     assert len(charges) == 1 and "virtual_table" in charges[0].query and "JOIN" not in charges[0].query.upper()
     released = con.execute(charges[0].query).fetchall()
     assert len(_charges(con)) == 1
-    top = _oracle(released, key=1, metric=2, n=5)
+    top = _oracle(released, key=1, metric=2, n=5, only=_in_2015)
     assert got == [r for r in released if r[1] in top][:40] and got
 
 

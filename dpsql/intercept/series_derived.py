@@ -30,6 +30,7 @@ subquery's own ρ. ``SET dpsql.series_limit = 'separate'`` keeps the two release
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -55,6 +56,9 @@ class Derived:
     limit: int | None  # the outer query's LIMIT and OFFSET, applied after the rows are kept
     offset: int
     what: str  # the ranking in words, for the receipt and EXPLAIN
+    #: time buckets the WHERE leaves empty, left out of the ranking's sums (:func:`_windows`):
+    #: (position of a DATE_TRUNC key, its unit, lower bound, inclusive, upper bound, inclusive)
+    windows: tuple[tuple[int, str, Any, bool, Any, bool], ...] = ()
 
 
 def _int(node: exp.Expression | None) -> int | None | bool:
@@ -169,8 +173,95 @@ def derivable(inner_sql: str, outer: exp.Select, pairs: tuple[tuple[exp.Column, 
     base.set("offset", None)
     what = (f"the top {n if n is not None else 'all'} of {', '.join(c.sql('duckdb') for c, _ in pairs)} by "
             f"{metric.sql('duckdb')} {'DESC' if ordered.args.get('desc') else 'ASC'}")
+    windows = _windows(outer, q_out)
+    if windows:
+        what += " (cells of time buckets the WHERE leaves empty left out of the sums)"
     return Derived(base.sql(dialect="duckdb"), tuple(keys), metric_at, bool(ordered.args.get("desc")), n, limit,
-                   out_offset or 0, what)
+                   out_offset or 0, what, windows)
+
+
+_UNITS = ("YEAR", "QUARTER", "MONTH", "WEEK", "DAY")
+
+
+def _instant(node: exp.Expression) -> dt.datetime | None:
+    """A date or timestamp literal of the WHERE (``'2015-01-01'``, ``DATE '…'``, ``CAST('…' AS
+    TIMESTAMP)``, ``TO_DATE('…', 'YYYY-MM-DD')``) as a naive datetime, or None."""
+    if isinstance(node, exp.Cast) and node.to.this in (exp.DataType.Type.DATE, exp.DataType.Type.TIMESTAMP,
+                                                        exp.DataType.Type.DATETIME, exp.DataType.Type.TIMESTAMPNTZ):
+        node = node.this
+    elif isinstance(node, exp.Anonymous) and node.name.upper() == "TO_DATE" and len(node.expressions) == 2 and \
+            isinstance(node.expressions[1], exp.Literal) and node.expressions[1].this == "YYYY-MM-DD":
+        node = node.expressions[0]
+    if not isinstance(node, exp.Literal) or not node.is_string:
+        return None
+    try:
+        value = dt.datetime.fromisoformat(node.this.strip())
+    except ValueError:
+        return None
+    return value if value.tzinfo is None else None
+
+
+def _bounds(select: exp.Select, qualifiers: set[str]) -> dict[str, list[Any]]:
+    """Per column, [lower, inclusive, upper, inclusive] from the WHERE's top-level comparisons with a
+    date literal (the tightest of each; None where there is none)."""
+    out: dict[str, list[Any]] = {}
+    where = select.args.get("where")
+    conds = [] if where is None else (list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this])
+    flip = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE}
+    for cond in conds:
+        parts = []
+        if isinstance(cond, exp.Between):
+            parts = [(exp.GTE, cond.this, cond.args.get("low")), (exp.LTE, cond.this, cond.args.get("high"))]
+        elif type(cond) in flip:
+            col, lit, kind = cond.this, cond.expression, type(cond)
+            if not isinstance(col, exp.Column):
+                col, lit, kind = lit, col, flip[kind]
+            parts = [(kind, col, lit)]
+        for kind, col, lit in parts:
+            value = _instant(lit) if lit is not None else None
+            if not isinstance(col, exp.Column) or value is None:
+                continue
+            b = out.setdefault(_norm(col, qualifiers), [None, True, None, True])
+            if kind in (exp.GT, exp.GTE) and (b[0] is None or value >= b[0]):
+                b[0], b[1] = value, kind is exp.GTE and not (value == b[0] and not b[1])
+            if kind in (exp.LT, exp.LTE) and (b[2] is None or value <= b[2]):
+                b[2], b[3] = value, kind is exp.LTE and not (value == b[2] and not b[3])
+    return out
+
+
+def _windows(outer: exp.Select, qualifiers: set[str]) -> tuple[tuple[int, str, Any, bool, Any, bool], ...]:
+    """The outer's DATE_TRUNC keys whose column the WHERE bounds by date literals."""
+    bounds = _bounds(outer, qualifiers)
+    out = []
+    for i, (_, e) in enumerate(_items(outer)):
+        if isinstance(e, (exp.TimestampTrunc, exp.DateTrunc)) and isinstance(e.this, exp.Column):
+            unit = e.args.get("unit")
+            name = unit.name.upper() if unit is not None else ""
+            if name in _UNITS and _norm(e.this, qualifiers) in bounds:
+                out.append((i, name, *bounds[_norm(e.this, qualifiers)]))
+    return tuple(out)
+
+
+def _end(start: dt.datetime, unit: str) -> dt.datetime:
+    if unit in ("WEEK", "DAY"):
+        return start + dt.timedelta(days=7 if unit == "WEEK" else 1)
+    months = start.year * 12 + start.month - 1 + {"YEAR": 12, "QUARTER": 3, "MONTH": 1}[unit]
+    return dt.datetime(months // 12, months % 12 + 1, 1)
+
+
+def empty_by_where(row: tuple[Any, ...], windows: tuple[tuple[int, str, Any, bool, Any, bool], ...]) -> bool:
+    """Whether the WHERE leaves ``row``'s cell empty whatever the data: its time bucket [start,
+    end) of a DATE_TRUNC key lies wholly outside the WHERE's bounds on that column. Public (the
+    query text and the cell's key); a NULL key's cell is never left out (rows outside a date key's
+    declared range are counted there)."""
+    for at, unit, lo, lo_in, hi, hi_in in windows:
+        start = row[at]
+        if not isinstance(start, dt.date) or getattr(start, "tzinfo", None) is not None:
+            continue
+        start = start if isinstance(start, dt.datetime) else dt.datetime(start.year, start.month, start.day)
+        if (hi is not None and (start > hi if hi_in else start >= hi)) or (lo is not None and _end(start, unit) <= lo):
+            return True
+    return False
 
 
 def top_keys(rows: list[tuple[Any, ...]], keys: tuple[int, ...], metric: int, descending: bool,
@@ -198,7 +289,8 @@ def top_keys(rows: list[tuple[Any, ...]], keys: tuple[int, ...], metric: int, de
 def finish(derived: Derived, base: Result, note: str) -> Result:
     """The answer from the one release ``base``: the rows of the top keys, in the released order,
     then the outer LIMIT / OFFSET; post-processing only."""
-    kept = set(top_keys(base.rows, derived.keys, derived.metric, derived.descending, derived.n))
+    ranked = [r for r in base.rows if not empty_by_where(r, derived.windows)]
+    kept = set(top_keys(ranked, derived.keys, derived.metric, derived.descending, derived.n))
     rows = [r for r in base.rows if tuple(r[i] for i in derived.keys) in kept]
     end = None if derived.limit is None else derived.offset + derived.limit
     ranking = (f"series limit read from the released cells: {derived.what}, each key's total the sum of its released "
