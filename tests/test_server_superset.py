@@ -4,8 +4,9 @@ The fixtures (tests/fixtures/pgwire/superset/*.sql) were captured by the scripte
 (scripts/superset/run.py --fixtures, through scripts/superset/serve_recording.py): server
 pagination's page query and its ``rowcount_qry``, a time series with a series limit
 (``mme_inner__``) on a table and on a SQL Lab virtual dataset (``virtual_table``), a filter's
-value list of a public and of a private key, and Explore's Samples pane. Each is replayed through libpq's extended protocol (psycopg's ``exec_params``, values bound
-as text, as psycopg2 interpolates them) by an analyst of its own, and must be:
+value list of a public and of a private key, and Explore's Samples pane. Each is replayed through
+libpq's extended protocol (psycopg's ``exec_params``, values bound as text, as psycopg2
+interpolates them) by an analyst of its own, and must be:
 
 * answered (or, for a statement marked ``-- refused: DPxxx``, refused with that code);
 * charged exactly the file's ``-- charges: N``, one per release (``rowcount_qry`` counts the rows
