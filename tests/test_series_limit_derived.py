@@ -270,3 +270,20 @@ def test_a_virtual_dataset_that_is_not_a_plain_select_is_refused_in_phase_1(con,
     with pytest.raises(DpsqlError) as err:
         con.execute(SERIES.replace("FROM establishments", f"FROM {virtual}"))
     assert err.value.code == "DP126" and _charges(con) == []
+
+
+def test_separate_as_a_connection_option_over_the_wire(dpsql_server):
+    """A BI tool that only takes a URL asks for two releases with libpq's options."""
+    psycopg2 = pytest.importorskip("psycopg2")
+    srv, user = dpsql_server, "series_separate"
+    srv.add_user(user, cli=False)
+    con = psycopg2.connect(srv.dsn(user), options="-c dpsql.series_limit=separate")
+    con.autocommit = True
+    try:
+        cur = con.cursor()
+        cur.execute("SHOW dpsql.series_limit")
+        assert cur.fetchall() == [("dpsql.series_limit", "separate")]
+        cur.execute(SERIES)
+        assert cur.fetchall() and len(srv.charges(user)) == 2
+    finally:
+        con.close()
