@@ -120,7 +120,7 @@ def test_time_buckets_the_where_leaves_empty(where, unit, kept):
     bounds on the DATE_TRUNC key's column: worked out by hand for each spelling."""
     import datetime as dt
 
-    from dpsql.intercept.series_derived import derivable
+    from dpsql.intercept.series_derived import derivable, empty_by_where
     from dpsql.sql.parse import parse
 
     outer = parse(f"SELECT DATE_TRUNC('{unit}', opened) AS t, naics2, COUNT(*) AS n FROM establishments WHERE {where} "
@@ -128,8 +128,6 @@ def test_time_buckets_the_where_leaves_empty(where, unit, kept):
     inner = (f"SELECT naics2 AS k__, COUNT(*) AS m FROM establishments WHERE {where} GROUP BY naics2 "
              "ORDER BY m DESC LIMIT 2")
     one = derivable(inner, outer, ((parse("SELECT naics2").expressions[0], "k__"),))
-    from dpsql.intercept.series_derived import empty_by_where
-
     starts = [dt.datetime(2014 + (m // 12), m % 12 + 1, 1) for m in range(10, 26)]  # 2014-11 … 2016-02
     live = [s.strftime("%Y-%m") for s in starts if not empty_by_where((s, "x", 1), one.windows)]
     assert [live[0], live[-1]] == kept and live == sorted(live)
