@@ -285,3 +285,39 @@ def test_separate_as_a_connection_option_over_the_wire(dpsql_server):
         assert cur.fetchall() and len(srv.charges(user)) == 2
     finally:
         con.close()
+
+
+@pytest.mark.parametrize("name", ["series_limit", "series_limit_virtual"])
+def test_the_captured_superset_sql_through_psycopg2(dpsql_server, name):
+    """Superset's own captured statements (tests/fixtures/pgwire/superset/), through its driver:
+    one charge, free on reload, and the rows those of the top 5 sectors of the one release's 2015
+    cells — the release fetched again here by the chart's query without its join and LIMIT,
+    written with sqlglot in the test (the same release, shown again free)."""
+    import sqlglot
+
+    from test_server_superset import FIXTURES, load
+
+    psycopg2 = pytest.importorskip("psycopg2")
+    (path,) = [p for p in FIXTURES if p.stem == name]
+    charges, [(sql, params, refused)] = load(path)
+    assert charges == 1 and not params and refused is None
+    plain = sqlglot.parse_one(sql, read="postgres")
+    plain.set("joins", None)
+    plain.set("limit", None)
+    srv, user = dpsql_server, "captured_" + name[-7:]
+    srv.add_user(user, cli=False)
+    con = psycopg2.connect(srv.dsn(user))
+    con.autocommit = True
+    try:
+        cur = con.cursor()
+        cur.execute(sql)
+        got = cur.fetchall()
+        assert len(srv.charges(user)) == 1
+        cur.execute(plain.sql(dialect="postgres"))
+        released = cur.fetchall()
+        cur.execute(sql)
+        assert cur.fetchall() == got and len(srv.charges(user)) == 1
+    finally:
+        con.close()
+    top = _oracle(released, key=1, metric=2, n=5, only=_in_2015)
+    assert got == [r for r in released if r[1] in top][:10000] and len({r[1] for r in got}) == 5
