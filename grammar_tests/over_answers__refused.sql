@@ -39,3 +39,11 @@ SELECT naics2, COUNT(*) FROM establishments LEFT JOIN (SELECT naics2 AS naics2__
 # title: series limit on a key the policy does not declare
 # error: DP206
 SELECT payann, COUNT(*) FROM establishments JOIN (SELECT payann AS p__, COUNT(*) AS c FROM establishments GROUP BY payann LIMIT 5) AS sl ON payann = p__ GROUP BY payann;
+
+# title: series limit over a virtual dataset that computes a column
+# error: DP126
+SELECT naics2, COUNT(*) AS n FROM (SELECT naics2, employees * 2 AS e FROM establishments) AS virtual_table JOIN (SELECT naics2 AS naics2__, COUNT(*) AS m FROM (SELECT naics2, employees * 2 AS e FROM establishments) AS virtual_table GROUP BY naics2 ORDER BY m DESC LIMIT 5) AS series_limit ON naics2 = naics2__ GROUP BY naics2;
+
+# title: series limit over a virtual dataset of a public table
+# error: DP126
+SELECT state, COUNT(*) AS n FROM (SELECT state FROM states) AS virtual_table JOIN (SELECT state AS s__, COUNT(*) AS m FROM establishments GROUP BY state ORDER BY m DESC LIMIT 5) AS series_limit ON state = s__ GROUP BY state;

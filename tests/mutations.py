@@ -65,6 +65,7 @@ DERIVED = "tests/test_derived_errors.py"
 OWNER = "tests/test_owner_ledger.py"
 OVER = "dpsql/intercept/over_answers.py"
 OVERT = "tests/test_over_answers.py"
+SERIESD = "tests/test_series_limit_derived.py"
 
 
 @dataclass(frozen=True)
@@ -1141,6 +1142,13 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch(OVER, "    charged = [r for r in (first.receipt, second.receipt) if r.charge_id is not None]  # a reused one has none",
                     "    charged = [first.receipt]"),),
              (f"{OVERT}::test_the_series_limit_is_two_releases_and_keeps_the_released_groups",)),
+    Mutation("series_limit_ranking_from_exact_values",
+             "a series limit read from one release keeps the subquery's exact top n, not the top n of the released cells",
+             (Patch(OVER, "    return series_derived.finish(one, base, series_derived.charge_note(base))",
+                    "    exact = {(r[0],) for r in sorted(session.engine.run(session.decide(series.inner).query), "
+                    "key=lambda r: -r[1])[:one.n]}; return series_derived.finish(replace(one, n=None), replace(base, "
+                    "rows=[r for r in base.rows if tuple(r[i] for i in one.keys) in exact]), '')"),),
+             (f"{SERIESD}::test_the_ranking_is_from_noisy_cells_not_exact_counts",)),
     # ------------------------------------------------------------------ NULL as a key value (sql/null_keys.py, issue 32)
     Mutation("null_group_only_with_null_rows",
              "a nullable key's keyset loses its NULL: rows whose key is NULL vanish from the answer, and a NULL "

@@ -338,6 +338,13 @@ OVER_ANSWERS_QUERIES = [
     "GROUP BY naics2",
     "SELECT county, SUM(payann) AS pay FROM establishments JOIN (SELECT county AS c__, COUNT(*) AS m FROM establishments "
     "WHERE CAST(dbl AS BIGINT) > 10 GROUP BY county ORDER BY m DESC LIMIT 5) AS s ON county = c__ GROUP BY county",
+    # a series limit read from one release (intercept/series_derived.py): the ranking summed from the outer's cells
+    "SELECT naics2, state, SUM(hug) AS h FROM establishments JOIN (SELECT naics2 AS naics2__, SUM(hug) AS mme_inner__ "
+    "FROM establishments WHERE 100 / (employees - 5) > 1 GROUP BY naics2 ORDER BY SUM(hug) DESC LIMIT 3) AS series_limit "
+    "ON naics2 = naics2__ WHERE 100 / (employees - 5) > 1 GROUP BY naics2, state ORDER BY h DESC LIMIT 7",
+    "SELECT county, naics2, COUNT(*) AS n FROM establishments JOIN (SELECT county AS c__, COUNT(*) AS m FROM establishments "
+    "WHERE CAST(dbl AS BIGINT) > 10 GROUP BY county ORDER BY m ASC LIMIT 5) AS s ON county = c__ "
+    "WHERE CAST(dbl AS BIGINT) > 10 GROUP BY county, naics2",
     "SELECT employees FROM (SELECT state, COUNT(*) AS n FROM establishments GROUP BY state) t",  # DP124 everywhere
 ]
 
@@ -347,3 +354,13 @@ def test_over_answers_outcomes_do_not_depend_on_hostile_rows(pairs, sql):
     """Each on the full table and on every neighbour: the same outcome, an answer (the last: DP124)."""
     outcomes = {drop: outcome(con, sql) for drop, con in pairs.items()}
     assert set(outcomes.values()) == ({"DP124"} if sql == OVER_ANSWERS_QUERIES[-1] else {"answer"}), outcomes
+
+
+@pytest.mark.parametrize("sql", OVER_ANSWERS_QUERIES[-3:-1])
+def test_a_derived_series_limit_is_one_release_on_every_neighbour(pairs, sql):
+    """The two series limits above take the one-release path on every neighbour (decided from the
+    text): the ranking is read off the released cells, whatever the missing unit held."""
+    for con in pairs.values():
+        cur = con.cursor()
+        cur.execute(sql)
+        assert cur.receipt.notes[0].startswith("series limit read from the released cells"), cur.receipt.notes

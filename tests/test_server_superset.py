@@ -3,14 +3,15 @@
 The fixtures (tests/fixtures/pgwire/superset/*.sql) were captured by the scripted Superset run
 (scripts/superset/run.py --fixtures, through scripts/superset/serve_recording.py): server
 pagination's page query and its ``rowcount_qry``, a time series with a series limit
-(``mme_inner__``), a filter's value list of a public and of a private key, and Explore's Samples
-pane. Each is replayed through libpq's extended protocol (psycopg's ``exec_params``, values bound
-as text, as psycopg2 interpolates them) by an analyst of its own, and must be:
+(``mme_inner__``) on a table and on a SQL Lab virtual dataset (``virtual_table``), a filter's
+value list of a public and of a private key, and Explore's Samples pane. Each is replayed through
+libpq's extended protocol (psycopg's ``exec_params``, values bound as text, as psycopg2
+interpolates them) by an analyst of its own, and must be:
 
 * answered (or, for a statement marked ``-- refused: DPxxx``, refused with that code);
 * charged exactly the file's ``-- charges: N``, one per release (``rowcount_qry`` counts the rows
-  of a release; the series limit is two releases), and nothing charged and then thrown away by a
-  refusal;
+  of a release; a series limit whose ranking is read off its outer answer is one), and nothing
+  charged and then thrown away by a refusal;
 * free the second time: replaying the same statements again (a dashboard reload) adds no charge.
 """
 
@@ -69,8 +70,8 @@ def replay(conn: Any, path: Path, statements: list[tuple[str, list[Any], str | N
 
 
 def test_every_captured_shape_is_here() -> None:
-    assert {p.stem for p in FIXTURES} == {"pagination_rowcount", "series_limit", "filter_values_public_key",
-                                          "filter_values_private_key", "samples_pane"}
+    assert {p.stem for p in FIXTURES} == {"pagination_rowcount", "series_limit", "series_limit_virtual",
+                                          "filter_values_public_key", "filter_values_private_key", "samples_pane"}
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])

@@ -189,17 +189,20 @@ def _series_limit(tree: exp.Select, sub: exp.Subquery, sql: str, session: Sessio
     side, kind = (str(join.args.get(k) or "").upper() for k in ("side", "kind"))
     if len(tree.args.get("joins") or []) != 1 or side or kind not in ("", "INNER") or join.args.get("using"):
         raise refuse("DP126", "an aggregate subquery may be joined alone, by an INNER JOIN ... ON", JOIN_HINT)
-    db = base.args.get("db") if isinstance(base, exp.Table) else None
-    if (not isinstance(base, exp.Table) or not isinstance(base.this, exp.Identifier) or base.args.get("catalog")
-            or (db is not None and db.name.lower() != "main")):  # main.t is t, as the planner reads it (Superset)
-        raise refuse("DP126", "an aggregate subquery may be joined to one table of the policy", JOIN_HINT)
-    table = base.name.lower()
-    columns = {c.lower() for c in session.schema.get(table, {})} if table in {t.lower() for t in session.policy.tables} \
-        else set()
+    virtual = _virtual(base.this, session) if isinstance(base, exp.Subquery) else None
+    if virtual is not None:  # a virtual dataset: FROM (SELECT cols FROM t WHERE …) AS virtual_table
+        base_names = {base.alias.lower()} - {""}
+        base, (table, columns) = _from(base.this).this, virtual
+    elif not _plain_table(base):
+        raise refuse("DP126", "an aggregate subquery may be joined to one table of the policy, or to a plain "
+                              "row-level SELECT of one (a virtual dataset)", JOIN_HINT)
+    else:
+        table = base.name.lower()
+        columns = _private_columns(session, table)
+        base_names = {table, base.alias.lower()} - {""}
     if not columns:
         raise refuse("DP126", f"{base.name!r} is not a private table of the policy", JOIN_HINT)
     alias = sub.alias.lower()
-    base_names = {table, base.alias.lower()} - {""}
     inner = sub.this
     outputs = {item.alias_or_name.lower(): item for item in inner.expressions}
 
@@ -242,6 +245,41 @@ def _series_limit(tree: exp.Select, sub: exp.Subquery, sql: str, session: Sessio
                                    "only its groups can be joined", JOIN_HINT)
     text, offset = _text(inner, sql)
     return SeriesLimit(text, outer, tuple((c.copy(), n) for c, n in pairs), sql, offset)
+
+
+def _plain_table(node: exp.Expression | None) -> bool:
+    """A table by its name alone, or ``main.t`` (the planner reads it as ``t``: Superset)."""
+    db = node.args.get("db") if isinstance(node, exp.Table) else None
+    return isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier) and not node.args.get("catalog") \
+        and (db is None or db.name.lower() == "main")
+
+
+def _private_columns(session: Session, table: str) -> set[str]:
+    return {c.lower() for c in session.schema.get(table, {})} if table in {t.lower() for t in session.policy.tables} \
+        else set()
+
+
+def _virtual(select: exp.Expression, session: Session) -> tuple[str, set[str]] | None:
+    """(table, output columns) of a virtual dataset's SQL that is a plain row-level SELECT of one
+    private table: columns (renamed or not, or ``*``) and a WHERE, nothing else; or None. The
+    pipeline then decides it as any FROM subquery (sql/inline.py)."""
+    if not isinstance(select, exp.Select) or _from(select) is None or not _plain_table(_from(select).this):
+        return None
+    if any(select.args.get(k) for k in ("joins", "group", "having", "distinct", "order", "limit", "offset", "qualify",
+                                        "with_", "with")):
+        return None
+    table = _from(select).this.name.lower()
+    columns = _private_columns(session, table)
+    outputs: set[str] = set()
+    for item in select.expressions:
+        value = item.this if isinstance(item, exp.Alias) else item
+        if isinstance(value, exp.Star) or isinstance(value, exp.Column) and isinstance(value.this, exp.Star):
+            outputs |= columns
+        elif isinstance(value, exp.Column) and value.name.lower() in columns:
+            outputs.add(item.alias_or_name.lower())
+        else:
+            return None
+    return (table, outputs) if columns and outputs else None
 
 
 def _group_outputs(inner: exp.Select) -> set[str] | None:

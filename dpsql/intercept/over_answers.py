@@ -35,6 +35,7 @@ from typing import Any
 from sqlglot import exp
 
 from dpsql.errors import DpsqlError, PostProcessingFailed
+from dpsql.intercept import series_derived
 from dpsql.intercept.answer_shapes import ANSWER, JOIN_HINT, Over, SeriesLimit, inner_errors, refuse, shape, with_of
 from dpsql.ledger import answers
 from dpsql.pipeline import reuse
@@ -185,10 +186,30 @@ def _decide_series(session: Session, series: SeriesLimit, rho: Any = None) -> tu
     return d_inner, session.decide(plain, rho=rho, check_budget=False), plain
 
 
+def derived(session: Session, series: SeriesLimit) -> series_derived.Derived | None:
+    """The one release of a series limit whose ranking is read off the outer answer, or None (two
+    releases: not derivable from the text, or ``SET dpsql.series_limit = 'separate'``)."""
+    if session.output.series_limit != "derived":
+        return None
+    return series_derived.derivable(series.inner, series.outer, series.pairs)
+
+
+def _execute_derived(session: Session, series: SeriesLimit, one: series_derived.Derived, rho: Any) -> Result:
+    """Phase 1 (the subquery decided, refused as it would be alone; the one release decided and
+    its budget checked by :meth:`Session.execute`), the one release, the ranking read from it."""
+    with inner_errors(series):
+        session.decide(series.inner, rho=rho, check_budget=False)
+    base = session.execute(one.base, rho=rho)
+    return series_derived.finish(one, base, series_derived.charge_note(base))
+
+
 def execute_series(session: Session, series: SeriesLimit, rho: Any = None) -> Result:
-    """Phase 1 for both releases (:func:`_decide_series`; the budget checked for both, the
-    subquery free when it is shown again), then release 1, then release 2 with the released
-    groups (an empty list: no rows, no second charge)."""
+    """One release when the ranking is derivable (:func:`derived`); else phase 1 for both releases
+    (:func:`_decide_series`; the budget checked for both, the subquery free when it is shown
+    again), then release 1, then release 2 with the released groups (an empty list: no rows, no
+    second charge)."""
+    if (one := derived(session, series)) is not None:
+        return _execute_derived(session, series, one, rho)
     d_inner, d_outer, plain = _decide_series(session, series, rho)
     key = reuse.key(session.policy, session.analyst, session.database, d_inner.plan, d_inner.query, d_inner.allocs,
                     session.output.clamp_negative)
@@ -225,7 +246,12 @@ def decide(session: Session, sql: str, rho: Any = None) -> Over | SeriesLimit | 
         with inner_errors(found):
             session.decide(found.inner, rho=rho, check_budget=False)
     elif isinstance(found, SeriesLimit):
-        _decide_series(session, found, rho)
+        if (one := derived(session, found)) is not None:
+            with inner_errors(found):
+                session.decide(found.inner, rho=rho, check_budget=False)
+            session.decide(one.base, rho=rho, check_budget=False)
+        else:
+            _decide_series(session, found, rho)
     return found
 
 
@@ -291,6 +317,15 @@ def explain(session: Session, sql: str) -> str | None:
             "before and is shown again); the outer query runs on its noisy rows only: post-processing, charged 0.",
             "", f"-- the subquery, an ordinary dpsql query: {found.inner}", explanation(inner), "",
             "-- the outer query, run on the released rows only (free):", found.outer.sql(dialect="duckdb") + ";"])
+    if (one := derived(session, found)) is not None:
+        with inner_errors(found):
+            session.explain(found.inner)
+        base = session.explain(one.base)
+        return "\n".join([
+            f"a series limit read from one release: rho={fmt(base.rho)} (0 when it was released before and is shown "
+            f"again); the ranking ({one.what}) is the sum of each key's released cells of that release: "
+            "post-processing, charged 0 (ties by key ascending). SET dpsql.series_limit = 'separate' for two releases.",
+            "", "-- the one release, the query without its join, LIMIT and OFFSET:", one.base, explanation(base)])
     plain, _ = _in_released(found, None)
     with inner_errors(found):
         first = session.explain(found.inner)
@@ -315,6 +350,12 @@ def explanation(session: Session, sql: str) -> Explanation | None:
             inner = session.explain(found.inner)
         return replace(inner, sql=sql, notes=(*inner.notes, "outer query: post-processing of the subquery's released "
                                               "answer, charged 0: " + found.outer.sql(dialect="duckdb")))
+    if isinstance(found, SeriesLimit) and (one := derived(session, found)) is not None:
+        with inner_errors(found):
+            session.explain(found.inner)
+        base = session.explain(one.base)
+        return replace(base, sql=sql, notes=(f"a series limit read from one release: {one.what}, summed from the "
+                                             "released cells (post-processing, charged 0)", *base.notes))
     if isinstance(found, SeriesLimit):
         with inner_errors(found):
             first = session.explain(found.inner)

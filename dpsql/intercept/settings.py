@@ -11,13 +11,15 @@ charge nothing. DuckDB's own settings stay refused (DP102).
     SET dpsql.clamp_negative = on     negative noisy counts and sums of non-negative measures shown as 0
     SET dpsql.reuse = off             a fresh, charged release of each statement, instead of the answer
                                       released before (on, the default: pipeline/reuse.py)
+    SET dpsql.series_limit = separate a series limit as two releases even when its ranking can be read
+                                      off the outer answer (derived, the default: intercept/series_derived.py)
     RESET dpsql.moe                   back to the default (also rho, epsilon, weights, error_columns,
                                       clamp_negative, reuse, all; the last three to the connection's options)
     SHOW dpsql.rho                    the current value
     SHOW dpsql.budget                 this analyst's budget: spent, left, total, in ρ and δ, and the
                                       (ε, δ) guarantee of what was spent — read, never charged
 
-error_columns, clamp_negative and reuse are output options (:mod:`dpsql.pipeline.output`): post-processing of noisy values.
+error_columns, clamp_negative, reuse and series_limit are output options (:mod:`dpsql.pipeline.output`): post-processing of noisy values.
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ def _unquote(text: str) -> str:
     return text
 
 
-OUTPUT_SETTINGS = ("error_columns", "clamp_negative", "reuse")
+OUTPUT_SETTINGS = ("error_columns", "clamp_negative", "reuse", "series_limit")
+SERIES_LIMIT = ("derived", "separate")
 
 
 def _set_output(session: Session, name: str, raw: str | None) -> None:
@@ -55,6 +58,13 @@ def _set_output(session: Session, name: str, raw: str | None) -> None:
     if name == "error_columns":
         mode = default.error_columns if raw is None else error_columns_mode(_unquote(raw.strip()), "dpsql.error_columns")
         session.output = replace(session.output, error_columns=mode)
+    elif name == "series_limit":
+        mode = default.series_limit if raw is None else _unquote(raw.strip()).lower()
+        if mode not in SERIES_LIMIT:
+            raise QueryRefused(f"dpsql.series_limit takes derived or separate, not {raw!r}", code="DP119",
+                               hint="derived: one release when the ranking can be read off the outer answer; "
+                                    "separate: always two releases (docs/bi.md).")
+        session.output = replace(session.output, series_limit=mode)
     elif name == "reuse":
         on = default.reuse if raw is None else switch(_unquote(raw.strip()), "dpsql.reuse")
         session.output = replace(session.output, reuse=on)
@@ -71,6 +81,8 @@ def _show(session: Session, name: str) -> str:
         return "on" if session.output.clamp_negative else "off"
     if name == "reuse":
         return "on" if session.output.reuse else "off"
+    if name == "series_limit":
+        return session.output.series_limit
     if name == "rho":
         return fmt(st.rho)
     if name == "epsilon":
@@ -88,7 +100,7 @@ def _show(session: Session, name: str) -> str:
 def _unknown(name: str) -> QueryRefused:
     return QueryRefused(f"unknown dpsql setting {name!r}", code="DP119",
                         hint="settings: rho, epsilon, moe, moe_count, moe_<measure>, weights, error_columns, "
-                             "clamp_negative, reuse, mechanism and budget (SHOW only).")
+                             "clamp_negative, reuse, series_limit, mechanism and budget (SHOW only).")
 
 
 def _apply(session: Session, name: str, raw: str) -> Settings:

@@ -57,6 +57,9 @@ class Output:
     #: a statement released before is answered with that release, charged nothing (pipeline/reuse.py);
     #: off: each statement is a fresh, charged release (SET dpsql.reuse = off)
     reuse: bool = True
+    #: a derivable series limit read from one release ("derived"), or always two ("separate"):
+    #: SET dpsql.series_limit (dpsql/intercept/series_derived.py)
+    series_limit: str = "derived"
 
 
 def error_columns_mode(value: Any, name: str = "error_columns") -> str:
