@@ -51,13 +51,13 @@ def standalone_cluster(folder: Path, cores: int = 2, memory: str = "2g") -> Iter
             procs.append(subprocess.Popen(
                 [str(home / "bin" / "spark-class"), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                  "--port", str(port), "--webui-port", str(_free_port())], stdout=out, stderr=subprocess.STDOUT, env=env))
-        _wait_for(logs["master"], r"New state: ALIVE", procs[0], 60)
+        _wait_for(logs["master"], r"New state: ALIVE", procs[0], 180)
         with logs["worker"].open("w") as out:
             procs.append(subprocess.Popen(
                 [str(home / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
                  "--webui-port", str(_free_port()), "--cores", str(cores), "--memory", memory, url],
                 stdout=out, stderr=subprocess.STDOUT, env=env))
-        _wait_for(logs["worker"], r"Successfully registered with master", procs[1], 60)
+        _wait_for(logs["worker"], r"Successfully registered with master", procs[1], 180)
         yield url, logs["master"]
     finally:
         for p in reversed(procs):

@@ -327,3 +327,107 @@ def test_a_many_row_table_is_refused_free_end_to_end_on_spark(tmp_path):
         # A, B, C and the NULL group: Parquet declares no column NOT NULL (issue 32)
         assert [r[0] for r in duck.cursor().execute(sql).fetchall()] == ["A", "B", "C", None]
         assert [c.rho for c in duck.session.ledger.history(None)] == [Fraction(1, 10)]
+
+
+# ------------------------------------------------------------------------------ the unit check through DuckDB
+#: (DuckDB type, three distinct values): each type's unit column, checked in the four forms of UNIT_FORMS
+UNIT_TYPES = [("TINYINT", "-128", "0", "127"), ("SMALLINT", "-32768", "1", "32767"), ("INTEGER", "-1", "0", "1"),
+              ("BIGINT", "-9223372036854775808", "0", "9223372036854775807"), ("FLOAT", "-1.5", "0.25", "'inf'"),
+              ("DOUBLE", "'-inf'", "1e-300", "1e300"), ("DECIMAL(10,2)", "-1.5", "0", "99999999.99"),
+              ("DECIMAL(38,0)", "-1", "0", "99999999999999999999999999999999999999"),
+              ("VARCHAR", "'a'", "'A'", "''"), ("BOOLEAN", "false", "true", "true"), ("DATE", "'0001-01-01'", "'1970-01-01'", "'9999-12-31'"),
+              ("TIMESTAMP", "'1970-01-01 00:00:00'", "'1970-01-01 00:00:00.000001'", "'2262-01-01'"),
+              ("TIMESTAMPTZ", "'1970-01-01 00:00:00+00'", "'1970-01-01 00:00:00+01'", "'2000-01-01 00:00:00+00'"),
+              ("BLOB", "'\\x00'", "'\\x00\\x00'", "''")]
+#: (name, file a's values, file b's values, verdict) with x, y, z a type's values; the verdict is the
+#: definition (no NULL unit and no repeated one), not either engine's (BOOLEAN has two values: z is y)
+UNIT_FORMS = [("distinct", "x, y", "z", True), ("repeated_across_files", "x, y", "y", False),
+              ("null", "x, NULL", "z", False), ("repeated_in_a_file", "x, x", "y", False)]
+#: values that are equal or not only by each engine's rules for its type (DuckDB's type, file a, file b, verdict)
+UNIT_HOSTILE = [("DOUBLE", "0.0", "-0.0", False), ("FLOAT", "0.0", "-0.0", False), ("DOUBLE", "'nan'", "-('nan'::DOUBLE)", False),
+                ("FLOAT", "'nan'", "'nan'", False), ("DOUBLE", "'nan', 1", "'inf'", True), ("DOUBLE", "'inf'", "'-inf'", True),
+                ("VARCHAR", "'a', 'ß'", "'a '", True), ("VARCHAR", "'İ'", "'i̇'", True), ("VARCHAR", "'x'", "'X'", True),
+                ("DECIMAL(10,2)", "1.0", "1.00", False), ("TIMESTAMPTZ", "'2000-01-01 00:00:00+00'", "'2000-01-01 01:00:00+01'", False),
+                ("VARCHAR", "''", "NULL", False), ("BIGINT", "NULL", "NULL", False)]
+
+
+def _unit_file(path: Path, dtype: str, values: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    listed = "[" + ", ".join(f"({v.strip()})::{dtype}" for v in values.split(",")) + "]"
+    con.execute(f"COPY (SELECT unnest({listed}) AS u, generate_subscripts({listed}, 1) AS v) TO '{path}' (FORMAT parquet)")
+    con.close()
+
+
+@pytest.fixture(scope="module")
+def unit_tables(tmp_path_factory):
+    """One table per case, each a folder of two Parquet files (a, b), on one Spark engine: the
+    expected verdict of each table."""
+    from dpsql.backends.spark import SparkEngine
+
+    base = tmp_path_factory.mktemp("unit_check")
+    expected = {}
+    for n, (dtype, x, y, z) in enumerate(UNIT_TYPES):
+        for form, a, b, verdict in UNIT_FORMS if n % 5 == 0 else UNIT_FORMS[:2]:  # NULLs and in-file repeats: 3 types
+            name = f"t{n}_{form}"
+            sub = {"x": x, "y": y, "z": z if dtype != "BOOLEAN" else y}
+            _unit_file(base / name / "a.parquet", dtype, ", ".join(sub.get(v.strip(), v.strip()) for v in a.split(",")))
+            _unit_file(base / name / "b.parquet", dtype, ", ".join(sub.get(v.strip(), v.strip()) for v in b.split(",")))
+            expected[name] = verdict if not (dtype == "BOOLEAN" and form == "distinct") else False
+    for n, (dtype, a, b, verdict) in enumerate(UNIT_HOSTILE):
+        _unit_file(base / f"h{n}" / "a.parquet", dtype, a)
+        _unit_file(base / f"h{n}" / "b.parquet", dtype, b)
+        expected[f"h{n}"] = verdict
+    engine = SparkEngine(base, {t: str(base / t) for t in expected}, master=MASTER)
+    yield engine, base, expected
+    engine.close()
+
+
+def test_the_unit_check_gives_the_same_verdict_through_duckdb_as_on_spark(unit_tables):
+    """Each type's unit column, a repeat only across two files, NULL units, -0.0 and 0.0, NaN,
+    mixed case, equal instants in two zones: DuckDB over the files Spark reads and Spark's own
+    check agree with each other and with the definition; the DuckDB check took each case."""
+    from dpsql.backends.duckdb import parquet_units_unique
+
+    engine, base, expected = unit_tables
+    got = {}
+    for table in expected:
+        files = engine.local_files(table)
+        assert sorted(files) == [str(base / table / "a.parquet"), str(base / table / "b.parquet")]
+        got[table] = (parquet_units_unique(files, "u", engine.schema([table])[table]["u"]),
+                      engine.units_unique_on_spark(table, "u"))
+    assert got == {t: (v, v) for t, v in expected.items()}
+
+
+def test_units_unique_on_local_files_is_duckdbs_verdict(unit_tables):
+    """The engine's check (what check_units calls) refuses a repeat only across files and a NULL
+    unit through DuckDB, and takes distinct units."""
+    engine, _, expected = unit_tables
+    for table in ("t2_distinct", "t2_repeated_across_files", "t10_null", "h0", "h10"):
+        assert engine.units_unique(table, "u") is expected[table], table
+
+
+def test_the_unit_check_keeps_spark_where_duckdb_might_read_otherwise(unit_tables, tmp_path):
+    """A unit column of another Parquet type in one file, missing from one, nested under the same
+    name in a struct, or of a type Spark reads as another (unsigned): DuckDB declines (None) and
+    Spark's check decides; a non-file URI is never read by DuckDB."""
+    from dpsql.backends.duckdb import parquet_units_unique
+
+    engine, _, _ = unit_tables
+    cases = {"types": [("INTEGER", "1"), ("BIGINT", "2")], "missing": [("INTEGER", "1"), None],
+             "unsigned": [("UINTEGER", "1"), ("UINTEGER", "2")]}
+    for name, files in cases.items():
+        for i, f in enumerate(files):
+            if f is None:
+                duckdb.execute(f"COPY (SELECT 3 AS v) TO '{tmp_path / name / 'b.parquet'}' (FORMAT parquet)")
+            else:
+                _unit_file(tmp_path / name / f"{'ab'[i]}.parquet", *f)
+    (tmp_path / "nested").mkdir()
+    duckdb.execute(f"COPY (SELECT 1 AS u, {{'u': 1}} AS s) TO '{tmp_path / 'nested' / 'a.parquet'}' (FORMAT parquet)")
+    for name, spark_type in (("types", "INTEGER"), ("missing", "INTEGER"), ("unsigned", "BIGINT"), ("nested", "INTEGER")):
+        files = sorted(str(p) for p in (tmp_path / name).iterdir())
+        assert parquet_units_unique(files, "u", spark_type) is None, name
+    assert parquet_units_unique([str(tmp_path / "types" / "a.parquet")], "u", "BIGINT") is None
+    engine._frames["elsewhere"] = type("Remote", (), {"inputFiles": lambda self: ["hdfs://nn/x/a.parquet"]})()
+    assert engine.local_files("elsewhere") is None

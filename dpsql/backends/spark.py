@@ -3,7 +3,8 @@
 The policy names a Parquet location per table (``parquet = "..."``: a local path, ``hdfs://``,
 ``s3a://``); each becomes a temporary view of this engine's own Spark session, and only
 dpsql's generated SQL runs there: the exact query (DuckDB dialect, made Spark SQL that is
-total and gives DuckDB's values by :mod:`dpsql.backends.spark_sql`), the unit check, the
+total and gives DuckDB's values by :mod:`dpsql.backends.spark_sql`), the unit check (unless
+DuckDB runs it over the very local files Spark reads: :meth:`SparkEngine.local_files`), the
 values of public tables. Analyst SQL never reaches Spark; it is parsed, validated and
 rewritten by dpsql first, and names only the registered views. As defence in depth the
 session runs with ``spark.sql.runSQLOnFiles = false`` (no ``parquet.`/path```), ANSI mode off
@@ -27,8 +28,10 @@ from decimal import Decimal
 from pathlib import Path
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from dpsql.backends.files import file_stamps
+from dpsql.backends.duckdb import parquet_units_unique
 from dpsql.backends.duckdb_local import catalog_of, schema_twin, twin_check, twin_describe
 from dpsql.backends.interrupt import StickyInterrupt
 from dpsql.backends.spark_dates import UnsupportedOnSpark
@@ -166,10 +169,12 @@ class SparkEngine:
         self._interrupt = StickyInterrupt()
         self._cancel = _Canceller(self._spark, self._tag)
         self._types: dict[str, dict[str, str]] = {}
+        self._frames: dict[str, Any] = {}
         for table, where in self._parquet.items():
             try:
                 frame = self._spark.read.parquet(where)
                 frame.createOrReplaceTempView(table)
+                self._frames[table] = frame
                 self._types[table] = {f.name.lower(): _duckdb_type(f.dataType.simpleString()) for f in frame.schema.fields}
             except Exception as exc:  # noqa: BLE001 - a missing file, not Parquet, no access
                 raise DatabaseFileError(f"Spark cannot read the Parquet data of table {table} at {where} "
@@ -205,16 +210,41 @@ class SparkEngine:
         return {t: set() for t in tables}
 
     def units_unique(self, table: str, unit: str) -> bool:
-        """One scan on Spark (pass/fail only), remembered per process while local files are unchanged."""
+        """One scan (pass/fail only), remembered per process while local files are unchanged: by
+        DuckDB over the very files Spark reads when this machine's files are what every executor
+        reads (:meth:`local_files`), in seconds where Spark took minutes; else on Spark."""
         where = self._parquet[table]
         stamp: tuple[Any, ...] = (where,)
         if "://" not in where and Path(where).exists():  # a file, or every file below a folder
             stamp = (where, *file_stamps([Path(where)]))
         key = (*stamp, table, unit)
         if key not in _UNIQUE_UNITS:
-            q = f"SELECT COUNT(*) = COUNT(DISTINCT `{unit}`) AND COUNT(`{unit}`) = COUNT(*) FROM `{table}`"
-            _UNIQUE_UNITS[key] = bool(self._collect(q)[0][0])
+            files = self.local_files(table)
+            verdict = None if files is None else parquet_units_unique(files, unit, self._types[table].get(unit.lower(), ""))
+            _UNIQUE_UNITS[key] = self.units_unique_on_spark(table, unit) if verdict is None else verdict
         return _UNIQUE_UNITS[key]
+
+    def units_unique_on_spark(self, table: str, unit: str) -> bool:
+        """The unit check on Spark: no NULL unit, no repeated one (DISTINCT: -0.0 is 0.0, NaN is NaN)."""
+        q = f"SELECT COUNT(*) = COUNT(DISTINCT `{unit}`) AND COUNT(`{unit}`) = COUNT(*) FROM `{table}`"
+        return bool(self._collect(q)[0][0])
+
+    def local_files(self, table: str) -> list[str] | None:
+        """The paths of the files Spark reads for ``table`` (``DataFrame.inputFiles()``) when each
+        is a ``file:`` URI and every executor reads this machine's files (a ``local`` master, or a
+        standalone master on loopback); else None: HDFS, S3, Spark Connect (the server's files),
+        a cluster on other hosts (its executors may hold other copies of a ``file:`` path)."""
+        try:
+            master = self._spark.sparkContext.master
+            if not (master.startswith("local") or master.startswith("spark://")
+                    and urlparse(master).hostname in ("127.0.0.1", "localhost", "::1")):
+                return None
+            uris = [urlparse(u) for u in self._frames[table].inputFiles()]
+        except Exception:  # noqa: BLE001 - Spark Connect has no sparkContext; a master with several hosts
+            return None
+        if not uris or any(u.scheme != "file" or u.netloc not in ("", "localhost") for u in uris):
+            return None
+        return [unquote(u.path) for u in uris]
 
     def public_values(self, table: str, column: str) -> list[Any]:
         return [r[0] for r in self._collect(f"SELECT DISTINCT `{column}` FROM `{table}` WHERE `{column}` IS NOT NULL ORDER BY 1")]
