@@ -192,7 +192,8 @@ def test_duckdb_is_imported_by_its_backend_alone():
                      [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
             if any(n == "duckdb" or n.startswith("duckdb.") for n in names):
                 importers.add(name)
-    assert importers == {"dpsql.backends.duckdb", "dpsql.backends.duckdb_local", "dpsql.backends.duckdb_files"}
+    assert importers == {"dpsql.backends.duckdb", "dpsql.backends.duckdb_local", "dpsql.backends.duckdb_files",
+                         "dpsql.backends.duckdb_units"}
 
 
 def test_pyspark_is_imported_by_the_spark_backend_alone():

@@ -102,12 +102,13 @@ def test_the_scan_in_passes_finds_every_repeat_and_null(tmp_path, monkeypatch, e
     """With 10 units a pass, 100 rows take 10+ passes over hash classes: a repeated unit is in one
     class and is found whichever it is; a NULL unit is found by the counting pass."""
     import dpsql.backends.duckdb as engine_module
+    from dpsql.backends import duckdb_units
 
     db = tmp_path / "u.duckdb"
     with duckdb.connect(str(db)) as con:
         con.execute(f"CREATE TABLE t (id BIGINT, v INTEGER); INSERT INTO t SELECT i, 1 FROM range(100) r(i); "
                     f"INSERT INTO t VALUES (5000, 1){extra}")
-    monkeypatch.setattr(engine_module, "UNITS_PER_PASS", 10)
+    monkeypatch.setattr(duckdb_units, "UNITS_PER_PASS", 10)
     engine = engine_module.DuckDBEngine(db)
     try:
         assert engine._units_unique_scan("t", "id") is unique

@@ -22,6 +22,8 @@ from dpsql.backends.check_bounds import bounded_below_by_zero
 from dpsql.backends import duckdb_local
 from dpsql.backends.files import file_stamps
 from dpsql.backends.duckdb_arrays import fetch_arrays
+from dpsql.backends import duckdb_units
+from dpsql.backends.duckdb_units import parquet_units_unique  # noqa: F401 - re-exported (backends/spark.py)
 from dpsql.backends.duckdb_local import DuckDBCatalog, DuckDBFinisher, Twin, catalog_of, schema_twin  # noqa: F401 - re-exported
 from dpsql.backends.interrupt import StickyInterrupt
 from dpsql.errors import DatabaseFileError, QueryRefused
@@ -38,8 +40,6 @@ CATALOG_FLOOR = 64 << 20
 _UNIQUE_UNITS: dict[tuple[Any, ...], bool] = {}
 
 _UNSIGNED = {"UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"}
-#: the most distinct privacy units one pass of the unit check holds (about 40 bytes each in DuckDB's hash table)
-UNITS_PER_PASS = 2_000_000
 
 
 def _parquet_views(parquet: dict[str, str], threads: int | None, memory_limit: int | None = None) -> duckdb.DuckDBPyConnection:
@@ -82,47 +82,6 @@ def _parquet_views(parquet: dict[str, str], threads: int | None, memory_limit: i
 
 def _sq(text: str) -> str:
     return text.replace("'", "''")
-
-
-def _unique_in_passes(run: Any, source: str, unit: str) -> bool:
-    """No NULL ``unit`` in ``source`` and no repeated one, in passes over disjoint hash classes
-    of the unit (:meth:`DuckDBEngine._units_unique_scan`)."""
-    rows, non_null = run(f'SELECT COUNT(*), COUNT("{unit}") FROM {source}')[0]
-    if rows != non_null:
-        return False
-    passes = max(1, -(-int(rows) // UNITS_PER_PASS))
-    where = (lambda i: f' WHERE hash("{unit}") % {passes} = {i}') if passes > 1 else (lambda i: "")
-    return all(run(f'SELECT COUNT(*) = COUNT(DISTINCT "{unit}") FROM {source}{where(i)}')[0][0] for i in range(passes))
-
-
-def parquet_units_unique(files: list[str], unit: str, spark_type: str) -> bool | None:
-    """Spark's unit check run by DuckDB over exactly the local Parquet files Spark reads (issue 34;
-    the same verdict: docs/scale.md); None when DuckDB might read the column otherwise than Spark
-    (not in every file under one name and Parquet type, nested, repeated, another type than
-    Spark's, a file DuckDB cannot read): Spark's own check decides then."""
-    listed = "[" + ", ".join(f"'{_sq(f)}'" for f in files) + "]"
-    con = duckdb.connect(":memory:")
-    try:
-        for setting, value in {"memory_limit": f"'{LOCKDOWN['memory_limit']}'", "allowed_paths": listed,
-                               **{k: str(v).lower() for k, v in duckdb_local.LOCKDOWN.items()}}.items():
-            con.execute(f"SET {setting} = {value}")
-        found: dict[str, list[tuple[Any, ...]]] = {}
-        for row in con.execute("SELECT file_name, name, type, converted_type, logical_type, scale, precision, type_length, "
-                               f"num_children, repetition_type FROM parquet_schema({listed}) WHERE lower(name) = lower(?)",
-                               [unit]).fetchall():
-            found.setdefault(row[0], []).append(row[1:])
-        if set(found) != set(files) or len({tuple(v) for v in found.values()}) != 1 or len(found[files[0]]) != 1 \
-                or found[files[0]][0][7] is not None or found[files[0]][0][8] == "REPEATED":
-            return None
-        source = f"read_parquet({listed})"
-        read = con.execute(f'DESCRIBE SELECT "{unit}" FROM {source}').fetchall()[0][1]
-        if {"TIMESTAMP WITH TIME ZONE": "TIMESTAMP"}.get(read, read) != spark_type:  # Spark's name for both
-            return None
-        return _unique_in_passes(lambda q: con.execute(q).fetchall(), source, unit)
-    except duckdb.Error:  # a file DuckDB cannot read: Spark's check decides
-        return None
-    finally:
-        con.close()
 
 
 class DuckDBEngine:
@@ -239,11 +198,11 @@ class DuckDBEngine:
         return _UNIQUE_UNITS[key]
 
     def _units_unique_scan(self, table: str, unit: str) -> bool:
-        """No NULL unit and no repeated one, in memory bounded by :data:`UNITS_PER_PASS` distinct
+        """No NULL unit and no repeated one, in memory bounded by :data:`duckdb_units.UNITS_PER_PASS` distinct
         values: the units are checked in passes over disjoint hash classes (a repeated value is
         always in one class), each holding about ``rows / passes`` of them. On 20M units one
         COUNT(DISTINCT) peaked at 1.1 GB; ten passes at 262 MB, in the same time (docs/performance.md)."""
-        return _unique_in_passes(self._run, f'"{table}"', unit)
+        return duckdb_units.unique_in_passes(self._run, f'"{table}"', unit)
 
     def public_values(self, table: str, column: str) -> list[Any]:
         """The distinct non-NULL values of a column of a table the policy declares public (its
