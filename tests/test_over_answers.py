@@ -349,3 +349,19 @@ def test_superset_raw_records_over_a_virtual_dataset_through_psycopg2(dpsql_serv
     finally:
         con.close()
     srv.check_ledger()
+
+
+@pytest.mark.parametrize("inner", [
+    "SELECT state, MEDIAN(age) AS med, COUNT(age) AS n FROM persons GROUP BY state",
+    "SELECT state, SUM(payann) / SUM(employees) AS r, MEDIAN(employees) AS m FROM establishments GROUP BY state",
+], ids=["quantile_rank_interval", "derived_ratio"])
+def test_every_error_column_kind_is_a_column_of_the_derived_table(demo, inner):
+    """σ, a quantile's rank interval (possibly NULL), a derived ratio's ±: ``SELECT *`` over the
+    subquery shows exactly the columns and values the subquery shows alone (run after it: free)."""
+    with dpsql.connect(*demo, error_columns="all", _random_source=seeded_random(21)) as c:
+        star = c.execute(f"SELECT * FROM ({inner}) AS t ORDER BY 1")
+        got = ([d[0] for d in star.description], star.fetchall())
+        alone = c.execute(f"{inner} ORDER BY 1")
+        assert got == ([d[0] for d in alone.description], alone.fetchall())
+        assert len(c.session.ledger.charges) == 1
+        assert any(n.endswith("_rank_hi") for n in got[0]) and any(n.endswith("_sigma") for n in got[0])
