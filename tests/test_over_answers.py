@@ -251,3 +251,117 @@ def test_superset_6_sql_through_psycopg2(dpsql_server):
         assert any("series limit read from the released cells" in n for n in con.notices)
     finally:
         con.close()
+
+
+#: a virtual dataset of an aggregate (SQL Lab, "Save as dataset") and the query a Table chart in raw
+#: records mode sends over it, naming the ± columns Superset synced from the answer's description
+VIRTUAL = "SELECT state, AVG(age) AS avg_age, COUNT(*) AS persons FROM persons GROUP BY state"
+RAW_RECORDS = ("SELECT state AS state, avg_age AS avg_age, avg_age_moe95 AS avg_age_moe95, persons AS persons, "
+               f"persons_moe95 AS persons_moe95 FROM ({VIRTUAL}) AS virtual_table LIMIT 1000")
+
+
+def _by_state(cur) -> dict[str, dict[str, object]]:
+    names = [d[0] for d in cur.description]
+    return {row[0]: dict(zip(names, row)) for row in cur.fetchall()}
+
+
+@pytest.mark.parametrize("mode", ["on", "all"])
+def test_the_inner_answers_error_columns_are_columns_of_the_derived_table(con, mode):
+    """With error columns on, the derived table has the inner answer's ± columns, the same names
+    and values the inner shows alone (run again here: the same release, free); one charge."""
+    con.execute(f"SET dpsql.error_columns = {mode}")
+    star = con.execute(f"SELECT * FROM ({VIRTUAL}) AS t")
+    star_names = [d[0] for d in star.description]
+    star_rows = star.fetchall()
+    outer = con.execute(RAW_RECORDS)
+    assert [d[0] for d in outer.description] == ["state", "avg_age", "avg_age_moe95", "persons", "persons_moe95"]
+    got = _by_state(outer)
+    inner = con.execute(VIRTUAL)
+    inner_names = [d[0] for d in inner.description]
+    inner_rows = inner.fetchall()
+    assert len(_charges(con)) == 1 and _charges(con)[0].query == VIRTUAL  # one release, its own text
+    expected = {"on": ["state", "avg_age", "persons", "avg_age_moe95", "persons_moe95"],
+                "all": ["state", "avg_age", "persons", "avg_age_moe95", "avg_age_sigma", "persons_moe95",
+                        "persons_sigma"]}[mode]
+    assert inner_names == expected and star_names == inner_names and star_rows == inner_rows
+    want = {r[0]: dict(zip(inner_names, r)) for r in inner_rows}
+    assert set(got) == set(want) and len(got) > 40
+    for state, row in got.items():
+        assert row == {k: want[state][k] for k in row}  # each ± under its own name, row by row
+        assert row["persons_moe95"] > 0 and row["avg_age_moe95"] > 0  # margins, not copies of values
+
+
+def test_error_columns_of_a_reused_inner_answer(con):
+    """The inner released with error columns off, then read with them on: the stored answer keeps
+    its per-row errors (pipeline/reuse.py), so the derived table has them, still one charge."""
+    plain = con.execute(VIRTUAL).fetchall()
+    con.execute("SET dpsql.error_columns = on")
+    got = _by_state(con.execute(RAW_RECORDS))
+    inner = _by_state(con.execute(VIRTUAL))
+    assert len(_charges(con)) == 1
+    assert {r[0]: (r[1], r[2]) for r in plain} == {s: (r["avg_age"], r["persons"]) for s, r in got.items()}
+    assert all(row == {k: inner[s][k] for k in row} for s, row in got.items())
+
+
+def test_error_columns_are_unknown_columns_when_they_are_off(con):
+    """Off (the default, or set off again after a release with them on): naming a ± column is an
+    unknown column of the derived table, refused in phase 1 with nothing (more) charged."""
+    with pytest.raises(DpsqlError) as err:
+        con.execute(RAW_RECORDS)
+    assert err.value.code == "DP124" and _charges(con) == []
+    con.execute("SET dpsql.error_columns = on")
+    con.execute(RAW_RECORDS)
+    con.execute("SET dpsql.error_columns = off")
+    with pytest.raises(DpsqlError) as err:
+        con.execute(RAW_RECORDS)
+    assert err.value.code == "DP124" and len(_charges(con)) == 1
+    assert [d[0] for d in con.execute(f"SELECT * FROM ({VIRTUAL}) t").description] == ["state", "avg_age", "persons"]
+
+
+def test_superset_raw_records_over_a_virtual_dataset_through_psycopg2(dpsql_server):
+    """Over the wire, as Superset sends it (psycopg2, libpq ``options`` turning error columns on,
+    as a BI tool configured by URL does): the ± columns of the virtual dataset are the inner's,
+    one charge; without error columns the same chart query is refused, nothing charged."""
+    psycopg2 = pytest.importorskip("psycopg2")
+    srv, user = dpsql_server, "superset_moe"
+    srv.add_user(user, cli=False)
+    off = psycopg2.connect(srv.dsn(user))
+    off.autocommit = True
+    try:
+        with pytest.raises(psycopg2.Error) as err:
+            off.cursor().execute(RAW_RECORDS)
+        assert "DP124" in str(err.value) and srv.charges(user) == []
+    finally:
+        off.close()
+    con = psycopg2.connect(srv.dsn(user), options="-c dpsql.error_columns=on")
+    con.autocommit = True
+    try:
+        cur = con.cursor()
+        cur.execute(RAW_RECORDS)
+        got = _by_state(cur)
+        cur.execute(RAW_RECORDS)  # a refresh of the chart
+        assert _by_state(cur) == got
+        cur.execute(VIRTUAL)
+        inner = _by_state(cur)
+        assert len(srv.charges(user)) == 1
+        assert set(got) == set(inner) and all(row == {k: inner[s][k] for k in row} for s, row in got.items())
+        assert all(row["avg_age_moe95"] > 0 and row["persons_moe95"] > 0 for row in got.values())
+    finally:
+        con.close()
+    srv.check_ledger()
+
+
+@pytest.mark.parametrize("inner", [
+    "SELECT state, MEDIAN(age) AS med, COUNT(age) AS n FROM persons GROUP BY state",
+    "SELECT state, SUM(payann) / SUM(employees) AS r, MEDIAN(employees) AS m FROM establishments GROUP BY state",
+], ids=["quantile_rank_interval", "derived_ratio"])
+def test_every_error_column_kind_is_a_column_of_the_derived_table(demo, inner):
+    """σ, a quantile's rank interval (possibly NULL), a derived ratio's ±: ``SELECT *`` over the
+    subquery shows exactly the columns and values the subquery shows alone (run after it: free)."""
+    with dpsql.connect(*demo, error_columns="all", _random_source=seeded_random(21)) as c:
+        star = c.execute(f"SELECT * FROM ({inner}) AS t ORDER BY 1")
+        got = ([d[0] for d in star.description], star.fetchall())
+        alone = c.execute(f"{inner} ORDER BY 1")
+        assert got == ([d[0] for d in alone.description], alone.fetchall())
+        assert len(c.session.ledger.charges) == 1
+        assert any(n.endswith("_rank_hi") for n in got[0]) and any(n.endswith("_sigma") for n in got[0])

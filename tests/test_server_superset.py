@@ -4,7 +4,9 @@ The fixtures (tests/fixtures/pgwire/superset/*.sql) were captured by the scripte
 (scripts/superset/run.py --fixtures, through scripts/superset/serve_recording.py): server
 pagination's page query and its ``rowcount_qry``, a time series with a series limit
 (``mme_inner__``) on a table and on a SQL Lab virtual dataset (``virtual_table``), a filter's
-value list of a public and of a private key, and Explore's Samples pane. Each is replayed through
+value list of a public and of a private key, Explore's Samples pane, and a raw records Table chart
+on a virtual dataset of an aggregate reading its ± columns (replayed with the file's ``-- options:
+-c dpsql.error_columns=on``). Each is replayed through
 libpq's extended protocol (psycopg's ``exec_params``, values bound as text, as psycopg2
 interpolates them) by an analyst of its own, and must be:
 
@@ -71,7 +73,8 @@ def replay(conn: Any, path: Path, statements: list[tuple[str, list[Any], str | N
 
 def test_every_captured_shape_is_here() -> None:
     assert {p.stem for p in FIXTURES} == {"pagination_rowcount", "series_limit", "series_limit_virtual",
-                                          "filter_values_public_key", "filter_values_private_key", "samples_pane"}
+                                          "filter_values_public_key", "filter_values_private_key", "samples_pane",
+                                          "error_columns_virtual"}
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
@@ -79,7 +82,8 @@ def test_superset_sql_is_answered_with_one_charge_per_release(path: Path, dpsql_
     charges, statements = load(path)
     user = "ss_" + path.stem.replace("_", "")[:20]
     dpsql_server.add_user(user, cli=False)
-    with dpsql_server.connect(user) as conn:
+    options = [ln.split(": ", 1)[1] for ln in path.read_text().splitlines() if ln.startswith("-- options: ")]
+    with dpsql_server.connect(user, **({"options": options[0]} if options else {})) as conn:
         replay(conn, path, statements)
         assert len(dpsql_server.charges(user)) == charges, dpsql_server.charges(user)
         replay(conn, path, statements)  # the dashboard reloaded: the answers already released, free

@@ -4,7 +4,11 @@ screenshot it, and run a saved SQL Lab query as the analyst with error columns o
 result grid (Superset's chart data API keeps only the columns a chart asked for, so a chart's table
 drops the ``_moe95`` columns; SQL Lab shows every column the server returns).
 
-    python browser.py BASE_URL DASHBOARD_ID SAVED_QUERY_ID IMAGES_DIR LOADS
+A chart does show them when it reads them as columns: with CHART_ID (a Table chart in raw records
+mode on a virtual dataset of an aggregate, its ``_moe95`` columns synced with error columns on),
+that chart is opened standalone and screenshot too.
+
+    python browser.py BASE_URL DASHBOARD_ID SAVED_QUERY_ID IMAGES_DIR LOADS [CHART_ID]
 
 Debian's chromium and chromium-driver (``apt-get install -y chromium chromium-driver``).
 """
@@ -54,7 +58,7 @@ def settle(d: webdriver.Chrome, seconds: float = 90) -> int:
     return len(d.find_elements(By.CSS_SELECTOR, "[data-test=chart-container], .chart-container"))
 
 
-def main(base: str, dashboard: str, saved_query: str, images: str, loads: str) -> int:
+def main(base: str, dashboard: str, saved_query: str, images: str, loads: str, chart: str = "") -> int:
     out = Path(images)
     out.mkdir(parents=True, exist_ok=True)
     d = driver()
@@ -76,6 +80,14 @@ def main(base: str, dashboard: str, saved_query: str, images: str, loads: str) -
                                                                                 ".ag-row, [role=row]"))
         time.sleep(3)
         d.save_screenshot(str(out / "superset_sqllab_error_columns.png"))
+        if chart:
+            d.get(f"{base}/explore/?slice_id={chart}&standalone=1")
+            WebDriverWait(d, 120).until(lambda x: x.find_elements(By.CSS_SELECTOR, "table tbody tr"))
+            settle(d, 30)
+            heads = [h.text.strip() for h in d.find_elements(By.CSS_SELECTOR, "table thead th")]
+            print(f"chart {chart}: columns {heads}, "
+                  f"{len(d.find_elements(By.CSS_SELECTOR, 'table tbody tr'))} rows shown", flush=True)
+            d.save_screenshot(str(out / "superset_chart_error_columns.png"))
         print("screenshots written", flush=True)
     finally:
         d.quit()

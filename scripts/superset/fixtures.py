@@ -9,6 +9,7 @@ step of the run, in the format of tests/fixtures/pgwire (tests/pgwire_catalog.py
 header lines of its own::
 
     -- charges: N            the charges a fresh analyst's replay of the whole file costs (the target)
+    -- options: -c ...       libpq options of the replay's connection (error columns on)
     -- refused: DPxxx        before a statement: the code it is refused with, nothing charged (written
                              only where a refusal is the target: the Samples pane's count and raw rows; where
                              dpsql refuses today what it should answer, the fixture holds the target)
@@ -45,6 +46,12 @@ FIXTURES: dict[str, tuple[str, str, int]] = {
                                  "public keyset (free)", 0),
     "filter_values_private_key": ("filter_values_private_key", "Superset 6.1 native filter's value list of a private key "
                                   "(county): SELECT DISTINCT through partition selection (one release)", 1),
+    "error_columns_virtual": ("error_columns_chart", "Superset 6.1 as an analyst with error columns on: POST "
+                              "/api/v1/dataset/ of a virtual dataset of an aggregate runs its SQL with LIMIT 1 (one "
+                              "release; the columns synced, avg_age_moe95 and persons_moe95 included), then a Table "
+                              "chart in raw records mode over it reads them: SELECT ... avg_age_moe95 ... FROM "
+                              "(<virtual sql>) AS virtual_table LIMIT 1000, the release shown again (free), as is SQL Lab's run of "
+                              "the same aggregate (ORDER BY state LIMIT 1001)", 1),
     "samples_pane": ("samples", "Superset 6.1 Explore's Samples pane, POST /datasource/samples: a COUNT(*) of the "
                      "dataset, refused (DP128: the pane shows it only with the sample's rows, which a private table "
                      "never shows), so Superset stops there and shows the refusal; the sample's rows (as captured "
@@ -56,13 +63,16 @@ def private(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e for e in entries if e["way"] == "private" and not e["sql"].lower().lstrip().startswith(("set ", "show "))]
 
 
+#: libpq options of a fixture's connection (``-- options:``, replayed with them)
+OPTIONS = {"error_columns_virtual": "-c dpsql.error_columns=on"}
+
 #: the fixtures whose refusals are the target (raw rows of a private table are never answered)
 REFUSALS_ARE_TARGET = {"samples_pane"}
 
 
 def write(name: str, what: str, charges: int, entries: list[dict[str, Any]]) -> None:
     out = [f"-- {what}", "-- captured by scripts/superset/run.py (apache-superset 6.1.0, psycopg2) against dpsql serve "
-           "on the demo database", f"-- charges: {charges}"]
+           "on the demo database", f"-- charges: {charges}"] + ([f"-- options: {OPTIONS[name]}"] if name in OPTIONS else [])
     for e in entries:
         out.append("")
         if name in REFUSALS_ARE_TARGET and e.get("error", "").startswith("DP"):
@@ -83,6 +93,8 @@ def main(argv: list[str]) -> int:
     for name, (step, what, charges) in FIXTURES.items():
         if step == "series_limit":
             entries = [e for e in private(log) if "mme_inner__" in e["sql"] and "virtual_table" not in e["sql"]][:1]
+        elif step == "error_columns_chart":  # the dataset's creation (in build) and the chart's loads
+            entries = [e for e in private(log) if "avg_age" in e["sql"]]
         else:
             first, last = results[step]["statements"]
             entries = private(log[first:last])

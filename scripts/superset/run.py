@@ -25,12 +25,16 @@ What it does, in order (docs/bi.md, "A scripted Superset run", has the numbers i
    for ``analyst_pm``), the dataset ``establishments``, a virtual dataset (:data:`VIRTUAL_SQL`) with a
    series-limit chart of its own (not on the dashboard), four charts (a table by state with
    AVG(employees), a bar chart by naics2, a monthly time series of ``opened`` by naics2 with a
-   series limit of 5, a big number), one dashboard holding them.
+   series limit of 5, a big number), one dashboard holding them; for ``analyst_pm`` a virtual
+   dataset of an aggregate (:data:`PM_VIRTUAL_SQL`: its ``_moe95`` columns synced from the answer)
+   and a Table chart in raw records mode over it that shows them.
 4. The dashboard loaded ``--loads`` times through ``/api/v1/chart/data`` (each chart's saved
    query context, ``force``; the charges of each chart on each load), then the virtual dataset's
    chart twice, the Samples pane, the table chart with server pagination (the
-   page query and its ``rowcount_qry``), a filter's value list; after each step the analyst's
-   charges are read from the server's ledger with ``dpsql ledger --state DIR --analyst …``.
+   page query and its ``rowcount_qry``), a filter's value list, ``analyst_pm``'s charts (the raw
+   records chart twice); after each step the analyst's charges are read from the server's ledger
+   with ``dpsql ledger --state DIR --analyst …``. With ``--browser`` the raw records chart is
+   also opened in Chromium and screenshot (docs/images/superset_chart_error_columns.png).
 """
 
 from __future__ import annotations
@@ -277,7 +281,41 @@ def virtual(api: Api, db: int) -> tuple[int, dict[str, Any]]:
     return ds["id"], {**line, "id": chart["id"]}
 
 
-def build(api: Api, dsn: str, dsn_pm: str) -> dict[str, Any]:
+#: analyst_pm's virtual dataset of an aggregate (SQL Lab, "Save as dataset"); with error columns on,
+#: Superset syncs its ± columns from the answer's description, and a Table chart in raw records
+#: mode reads them as columns of the derived table (docs/sql.md, "SQL over released answers")
+PM_VIRTUAL_SQL = "SELECT state, AVG(age) AS avg_age, COUNT(*) AS persons FROM persons GROUP BY state"
+PM_COLUMNS = ["state", "avg_age", "avg_age_moe95", "persons", "persons_moe95"]
+
+
+def virtual_moe(api: Api, db: int) -> tuple[int, dict[str, Any], list[str]]:
+    """analyst_pm's virtual dataset (:data:`PM_VIRTUAL_SQL`, created with its SQL: Superset runs it
+    with ``LIMIT 1`` for the columns, an aggregate dpsql answers) and a Table chart in raw records
+    mode over it showing :data:`PM_COLUMNS`. Returns (dataset, chart, the dataset's synced columns)."""
+    ds = api.call("POST", "/api/v1/dataset/", {"database": db, "schema": "main", "table_name": "persons_by_state",
+                                               "sql": PM_VIRTUAL_SQL})
+    if "id" not in ds:
+        raise SystemExit(f"POST /api/v1/dataset/ (persons_by_state, virtual): {ds}")
+    synced = [c["column_name"] for c in api.call("GET", f"/api/v1/dataset/{ds['id']}")["result"]["columns"]]
+    two = {"d3NumberFormat": ",.2f"}
+    fd = {"datasource": f"{ds['id']}__table", "viz_type": "table", "query_mode": "raw", "all_columns": PM_COLUMNS,
+          "order_by_cols": [], "row_limit": 1000, "server_pagination": False, "show_cell_bars": False,
+          "column_config": {"avg_age": two, "avg_age_moe95": two}}
+    # no "metrics": with them (even []) Superset groups by every column; the raw records chart sends none
+    q = {"columns": PM_COLUMNS, "orderby": [], "row_limit": 1000, "filters": [],
+         "extras": {"having": "", "where": ""}, "post_processing": []}
+    name = "persons by state: average age and count, each with its ± (virtual dataset, error columns on)"
+    qc = {"datasource": {"id": ds["id"], "type": "table"}, "force": True, "queries": [q], "form_data": fd,
+          "result_format": "json", "result_type": "full"}
+    chart = api.call("POST", "/api/v1/chart/", {"slice_name": name, "viz_type": "table", "datasource_id": ds["id"],
+                                                "datasource_type": "table", "params": json.dumps(fd),
+                                                "query_context": json.dumps(qc)})
+    if "id" not in chart:
+        raise SystemExit(f"POST /api/v1/chart/ (persons_by_state): {chart}")
+    return ds["id"], {"name": name, "viz_type": "table", "form_data": fd, "query_context": qc, "id": chart["id"]}, synced
+
+
+def build(api: Api, dsn: str, dsn_pm: str, run: Run | None = None) -> dict[str, Any]:
     made: dict[str, Any] = {}
     for key, name, uri in (("db", "dpsql demo", dsn), ("db_pm", "dpsql demo (error columns)", dsn_pm)):
         db = api.call("POST", "/api/v1/database/", {"database_name": name, "sqlalchemy_uri": uri, "expose_in_sqllab": True,
@@ -309,6 +347,9 @@ def build(api: Api, dsn: str, dsn_pm: str) -> dict[str, Any]:
     if "id" not in chart:
         raise SystemExit(f"POST /api/v1/chart/: {chart}")
     made["chart_pm"] = {**pm, "id": chart["id"]}
+    n0 = len(run.charges("analyst_pm")) if run is not None else 0
+    made["dataset_pm_virtual"], made["chart_pm_virtual"], made["dataset_pm_virtual_columns"] = virtual_moe(api, made["db_pm"])
+    made["dataset_pm_virtual_charges"] = len(run.charges("analyst_pm")) - n0 if run is not None else None
     saved = api.call("POST", "/api/v1/saved_query/", {"db_id": made["db_pm"], "schema": "main", "label": "persons by state, with error columns",
                                                       "sql": "SELECT state, AVG(age) AS avg_age, COUNT(*) AS persons\nFROM persons\n"
                                                              "GROUP BY state\nORDER BY state"})
@@ -401,6 +442,19 @@ def measure(run: Run, api: Api, made: dict[str, Any], loads: int) -> dict[str, A
     out["error_columns"] = {"colnames": first.get("colnames"), "rows": (first.get("data") or [])[:3],
                             "charges": len(run.charges("analyst_pm")) - n0}
     say(f"table chart as analyst_pm (error columns on): columns {out['error_columns']['colnames']}")
+    loads_pm = []
+    for _ in range(2):  # the chart, then a refresh
+        n0 = len(run.charges("analyst_pm"))
+        answer = api.call("POST", "/api/v1/chart/data", made["chart_pm_virtual"]["query_context"])
+        first = (answer.get("result") or [{}])[0]
+        loads_pm.append({"status": answer.get("_status", 200), "colnames": first.get("colnames"),
+                         "rows": (first.get("data") or [])[:3], "rowcount": first.get("rowcount"),
+                         "error": first.get("error") or answer.get("message"),
+                         "charges": len(run.charges("analyst_pm")) - n0})
+    out["error_columns_chart"] = {"dataset_columns": made["dataset_pm_virtual_columns"],
+                                  "dataset_charges": made["dataset_pm_virtual_charges"], "loads": loads_pm}
+    say(f"raw-records table chart on analyst_pm's virtual dataset: dataset columns {made['dataset_pm_virtual_columns']} "
+        f"(creating it: {made['dataset_pm_virtual_charges']} charges); loads: {loads_pm}")
     return out
 
 
@@ -429,6 +483,16 @@ def summary(r: dict[str, Any]) -> str:
                      + (f", {error[0]}" if error and step["status"] != 200 else ""))
     lines.append(f"  analyst_pm (--error-columns on), table chart through /api/v1/chart/data: columns "
                  f"{r['error_columns']['colnames']}, first rows {r['error_columns'].get('rows')}")
+    c = r["error_columns_chart"]
+    lines.append(f"  analyst_pm's virtual dataset ({PM_VIRTUAL_SQL}): synced columns {c['dataset_columns']}, "
+                 f"{c['dataset_charges']} charges to create it")
+    for i, load in enumerate(c["loads"]):
+        lines.append(f"  {'  again' if i else 'its raw-records table chart through /api/v1/chart/data'}: "
+                     f"{load['charges']} charges, HTTP {load['status']}, columns {load['colnames']}"
+                     + (f", first rows {load['rows']}" if not i else "") + (f", error {load['error']}" if load["error"] else ""))
+    if "browser" in r:
+        lines.append(f"  that chart in headless Chromium (Explore, screenshot): {r['browser']['pm_charges_after'] - r['browser']['pm_charges_before']} "
+                     f"more charges; analyst_pm's charges in all: {r['browser']['pm_charges_after']}")
     return "\n".join(lines)
 
 
@@ -452,16 +516,19 @@ def main(argv: list[str]) -> int:
         say(f"superset on {base}")
         api = Api(base)
         made = build(api, f"postgresql+psycopg2://analyst:{PASSWORD}@127.0.0.1:{port}/demo",
-                     f"postgresql+psycopg2://analyst_pm:{PASSWORD}@127.0.0.1:{port}/demo")
+                     f"postgresql+psycopg2://analyst_pm:{PASSWORD}@127.0.0.1:{port}/demo", run)
         say(f"database {made['db']}, dataset {made['dataset']}, charts {[c['id'] for c in made['charts']]}, "
             f"dashboard {made['dashboard']}")
         results = measure(run, api, made, args.loads)
         results["chart_names"] = [c["name"] for c in made["charts"]]
         if args.browser:
-            results["browser"] = {"charges_before": len(run.charges("analyst"))}
+            results["browser"] = {"charges_before": len(run.charges("analyst")),
+                                  "pm_charges_before": len(run.charges("analyst_pm"))}
             done = subprocess.run([str(args.venv / "bin" / "python"), str(HERE / "browser.py"), base,
                                    str(made["dashboard"]), str(made["saved_query"]), str(ROOT / "docs" / "images"),
-                                   str(args.loads)], capture_output=True, text=True, timeout=1800)
+                                   str(args.loads), str(made["chart_pm_virtual"]["id"])],
+                                  capture_output=True, text=True, timeout=1800)
+            results["browser"]["pm_charges_after"] = len(run.charges("analyst_pm"))
             say(done.stdout + done.stderr)
             n = len(run.charges("analyst"))
             results["browser"].update(stdout=done.stdout, charges_total_after=n)
