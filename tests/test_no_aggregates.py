@@ -27,13 +27,16 @@ def _keyset(policy, table: str, key: str) -> list[str]:
 def _counting_runs(session) -> list[str]:
     """Every query the engine runs on the data file, recorded as it runs (a spy, not a stand-in)."""
     ran: list[str] = []
-    real = session.engine.run
 
-    def run(sql, *args, **kwargs):
-        ran.append(sql)
-        return real(sql, *args, **kwargs)
+    def spy(real):
+        def run(sql, *args, **kwargs):
+            ran.append(sql)
+            return real(sql, *args, **kwargs)
+        return run
 
-    session.engine.run = run
+    for name in ("run", "run_columns", "run_arrays"):  # rows, a large answer's columns, a quantile's values
+        if hasattr(session.engine, name):
+            setattr(session.engine, name, spy(getattr(session.engine, name)))
     return ran
 
 

@@ -121,8 +121,13 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         return _duckdb_common_decimal(node)
     if isinstance(node, exp.Try):
         return node.this
-    if isinstance(node, exp.Anonymous) and node.name.upper() in ("HISTOGRAM", "LIST_REDUCE"):  # quantiles (sql/quantiles.py)
+    if isinstance(node, exp.Anonymous) and node.name.upper() in ("HISTOGRAM", "LIST_REDUCE") \
+            or isinstance(node, exp.ArrayAgg):  # quantiles (sql/quantiles.py: a histogram, or each group's values)
         raise UnsupportedOnSpark("MEDIAN (and every quantile)")
+    numbers = _INTEGER | _FLOAT | _DECIMAL
+    if isinstance(node, (exp.And, exp.Or)) and (_kind(node.left) in numbers or _kind(node.right) in numbers) \
+            or isinstance(node, (exp.Not, exp.Where)) and _kind(node.this) in numbers:  # DuckDB casts it to BOOLEAN
+        raise UnsupportedOnSpark("a number as a condition (WHERE x: write WHERE x <> 0)")
     if isinstance(node, exp.Abs) and isinstance(node.this, exp.Cast) and node.this.to.is_type(exp.DataType.Type.INT128):
         raise UnsupportedOnSpark("VARIANCE / STDDEV (a HUGEINT sum of split squares: sql/spread.py)")
     if (date := rewrite_date(node)) is not None:

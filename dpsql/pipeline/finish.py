@@ -101,12 +101,12 @@ def _projected(plan: Plan, columns: dict[str, Any]
             values.append(v.tolist() if hasattr(v, "tolist") else v)
             continue
         kinds = set(map(type, v))
-        if kinds == {str}:
+        if kinds == {str} or kinds == {str, type(None)}:  # a text key's NULL group (sql/null_keys.py): VARCHAR in DuckDB too
             types.append("VARCHAR")
         elif kinds == {int} and _INT64[0] <= min(v) and max(v) <= _INT64[1]:
             types.append("BIGINT")
         else:
-            return None  # dates, decimals, NULL keys, ...: as DuckDB types them
+            return None  # dates, decimals, an integer key with NULL (DuckDB types it INTEGER), ...: as DuckDB types them
         values.append(v)  # the release's list, only read from here on
     return list(plan.finish_names), types, values
 
