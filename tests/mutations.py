@@ -288,7 +288,11 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("kappa_set_ignored_by_selection",
              "partition selection keeps groups at the largest declared κ, not the grouping's κ_C the charge states",
              (Patch("dpsql/pipeline/release.py", "_select(kept_of, counts, sel, rng, plan.table.max_groups or 1)",
-                    "_select(kept_of, counts, sel, rng, max([plan.table.max_groups or 1, *plan.table.max_groups_by.values()]))"),),
+                    "_select(kept_of, counts, sel, rng, max([plan.table.max_groups or 1, *plan.table.max_groups_by.values()]))"),
+              # the same κ where a selection's exact rows come as columns (pipeline/columnar.py, issue 34)
+              Patch("dpsql/pipeline/columnar.py", "keep, _ = keep_mask(cols.arrays[-1], d.selection, rng, d.plan.table.max_groups or 1)",
+                    "keep, _ = keep_mask(cols.arrays[-1], d.selection, rng, max([d.plan.table.max_groups or 1, "
+                    "*d.plan.table.max_groups_by.values()]))")),
              (f"{KAPPA_BY}::test_selection_runs_at_the_kappa_of_the_set",)),
     Mutation("kappa_set_applied_to_a_grouping_it_does_not_cover",
              "a declared set bounds a grouping that reads a column outside it (it holds only some of the keys' columns)",
