@@ -1,8 +1,7 @@
 """The quantile-only exact query (issue 34): each group's values (``quantiles.values_sql``), fetched
-as the engine fetches them and counted into bins in numpy (``em_runs.value_entries``), and the
-earlier GROUP BY group, bin form (``quantiles.binned_sql``), both against the sparse histogram
-(``quantiles.histogram_sql``, counted by DuckDB) on hostile values; their totality proofs (the
-final check accepts them, tampered forms are refused), and the end-to-end path."""
+as the engine fetches them and counted into bins in numpy (``em_runs.value_entries``), against
+the sparse histogram (``quantiles.histogram_sql``, counted by DuckDB) on hostile values; its
+totality proof (the final check accepts it, tampered forms are refused), and the end-to-end path."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from dpsql.policy.model import QuantileGrid
 from dpsql.sql.final_check import check_final
 from dpsql.backends.duckdb_arrays import fetch_arrays
 from dpsql.privacy.em_runs import value_entries
-from dpsql.sql.quantiles import OTHER_BIN, binned_sql, histogram_sql, values_sql
+from dpsql.sql.quantiles import OTHER_BIN, histogram_sql, values_sql
 from dpsql.testing import seeded_random
 from tests.test_many_rows import assert_refused_by_the_final_check
 
@@ -32,12 +31,10 @@ def _hostile(grid: QuantileGrid) -> list[int | None]:
     return [v for v in out if v is None or -2**63 <= v < 2**63]
 
 
-def _both(con, grid: QuantileGrid, column: str, value: str, key: str = "INTEGER") -> tuple[dict, dict]:
-    old = (f"SELECT g, {histogram_sql(value, grid.bounds())}, COUNT(*) FROM t GROUP BY g")
-    new = binned_sql([("g", "g")], value, "t", grid.candidates(), grid.scale, ["p"], "n")
-    check_final(new, {"g": key, column: con.execute(f"SELECT typeof({column}) FROM t LIMIT 1").fetchone()[0]})
-    return ({g: (h, n) for g, h, n in con.execute(old).fetchall()},
-            {g: (h, n) for g, h, n in con.execute(new).fetchall()})
+def _histograms(con, value: str, grid: QuantileGrid) -> dict:
+    """{group: ([bins, counts] or NULL, rows)}: DuckDB's own HISTOGRAM form, the oracle."""
+    sql = f"SELECT g, {histogram_sql(value, grid.bounds())}, COUNT(*) FROM t GROUP BY g"
+    return {g: (h, n) for g, h, n in con.execute(sql).fetchall()}
 
 
 def _values_form(con, grid: QuantileGrid, column: str, value: str, key: str = "INTEGER") -> dict:
@@ -68,7 +65,7 @@ def test_value_counts_equal_the_histograms_on_hostile_bigints(grid):
     con.execute("CREATE TABLE t (g INTEGER, v BIGINT)")
     rows = [[i % 7, v] for i, v in enumerate(values)] + [[None, v] for v in values[::3]] + [[99, None], [99, None]]
     con.executemany("INSERT INTO t VALUES (?, ?)", rows)
-    old, _ = _both(con, grid, "v", "v")
+    old = _histograms(con, "v", grid)
     new = _values_form(con, grid, "v", "v")
     assert _as_dicts(old) == new
     assert new[99] == ({}, 2) and len(new) == 9
@@ -85,7 +82,7 @@ def test_value_counts_equal_the_histograms_on_hostile_doubles():
         con = duckdb.connect()
         con.execute(f"CREATE TABLE t (g {key}, x DOUBLE)")
         con.executemany("INSERT INTO t VALUES (?, ?)", [[keys[i % 5], v] for i, v in enumerate(values)])
-        old, _ = _both(con, grid, "x", "TRY_CAST(ROUND(x) AS BIGINT)", key)
+        old = _histograms(con, "TRY_CAST(ROUND(x) AS BIGINT)", grid)
         assert _as_dicts(old) == _values_form(con, grid, "x", "TRY_CAST(ROUND(x) AS BIGINT)", key)
 
 
@@ -127,57 +124,6 @@ def test_values_sql_passes_the_final_check_and_tampered_forms_do_not():
         check_final(values_sql([("g", "g")], "v", "t", grid.candidates(), ["p"], None), {"g": "INTEGER", "v": "VARCHAR"})
 
 
-@pytest.mark.parametrize("grid", GRIDS, ids=lambda g: f"{g.scale}-{g.lo}-{g.hi}-{g.points}")
-def test_binned_counts_equal_the_histograms_on_hostile_bigints(grid):
-    """Per group (one of every value, spread over groups, a NULL group key, a group of NULLs
-    only): the same [bins, counts] lists, key for key and in the same order, and the same rows."""
-    values = _hostile(grid)
-    con = duckdb.connect()
-    con.execute("CREATE TABLE t (g INTEGER, v BIGINT)")
-    rows = [[i % 7, v] for i, v in enumerate(values)] + [[None, v] for v in values[::3]] + [[99, None], [99, None]]
-    con.executemany("INSERT INTO t VALUES (?, ?)", rows)
-    old, new = _both(con, grid, "v", "v")
-    assert old == new
-    assert new[99] == ([None, None], 2)
-
-
-def test_binned_counts_equal_the_histograms_on_hostile_doubles():
-    """A DOUBLE measure as dpsql reads it (TRY_CAST(ROUND(x) AS BIGINT)): NaN, ±inf, values past
-    BIGINT, halves next to the bounds — the same lists as today's form."""
-    grid = QuantileGrid(0, 10**6, "log", 100)
-    values = [float("nan"), float("inf"), float("-inf"), 1e300, -1e300, 9.3e18, -9.3e18, -0.5, 0.5, 0.49, 1.5]
-    values += [b + d for b in grid.bounds() for d in (-0.5, 0.0, 0.5, 0.51)]
-    con = duckdb.connect()
-    con.execute("CREATE TABLE t (g INTEGER, x DOUBLE)")
-    con.executemany("INSERT INTO t VALUES (?, ?)", [[i % 5, v] for i, v in enumerate(values)])
-    old, new = _both(con, grid, "x", "TRY_CAST(ROUND(x) AS BIGINT)")
-    assert old == new
-
-
-def test_binned_sql_passes_the_final_check_and_tampered_forms_do_not():
-    """What makes each step total is checked on the text: tampering with any of it is refused."""
-    grid = QuantileGrid(0, 10**8, "log", 1000)
-    sql = binned_sql([("g", "g")], "v", "t", grid.candidates(), grid.scale, ["p"], "n")
-    types = {"g": "INTEGER", "v": "BIGINT"}
-    check_final(sql, types)
-    ln = sql[sql.index("LN("):sql.index(", 1.0))") + len(", 1.0))")]
-    start = sql.index("array_extract('[") + len("array_extract(")
-    first_array = sql[start:sql.index("]'::BIGINT[", start) + len("]'::BIGINT[")]
-    tampered = [
-        sql.replace(ln, ln.replace("GREATEST(", "(", 1).replace(", 1.0)", ")", 1), 1),  # LN of any value: LN(-1) fails
-        sql.replace(ln, ln.replace(", 1.0)", ", 0.0)", 1), 1),  # LN(0)
-        sql.replace(", 1), 3349) AS BIGINT)", ", 1), 9223372036854775807) AS BIGINT)", 1),  # a clamp a double cannot hold
-        sql.replace("CAST(LEAST(GREATEST(FLOOR(", "CAST((FLOOR(", 1).replace(", 1), 3349) AS BIGINT)", ") AS BIGINT)", 1),
-        sql.replace(first_array, first_array.replace("'[1, ", "'[1, 2, ", 1), 1),  # n elements, not n
-        sql.replace("array_extract(", "list_extract(", 1),
-        sql.replace("ELSE __qk END ELSE CASE WHEN __qw IS NOT NULL", "ELSE __qk END ELSE CASE WHEN __qw > 0", 1),
-        sql.replace("LIST(__qb ORDER BY __qb)", "LIST(__qb // 0 ORDER BY __qb)", 1),
-        sql.replace("FILTER (WHERE __qb IS NOT NULL)", "FILTER (WHERE __qb // 0 > 1)", 1),
-    ]
-    assert ln and ", 1), 3349) AS BIGINT)" in sql
-    assert_refused_by_the_final_check(sql, tampered, types)
-
-
 @pytest.mark.parametrize("sql", [
     "SELECT county, MEDIAN(payann) FROM establishments GROUP BY county",
     "SELECT state, MEDIAN(payann), QUANTILE_CONT(payann, 0.9) FROM establishments GROUP BY state",
@@ -197,10 +143,3 @@ def test_quantile_only_queries_run_the_values_form(demo, sql):
         assert rows and all(r[-1] in grid for r in rows)
         _, mixed = con.session._planned("SELECT state, MEDIAN(payann), SUM(payann) FROM establishments GROUP BY state", None)
         assert "HISTOGRAM" in mixed
-
-
-def test_final_check_refuses_the_binned_form_over_a_text_measure():
-    grid = QuantileGrid(0, 100, "log", 30)
-    sql = binned_sql([("g", "g")], "v", "t", grid.candidates(), grid.scale, ["p"], None)
-    with pytest.raises(QueryRefused):
-        check_final(sql, {"g": "INTEGER", "v": "VARCHAR"})

@@ -101,8 +101,9 @@ def candidates() -> list[str]:
         # the grid included, and the same text with its bounds changed (not the writer's: refused)
         out += [histogram_sql(c, [-9223372036854775807, -1, 0, 1, 9223372036854775807]), histogram_sql(c, [5]),
                 histogram_sql(c, [-3, 7]).replace("'[-3, 7]'::BIGINT[2]", "'[-3, 7, 9]'::BIGINT[2]", 1)]
-        # quantiles.binned_sql's steps (issue 34): a float bucket clamped before its cast, literal
-        # arrays read at an index, the binary search as a value, LIST and FILTER; and near misses
+        # the steps of a removed quantile form (a float bucket clamped before its cast, literal arrays
+        # read at an index, the binary search as a value: the allow-list no longer calls them total),
+        # values_sql's LIST and FILTER, and near misses
         arr = "'[9223372036854775807, -9223372036854775807, 0]'::BIGINT[3]"
         out += [f"FLOOR({c})", f"LN(GREATEST(CAST({c} AS DOUBLE) - -2, 1.0))", f"LN(GREATEST({c}, 0.5))", f"LN({c})",
                 f"LN(GREATEST(CAST({c} AS DOUBLE), 0.0))", f"LN(GREATEST(CAST({c} AS DOUBLE), -1))",

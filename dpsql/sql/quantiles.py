@@ -12,7 +12,6 @@ scores as well as the minimum), so it would return a value anywhere below it.
 
 from __future__ import annotations
 
-import math
 import re
 from fractions import Fraction
 
@@ -142,7 +141,7 @@ def values_sql(keys: list[tuple[str, str]], value: str, source: str, candidates:
     engine hands the lists over as numpy arrays and ``privacy/em_runs.py`` counts them into the
     grid's bins, exactly (the same counts as :func:`histogram_sql`: tests/test_quantile_binned.py).
     DuckDB only groups and collects, as its own MEDIAN does (which keeps every value of a group
-    too): counting by ``GROUP BY group, bin`` (:func:`binned_sql`) took 4-10x MEDIAN's time, most
+    too): counting by ``GROUP BY group, bin`` (a form since removed) took 4-10x MEDIAN's time, most
     of it in a hash table of one entry per (group, bin) (docs/performance.md, "Quantiles").
 
     Each value is clamped to [c_0 − 1, c_{m−1} + 1] (the same bin: every value below c_0 is in
@@ -161,94 +160,3 @@ def clamped_sql(value: str, candidates: tuple[int, ...]) -> str:
     """``value`` (BIGINT or NULL) clamped to [c_0 − 1, c_{m−1} + 1], as BIGINT: in the same bin."""
     lo, hi = candidates[0] - 1, candidates[-1] + 1
     return f"CAST(CASE WHEN {value} < {lo} THEN {lo} WHEN {value} > {hi} THEN {hi} ELSE {value} END AS BIGINT)"
-
-
-#: buckets of the float guess per candidate (:func:`binned_sql`): more buckets, fewer rows
-#: whose bucket holds a bound above them and that take the binary search instead
-_BUCKETS_PER_CANDIDATE = 4
-
-
-def binned_sql(keys: list[tuple[str, str]], value: str, source: str, candidates: tuple[int, ...], scale: str,
-               outputs: list[str], selection: str | None) -> str:
-    """The exact query of a plan whose aggregates are quantiles of one measure (issue 34): per
-    group, the same [bins, counts] as :func:`histogram_sql` (the same keys and counts, in the
-    order of the keys), counted by ``GROUP BY group, bin`` instead of ``HISTOGRAM`` (3-5x
-    faster at 1M-10M rows: one hash table of (group, bin) counters instead of a map per group).
-
-    Each row's bin comes from a float guess checked exactly, in steps (a step computes a column
-    once for the next; one expression repeating them ran 3x slower):
-
-    1. ``__qw``: the value clamped to [c_0 − 1, c_{m−1} + 1] (the same bin: every value below
-       c_0 is in c_0 − 1's, every value above c_{m−1} in :data:`OTHER_BIN`); NULL stays NULL.
-    2. ``__qt``: a bucket of the public grid from the value's float logarithm (log grids) or
-       the value itself (linear), clamped in floats to [1, B + 1], then a literal table of the
-       index t each bucket starts in, for the list P = [c_0 − 1, c_0, …, c_{m−1}]; then t + 1
-       (a literal table again: no integer arithmetic) if P[t + 1] <= w, for the buckets that
-       hold a bound (without this step 3 % of the demo's rows took the binary search, 30 %
-       of the query's time).
-    3. ``__qlo`` = P[t], ``__qhi`` = P[t + 1] (c_{m−1} + 2 past the end), ``__qk`` = the bin of
-       the values strictly between them (c_{t−1} − 1, or :data:`OTHER_BIN` above c_{m−1}).
-    4. ``__qb``: when P[t] <= w < P[t + 1] — checked in integers, so the float guess is only a
-       hint — the bin is w itself if w = P[t] (a candidate's own bin, or c_0 − 1's) else
-       ``__qk``; otherwise the binary search of :func:`bin_sql`. Exact whatever the floats.
-
-    Total: integer comparisons; literal arrays read at an index (NULL outside them); a float
-    logarithm of a value at least 1, clamped in floats before its cast to BIGINT (NaN is
-    DuckDB's greatest double, so LEAST gives the upper end); COUNT and LIST. ``outputs`` are
-    the names of the quantile columns (all the same lists); ``selection``, if given, the name
-    of the rows' count (partition selection)."""
-    names = [name for _, name in keys]
-    lo, hi = candidates[0] - 1, candidates[-1] + 1
-    n_buckets = _BUCKETS_PER_CANDIDATE * len(candidates)
-    guess, table = _bucket_sql(candidates, scale, n_buckets)
-    p = [lo, *candidates]
-    over = [*candidates, hi + 1]
-    inside = [c - 1 for c in candidates] + [OTHER_BIN]
-    pass_on = "".join(f"{n}, " for n in names)
-    group = ", ".join(names + ["__qb"])
-    steps = [
-        f"__q1 AS (SELECT {''.join(f'{e} AS {n}, ' for e, n in keys)}CAST(CASE WHEN {value} < {lo} THEN {lo} "
-        f"WHEN {value} > {hi} THEN {hi} ELSE {value} END AS BIGINT) AS __qw FROM {source})",
-        f"__q2 AS (SELECT {pass_on}__qw, array_extract({_array(table)}, {guess}) AS __qt FROM __q1)",
-        f"__q3 AS (SELECT {pass_on}__qw, CASE WHEN array_extract({_array(over)}, __qt) <= __qw "
-        f"THEN array_extract({_array(list(range(2, len(p) + 2)))}, __qt) ELSE __qt END AS __qt FROM __q2)",
-        f"__q4 AS (SELECT {pass_on}__qw, array_extract({_array(p)}, __qt) AS __qlo, array_extract({_array(over)}, __qt) "
-        f"AS __qhi, array_extract({_array(inside)}, __qt) AS __qk FROM __q3)",
-        f"__q5 AS (SELECT {pass_on}CASE WHEN __qw IS NULL THEN NULL WHEN __qlo <= __qw AND __qw < __qhi THEN "
-        f"CASE WHEN __qlo = __qw THEN __qw ELSE __qk END ELSE {bin_sql('__qw', _bounds(candidates))} END AS __qb FROM __q4)",
-        f"__q6 AS (SELECT {pass_on}__qb, COUNT(*) AS __qn FROM __q5 GROUP BY {group})",
-    ]
-    lists = ("[LIST(__qb ORDER BY __qb) FILTER (WHERE __qb IS NOT NULL), "
-             "LIST(__qn ORDER BY __qb) FILTER (WHERE __qb IS NOT NULL)]")
-    cols = names + [f"{lists} AS {o}" for o in outputs] + ([f"SUM(__qn) AS {selection}"] if selection else [])
-    sql = f"WITH {', '.join(steps)}\nSELECT {', '.join(cols)}\nFROM __q6"
-    return sql + (f"\nGROUP BY {', '.join(names)}" if names else "")
-
-
-def _array(values: list[int]) -> str:
-    return f"'[{', '.join(map(str, values))}]'::BIGINT[{len(values)}]"
-
-
-def _bounds(candidates: tuple[int, ...]) -> list[int]:
-    return sorted(set(candidates) | {c - 1 for c in candidates})
-
-
-def _bucket_sql(candidates: tuple[int, ...], scale: str, n: int) -> tuple[str, list[int]]:
-    """(the bucket expression of ``__qw``, in 1 … n + 1, and the table of the index t of P each
-    bucket's lowest value falls in). The table is computed here in floats like the expression,
-    but it is only a guess: :func:`binned_sql` checks every row's t against P in integers."""
-    import bisect
-
-    lo, hi = candidates[0] - 1, candidates[-1] + 1
-    p = [lo, *candidates]
-    if scale == "log":  # lo >= −1 (log grids start at 0 or above)
-        base = lo - 1
-        factor = n / math.log(hi - base)
-        f = f"LN(GREATEST(CAST(__qw AS DOUBLE) - {base}, 1.0)) * {factor!r}"
-        first = [base + math.ceil(math.exp(b / factor)) for b in range(n + 1)]
-    else:
-        factor = n / (hi - lo)
-        f = f"(CAST(__qw AS DOUBLE) - {lo}) * {factor!r}"
-        first = [lo + math.ceil(b / factor) for b in range(n + 1)]
-    table = [bisect.bisect_right(p, min(max(w, lo), hi)) for w in first]
-    return f"CAST(LEAST(GREATEST(FLOOR({f}) + 1, 1), {n + 1}) AS BIGINT)", table

@@ -132,8 +132,6 @@ def _coalesce(node: exp.Expression, schema: Schema) -> SqlType | None:
 
 
 def _case(node: exp.Expression, schema: Schema) -> SqlType | None:
-    if _is_bin(node, schema):  # quantiles.bin_sql, the binary search binned_sql falls back on
-        return BIGINT
     ifs = node.args["ifs"]
     if node.this is not None:  # CASE x WHEN v: x compared with each v, in their common type
         if not comparison_total([value_type(node.this, schema)] + [value_type(i.this, schema) for i in ifs]):
@@ -196,8 +194,6 @@ _BIGINT_MAX = 2**63 - 1
 def _cast(node: exp.Expression, schema: Schema) -> SqlType | None:
     # A bare CAST only widens: to a type that holds every value of its input (BIGINT to DOUBLE).
     inner, to = value_type(node.this, schema), sql_type(node.to.sql("duckdb"))
-    if inner is not None and inner.kind == "float" and to == BIGINT and bins.clamped(node.this):
-        return BIGINT
     return to if inner is not None and common_type(inner, to) == to else None
 
 
@@ -279,9 +275,6 @@ def _function(node: exp.Expression, schema: Schema) -> SqlType | None:
         return BIGINT  # units.SALT: replaced by a 63-bit integer literal when the query runs (NULL before)
     if name == "HISTOGRAM" and len(args) == 1 and _is_bin(args[0], schema):
         return SqlType("other", "MAP")
-    if name == "ARRAY_EXTRACT" and len(args) == 2 and bins.bigint_array(args[0]) \
-            and (t := value_type(args[1], schema)) is not None and t.kind == "int" and t.digits <= 19:
-        return BIGINT  # an index outside the array (0, past the end, below −n) reads NULL, never an error
     if name in ("MAP_ENTRIES", "MAP_KEYS", "MAP_VALUES") and len(args) == 1 \
             and value_type(args[0], schema) == SqlType("other", "MAP"):
         return _OTHER
@@ -368,7 +361,7 @@ ALLOW_LIST: dict[type[exp.Expression], Rule] = {
     exp.Between: Rule(_between, "BETWEEN bounds that share a type with the tested value"),
     # forms dpsql writes into the exact query (rewrite.py, quantiles.py), checked on its final text
     exp.Try: Rule(_try, "TRY() turns any failure into NULL"),
-    exp.Cast: Rule(_cast, "a CAST to a type that holds every value of its input (BIGINT to DOUBLE), or to BIGINT of a double clamped between integer literals of at most 2^53"),
+    exp.Cast: Rule(_cast, "a CAST to a type that holds every value of its input (BIGINT to DOUBLE)"),
     exp.Mul: Rule(_float_arithmetic, "IEEE arithmetic on a float gives ±inf or NaN, never an error"),
     exp.Add: Rule(_float_arithmetic, "IEEE arithmetic on a float gives ±inf or NaN, never an error"),
     exp.Sub: Rule(_float_arithmetic, "IEEE arithmetic on a float gives ±inf or NaN, never an error"),
@@ -376,7 +369,6 @@ ALLOW_LIST: dict[type[exp.Expression], Rule] = {
     exp.Round: Rule(_round, "ROUND of a float, or of a DECIMAL(w,s) into DECIMAL(w,0), which holds it"),
     exp.Ceil: Rule(_of_floats, "CEIL of a float is a float"),
     exp.Floor: Rule(_of_floats, "FLOOR of a float is a float"),
-    exp.Ln: Rule(lambda n, s: bins.ln(n, s, value_type), "LN(GREATEST(float, positive literal)): the logarithm of a double at least that literal, or NaN"),
     exp.ArrayAgg: Rule(lambda n, s: bins.list_agg(n, s, value_type), "LIST of total values (ORDER BY total values): collecting values cannot fail"),
     exp.Filter: Rule(lambda n, s: bins.filtered(n, s, value_type), "an aggregate's FILTER (WHERE total condition)"),
     exp.Abs: Rule(_of_floats, "ABS of a float is a float (of an integer it overflows at the minimum)"),
@@ -385,7 +377,7 @@ ALLOW_LIST: dict[type[exp.Expression], Rule] = {
     exp.Sum: Rule(_sum, "SUM of integers of at most 64 bits accumulates in HUGEINT: no overflow below 2^64 rows"),
     exp.Count: Rule(_count, "counts rows or values: cannot fail"),
     exp.Mod: Rule(_mod, "an integer modulo a positive integer literal"),
-    exp.Anonymous: Rule(_function, "HASH; HISTOGRAM of a BIGINT into literal BIGINT bounds, or of quantiles.bin_sql's bin, and its MAP_ENTRIES / MAP_KEYS / MAP_VALUES; array_extract of a literal BIGINT[n] at an integer index (NULL outside it)"),
+    exp.Anonymous: Rule(_function, "HASH; HISTOGRAM of a BIGINT into literal BIGINT bounds, or of quantiles.bin_sql's bin, and its MAP_ENTRIES / MAP_KEYS / MAP_VALUES"),
     exp.MapKeys: Rule(_map_keys, "the keys of the histogram's map"),
     exp.Array: Rule(_array, "a list of total elements (the sparse histogram's bins and counts)"),
     exp.ArrayFilter: Rule(_list_filter, "keeps the histogram's bins whose count is above 0"),
