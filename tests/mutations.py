@@ -1191,6 +1191,11 @@ MUTATIONS: tuple[Mutation, ...] = (
              "only after midnight of its last admitted day is dropped",
              (Patch("dpsql/sql/narrow.py", '    return types.get(column, "").upper() == "DATE"', "    return True"),),
              ("tests/test_narrow_keys.py::test_a_timestamp_finer_than_its_grain_is_not_narrowed",)),
+    Mutation("noise_scale_unchecked",
+             "a noise scale past what the int64 samplers draw is not refused in phase 1: the query is charged, "
+             "then fails (DP901) in some or all draws",
+             (Patch("dpsql/pipeline/decide.py", "        if not scale_fits(a, sens[a.primitive]):", "        if False:"),),
+             ("tests/test_noise_scale_limit.py::test_a_scale_past_2_57_is_refused_before_the_charge",)),
 )
 
 

@@ -20,7 +20,7 @@ from dpsql.pipeline import domain, memory
 from dpsql.pipeline.domain import Blocks
 from dpsql.errors import QueryCostCapError, QueryRefused
 from dpsql.policy.model import Policy, Selection
-from dpsql.privacy.allocate import EXPONENTIAL, Allocation, Settings, allocate
+from dpsql.privacy.allocate import EXPONENTIAL, Allocation, Settings, allocate, scale_fits
 from dpsql.privacy.budget import fmt, fmt_up, parse_rho
 from dpsql.sql.plan import Plan, Primitive, count_sensitivity
 
@@ -111,7 +111,14 @@ def allocations(plan: Plan, settings: Settings, policy: Policy) -> list[Allocati
     sens = {p: (plan.table.measure(p.column).max_threshold ** power[p.kind] if p.kind in power
                 else count_sensitivity(plan.table, p)) for p in rest}
     gran = {p: (plan.table.measure(p.column).granularity ** power[p.kind] if p.kind in power else Fraction(1)) for p in rest}
-    allocs = iter(allocate(rest, settings, sens, gran)) if rest else iter(())
+    made = allocate(rest, settings, sens, gran) if rest else []
+    for a in made:
+        if not scale_fits(a, sens[a.primitive]):
+            raise QueryRefused(f"the noise {a.primitive.label} needs at this rho is beyond what dpsql can draw exactly "
+                               f"(a scale of 2^57 or more, in the measure's granularity units)", code="DP212",
+                               hint="ask at a larger rho, or ask the data owner for a smaller threshold for this measure "
+                                    "(the policy's thresholds and rho alone decide this).")
+    allocs = iter(made)
     return [Allocation(p, TSGD, Fraction(0)) if p == shared else quantile_rows(plan, next(allocs)) for p in plan.primitives]
 
 

@@ -102,6 +102,24 @@ class Allocation:
         return moe95_discrete_gaussian(math.sqrt(s)) if self.mechanism == GAUSSIAN else moe95_geometric(float(s))
 
 
+#: the largest noise scale (σ of the discrete Gaussian, b of the discrete Laplace, in
+#: granularity units) a release draws: the samplers work in int64, and below 2^57 a draw's
+#: intermediate values overflow with probability below e^-63 (CKS20's Laplace step X = U + tV,
+#: t <= 2^57, needs V < 2^63 / t = 64, and V is geometric with P(V >= k) = e^-k); near 2^61 one
+#: draw in a few dozen failed after the charge (DP901). Above it a query is refused in phase 1
+#: (DP212), before any charge: it depends only on the policy's thresholds and ρ.
+SCALE_LIMIT = 2**57
+
+
+def scale_fits(a: Allocation, sensitivity: int) -> bool:
+    """Whether ``a``'s noise at ``sensitivity`` is below :data:`SCALE_LIMIT` (quantiles and the
+    selection's shared count draw no such noise)."""
+    if a.mechanism not in (GAUSSIAN, GEOMETRIC):
+        return True
+    s = a.scale(sensitivity)
+    return s < SCALE_LIMIT ** 2 if a.mechanism == GAUSSIAN else s < SCALE_LIMIT
+
+
 def allocate(primitives: tuple[Primitive, ...], settings: Settings, sensitivity: dict[Primitive, int],
              granularity: dict[Primitive, Fraction]) -> list[Allocation]:
     """The allocation of each primitive, in order.
