@@ -74,6 +74,7 @@ def replay(conn: Any, path: Path, statements: list[tuple[str, list[Any], str | N
 def test_every_captured_shape_is_here() -> None:
     assert {p.stem for p in FIXTURES} == {"pagination_rowcount", "series_limit", "series_limit_virtual",
                                           "filter_values_public_key", "filter_values_private_key", "samples_pane",
+                                          "series_limit_group_others",
                                           "error_columns_virtual"}
 
 
