@@ -16,7 +16,10 @@ from fractions import Fraction
 
 import pytest
 
+import dpsql
 from dpsql.errors import DpsqlError
+from dpsql.testing import seeded_random
+from server_harness import policy_with_budget
 
 WHERE = "opened >= TO_DATE('2015-01-01', 'YYYY-MM-DD') AND opened < TO_DATE('2016-01-01', 'YYYY-MM-DD')"
 CASE = "CASE WHEN (series_limit.naics2__ IS NOT NULL) THEN naics2 ELSE 'Others' END"
@@ -135,3 +138,21 @@ def test_a_series_column_that_is_not_text_is_refused(con):
 def test_explain_is_free(con):
     text = "\n".join(r[0] for r in con.execute("EXPLAIN " + others_sql()).fetchall())
     assert "series limit" in text and _charges(con) == []
+
+
+def test_the_ranking_and_the_others_are_from_noisy_cells_not_exact_counts(demo):
+    """At a tiny ρ the noise of 2015's monthly cells swamps their counts: the kept sectors are the
+    released cells' top 5 (recomputed here, with the Others sums), which exact counts would not give."""
+    with dpsql.connect(*demo, rho=0.0001, _random_source=seeded_random(7)) as c:
+        got = c.execute(others_sql()).fetchall()
+        rows = c.execute(_charges(c)[0].query).fetchall()
+    assert sorted(got, key=repr) == _expected(rows, _top(rows, 5))
+
+
+def test_two_releases_check_the_budget_of_both_first(demo, tmp_path):
+    policy = policy_with_budget(demo[1], tmp_path / "small.toml", total_rho="1.0")
+    with dpsql.connect(demo[0], policy, rho=0.6, _random_source=seeded_random(3)) as c:
+        c.execute("SET dpsql.series_limit = 'separate'")
+        with pytest.raises(DpsqlError) as err:
+            c.execute(others_sql())  # 0.6 + 0.6 > 1: refused whole, nothing charged
+        assert err.value.code == "DP301" and _charges(c) == []
