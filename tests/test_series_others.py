@@ -156,3 +156,22 @@ def test_two_releases_check_the_budget_of_both_first(demo, tmp_path):
         with pytest.raises(DpsqlError) as err:
             c.execute(others_sql())  # 0.6 + 0.6 > 1: refused whole, nothing charged
         assert err.value.code == "DP301" and _charges(c) == []
+
+
+def test_error_columns_of_an_others_row_add_as_sigma_does(con):
+    """SET dpsql.error_columns = on: the Others row's ``_moe95`` is the root of the sum of its cells'
+    released ``_moe95`` squared, recomputed from the release shown again."""
+    con.execute("SET dpsql.error_columns = on")
+    cur = con.execute(others_sql('SUM(payann) AS pay, COUNT(*) AS n'))
+    got = cur.fetchall()
+    assert [d[0] for d in cur.description] == ["opened", "naics2", "pay", "n", "pay_moe95", "n_moe95"]
+    rows = con.execute(_charges(con)[0].query).fetchall()
+    assert len(_charges(con)) == 1
+    top = _top([(r[0], r[1], r[3]) for r in rows], 5)
+    for row in got:
+        if row[1] != "Others":
+            continue
+        cells = [r for r in rows if r[0] == row[0] and r[1] not in top]
+        assert row[2] == sum(r[2] for r in cells) and row[3] == sum(r[3] for r in cells)
+        assert row[4] == pytest.approx(math.sqrt(sum(r[4] ** 2 for r in cells)), rel=1e-12)
+        assert row[5] == pytest.approx(math.sqrt(sum(r[5] ** 2 for r in cells)), rel=1e-12)
