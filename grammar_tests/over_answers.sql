@@ -84,3 +84,29 @@ SELECT TRY(DATE_TRUNC('MONTH', CASE WHEN "opened" BETWEEN CAST('1990-01-01' AS D
 # title: series limit over a virtual dataset with a having is two releases
 SELECT naics2 AS naics2, SUM(employees) AS e FROM (SELECT * FROM establishments WHERE employees > 0) AS virtual_table JOIN (SELECT naics2 AS naics2__, SUM(employees) AS m FROM (SELECT * FROM establishments WHERE employees > 0) AS virtual_table GROUP BY naics2 HAVING SUM(employees) > 10 ORDER BY m DESC LIMIT 5) AS series_limit ON naics2 = naics2__ GROUP BY naics2;
 SELECT "naics2" AS "naics2", SUM("employees") AS "__p0" FROM "establishments" WHERE "employees" > 0 GROUP BY "naics2";
+
+# title: series limit with group others (superset 6)
+SELECT DATE_TRUNC('MONTH', opened) AS opened, CASE WHEN (NOT series_limit.naics2__ IS NULL) THEN naics2 ELSE 'Others' END AS naics2, COUNT(*) AS "COUNT(*)" FROM main.establishments LEFT OUTER JOIN (SELECT naics2 AS naics2__, COUNT(*) AS mme_inner__ FROM main.establishments WHERE opened >= TO_DATE('2015-01-01', 'YYYY-MM-DD') AND opened < TO_DATE('2016-01-01', 'YYYY-MM-DD') GROUP BY naics2 ORDER BY COUNT(*) DESC LIMIT 5) AS series_limit ON naics2 = naics2__ WHERE opened >= TO_DATE('2015-01-01', 'YYYY-MM-DD') AND opened < TO_DATE('2016-01-01', 'YYYY-MM-DD') GROUP BY DATE_TRUNC('MONTH', opened), CASE WHEN (NOT series_limit.naics2__ IS NULL) THEN naics2 ELSE 'Others' END;
+SELECT TRY(DATE_TRUNC('MONTH', CASE WHEN "opened" BETWEEN CAST('1990-01-01' AS DATE) AND CAST('2024-12-31' AS DATE) THEN "opened" END)) AS "__k0", "naics2" AS "naics2", COUNT(*) AS "__p0" FROM "establishments" WHERE TRY("opened" >= CAST(STRPTIME('2015-01-01', '%Y-%m-%d') AS DATE)) AND TRY("opened" < CAST(STRPTIME('2016-01-01', '%Y-%m-%d') AS DATE)) GROUP BY TRY(DATE_TRUNC('MONTH', CASE WHEN "opened" BETWEEN CAST('1990-01-01' AS DATE) AND CAST('2024-12-31' AS DATE) THEN "opened" END)), "naics2";
+
+# title: group others of a sum by state, ranked by the same sum
+SELECT CASE WHEN s.k__ IS NOT NULL THEN state ELSE 'Others' END AS state, SUM(payann) AS pay FROM establishments LEFT JOIN (SELECT state AS k__, SUM(payann) AS m FROM establishments GROUP BY state ORDER BY m DESC LIMIT 3) AS s ON state = k__ GROUP BY CASE WHEN s.k__ IS NOT NULL THEN state ELSE 'Others' END ORDER BY pay DESC;
+SELECT "state" AS "state", SUM("payann") AS "__p0" FROM "establishments" GROUP BY "state";
+
+# title: group others ranked by another metric is two releases
+SELECT CASE WHEN s.k__ IS NOT NULL THEN naics2 ELSE 'Others' END AS naics2, COUNT(*) AS n FROM establishments LEFT JOIN (SELECT naics2 AS k__, SUM(payann) AS m FROM establishments GROUP BY naics2 ORDER BY m DESC LIMIT 3) AS s ON naics2 = k__ GROUP BY CASE WHEN s.k__ IS NOT NULL THEN naics2 ELSE 'Others' END;
+SELECT "naics2" AS "naics2", SUM("payann") AS "__p0" FROM "establishments" GROUP BY "naics2";
+
+# title: parameters in the subquery and the outer query
+# params: ["54", 40]
+SELECT COUNT(*) AS big FROM (SELECT state, COUNT(*) AS n FROM establishments WHERE naics2 = ? GROUP BY state) AS t WHERE n > ?;
+SELECT "state" AS "state", COUNT(*) AS "__p0" FROM "establishments" WHERE "naics2" = '54' GROUP BY "state";
+
+# title: parameters in a series limit read from one release
+# params: [5, 5]
+SELECT naics2, state, COUNT(*) AS c FROM establishments JOIN (SELECT naics2 AS k__, COUNT(*) AS m FROM establishments WHERE employees > ? GROUP BY naics2 ORDER BY COUNT(*) DESC LIMIT 3) AS s ON naics2 = k__ WHERE employees > ? GROUP BY naics2, state;
+SELECT "naics2" AS "naics2", "state" AS "state", COUNT(*) AS "__p0" FROM "establishments" WHERE "employees" > 5 GROUP BY "naics2", "state";
+
+# title: group others over a virtual dataset (superset sql lab)
+SELECT DATE_TRUNC('MONTH', opened) AS opened, CASE WHEN (NOT series_limit.naics2__ IS NULL) THEN naics2 ELSE 'Others' END AS naics2, COUNT(*) AS "COUNT(*)" FROM (SELECT naics2, state, opened, employees FROM establishments WHERE employees > 0) AS virtual_table LEFT OUTER JOIN (SELECT naics2 AS naics2__, COUNT(*) AS mme_inner__ FROM (SELECT naics2, state, opened, employees FROM establishments WHERE employees > 0) AS virtual_table WHERE opened >= TO_DATE('2015-01-01', 'YYYY-MM-DD') AND opened < TO_DATE('2016-01-01', 'YYYY-MM-DD') GROUP BY naics2 ORDER BY COUNT(*) DESC LIMIT 5) AS series_limit ON naics2 = naics2__ WHERE opened >= TO_DATE('2015-01-01', 'YYYY-MM-DD') AND opened < TO_DATE('2016-01-01', 'YYYY-MM-DD') GROUP BY DATE_TRUNC('MONTH', opened), CASE WHEN (NOT series_limit.naics2__ IS NULL) THEN naics2 ELSE 'Others' END;
+SELECT TRY(DATE_TRUNC('MONTH', CASE WHEN "opened" BETWEEN CAST('1990-01-01' AS DATE) AND CAST('2024-12-31' AS DATE) THEN "opened" END)) AS "__k0", "naics2" AS "naics2", COUNT(*) AS "__p0" FROM "establishments" WHERE "employees" > 0 AND TRY("opened" >= CAST(STRPTIME('2015-01-01', '%Y-%m-%d') AS DATE) AND "opened" < CAST(STRPTIME('2016-01-01', '%Y-%m-%d') AS DATE)) GROUP BY TRY(DATE_TRUNC('MONTH', CASE WHEN "opened" BETWEEN CAST('1990-01-01' AS DATE) AND CAST('2024-12-31' AS DATE) THEN "opened" END)), "naics2";

@@ -47,3 +47,24 @@ SELECT naics2, COUNT(*) AS n FROM (SELECT naics2, employees * 2 AS e FROM establ
 # title: series limit over a virtual dataset of a public table
 # error: DP126
 SELECT state, COUNT(*) AS n FROM (SELECT state FROM states) AS virtual_table JOIN (SELECT state AS s__, COUNT(*) AS m FROM establishments GROUP BY state ORDER BY m DESC LIMIT 5) AS series_limit ON state = s__ GROUP BY state;
+
+# title: group others of an average
+# error: DP133
+SELECT CASE WHEN s.k__ IS NOT NULL THEN naics2 ELSE 'Others' END AS naics2, AVG(employees) AS a FROM establishments LEFT JOIN (SELECT naics2 AS k__, COUNT(*) AS m FROM establishments GROUP BY naics2 ORDER BY m DESC LIMIT 3) AS s ON naics2 = k__ GROUP BY CASE WHEN s.k__ IS NOT NULL THEN naics2 ELSE 'Others' END;
+
+# title: group others with a having
+# error: DP133
+SELECT CASE WHEN s.k__ IS NOT NULL THEN naics2 ELSE 'Others' END AS naics2, COUNT(*) AS n FROM establishments LEFT JOIN (SELECT naics2 AS k__, COUNT(*) AS m FROM establishments GROUP BY naics2 ORDER BY m DESC LIMIT 3) AS s ON naics2 = k__ GROUP BY CASE WHEN s.k__ IS NOT NULL THEN naics2 ELSE 'Others' END HAVING COUNT(*) > 10;
+
+# title: group others of a number key
+# error: DP133
+SELECT CASE WHEN s.a__ IS NOT NULL THEN age ELSE 'Others' END AS age, COUNT(*) AS n FROM persons LEFT JOIN (SELECT age AS a__, COUNT(*) AS m FROM persons GROUP BY age ORDER BY m DESC LIMIT 3) AS s ON age = a__ GROUP BY CASE WHEN s.a__ IS NOT NULL THEN age ELSE 'Others' END;
+
+# title: group others whose case keeps another column
+# error: DP126
+SELECT CASE WHEN s.k__ IS NOT NULL THEN state ELSE 'Others' END AS naics2, COUNT(*) AS n FROM establishments LEFT JOIN (SELECT naics2 AS k__, COUNT(*) AS m FROM establishments GROUP BY naics2 ORDER BY m DESC LIMIT 3) AS s ON naics2 = k__ GROUP BY 1;
+
+# title: parameters whose number does not match
+# params: ["54"]
+# error: DP118
+SELECT COUNT(*) FROM (SELECT state, COUNT(*) AS n FROM establishments WHERE naics2 = ? GROUP BY state) AS t WHERE n > ?;

@@ -66,6 +66,8 @@ OWNER = "tests/test_owner_ledger.py"
 OVER = "dpsql/intercept/over_answers.py"
 OVERT = "tests/test_over_answers.py"
 SERIESD = "tests/test_series_limit_derived.py"
+OTHERS = "dpsql/intercept/series_others.py"
+OTHERST = "tests/test_series_others.py"
 
 
 @dataclass(frozen=True)
@@ -1157,6 +1159,23 @@ MUTATIONS: tuple[Mutation, ...] = (
                     "key=lambda r: -r[1])[:one.n]}; return series_derived.finish(replace(one, n=None), replace(base, "
                     "rows=[r for r in base.rows if tuple(r[i] for i in one.keys) in exact]), '')"),),
              (f"{SERIESD}::test_the_ranking_is_from_noisy_cells_not_exact_counts",)),
+    Mutation("group_others_ranking_from_exact_values",
+             "Superset's \"group others\" keeps the subquery's exact top n, not the top n of the released cells",
+             (Patch(OTHERS, "        kept = set(top_keys(ranked, one.keys, one.metric, one.descending, one.n))",
+                    "        kept = {(r[0],) for r in sorted(session.engine.run(session.decide(series.inner).query), "
+                    "key=lambda r: -r[1])[:one.n]}"),),
+             (f"{OTHERST}::test_the_ranking_and_the_others_are_from_noisy_cells_not_exact_counts",)),
+    Mutation("group_others_budget_of_the_second_only",
+             "\"group others\" in two releases checks only the second's cost first: the first is charged, then the "
+             "second refused",
+             (Patch(OTHERS, "        session.ledger.check(d_base.rho + (0 if free else d_inner.rho), d_base.delta + (0 if free else d_inner.delta))",
+                    "        session.ledger.check(d_base.rho, d_base.delta)"),),
+             (f"{OTHERST}::test_two_releases_check_the_budget_of_both_first",)),
+    Mutation("group_others_sigma_understated",
+             "an Others cell's σ (a sum of independent noisy cells) is stated as its largest cell's, not the root of "
+             "the sum of their σ²: its error bars understate its noise",
+             (Patch(OTHERS, "    return math.sqrt(sum(float(v) ** 2 for v in values))", "    return max(float(v) for v in values)"),),
+             (f"{OTHERST}::test_one_release_the_top_keys_as_released_and_the_others_added_up",)),
     # ------------------------------------------------------------------ NULL as a key value (sql/null_keys.py, issue 32)
     Mutation("null_group_only_with_null_rows",
              "a nullable key's keyset loses its NULL: rows whose key is NULL vanish from the answer, and a NULL "

@@ -40,7 +40,7 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
                        "dpsql.backends", "dpsql.records"),
     # dpsql's own statements, answered from public information before the pipeline.
     "dpsql.intercept": ("dpsql.errors", "dpsql.version", "dpsql.intercept", "dpsql.session", "dpsql.pipeline.result",
-                        "dpsql.pipeline.format", "dpsql.pipeline.output", "dpsql.sql.parse", "dpsql.privacy.budget",
+                        "dpsql.pipeline.format", "dpsql.pipeline.output", "dpsql.sql.parse", "dpsql.sql.query", "dpsql.privacy.budget",
                         "dpsql.privacy.allocate", "dpsql.backends",
                         # SQL over released answers: whether its subquery would be shown again, free
                         "dpsql.pipeline.reuse", "dpsql.ledger.answers"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sys
@@ -77,16 +78,20 @@ def test_over_answers_corpus(corpus_session, case: Case):
     bound or decided, and its first release's exact SQL is the expected one (and runs): for a series
     limit read from one release (dpsql/intercept/series_derived.py), that one release's."""
     from dpsql.intercept import over_answers
+    from dpsql.intercept.parameters import bound
 
     session = corpus_session
     where = f"{case.file}:{case.line} ({case.id})"
     spent = session.ledger.rho_spent_and_left()
+    def text() -> str:  # `# params: [...]` (JSON): ? values bound as literals first, as dpsql.intercept.execute does
+        return case.sql if "params" not in case.meta else bound(case.sql, json.loads(case.meta["params"]))
+
     if case.expected is None:
         with pytest.raises(DpsqlError) as err:
-            over_answers.decide(session, case.sql)
+            over_answers.decide(session, text())
         assert err.value.code == case.meta["error"], f"{where}: {err.value}"
     else:
-        found = over_answers.decide(session, case.sql)
+        found = over_answers.decide(session, text())
         assert found is not None, f"{where}: not read as SQL over a released answer"
         one = over_answers.derived(session, found) if not isinstance(found, over_answers.Over) else None
         plan = session.plan(one.base if one is not None else found.inner)  # a series limit read from one release

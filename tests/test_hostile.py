@@ -364,3 +364,39 @@ def test_a_derived_series_limit_is_one_release_on_every_neighbour(pairs, sql):
         cur = con.cursor()
         cur.execute(sql)
         assert cur.receipt.notes[0].startswith("series limit read from the released cells"), cur.receipt.notes
+
+
+#: Superset's "group others" (intercept/series_others.py) and ? parameters over released answers
+#: (intercept/parameters.py) over the hostile keys and measures: the same outcome on every neighbour
+OTHERS_AND_PARAMETERS = [
+    ("SELECT state, CASE WHEN (series_limit.naics2__ IS NOT NULL) THEN naics2 ELSE 'Others' END AS naics2, SUM(hug) AS h "
+     "FROM establishments LEFT OUTER JOIN (SELECT naics2 AS naics2__, SUM(hug) AS mme_inner__ FROM establishments "
+     "WHERE 100 / (employees - 5) > 1 GROUP BY naics2 ORDER BY SUM(hug) DESC LIMIT 3) AS series_limit ON naics2 = naics2__ "
+     "WHERE 100 / (employees - 5) > 1 GROUP BY state, CASE WHEN (series_limit.naics2__ IS NOT NULL) THEN naics2 "
+     "ELSE 'Others' END", None, "answer"),
+    ("SELECT CASE WHEN (s.c__ IS NOT NULL) THEN county ELSE 'Others' END AS county, COUNT(*) AS n FROM establishments "
+     "LEFT JOIN (SELECT county AS c__, COUNT(*) AS m FROM establishments WHERE CAST(dbl AS BIGINT) > 10 GROUP BY county "
+     "ORDER BY m DESC LIMIT 5) AS s ON county = c__ GROUP BY CASE WHEN (s.c__ IS NOT NULL) THEN county ELSE 'Others' END",
+     None, "answer"),
+    ("SELECT CASE WHEN (s.k__ IS NOT NULL) THEN naics2 ELSE 'Others' END AS naics2, AVG(dbl) AS a FROM establishments "
+     "LEFT JOIN (SELECT naics2 AS k__, COUNT(*) AS m FROM establishments GROUP BY naics2 ORDER BY m DESC LIMIT 3) AS s "
+     "ON naics2 = k__ GROUP BY CASE WHEN (s.k__ IS NOT NULL) THEN naics2 ELSE 'Others' END", None, "DP133"),
+    ("SELECT COUNT(*) FROM (SELECT state, SUM(hug) AS h FROM establishments WHERE naics2 = ? AND dbl > ? GROUP BY state) t "
+     "WHERE h > ?", ["72", 0.5, 0], "answer"),
+    ("SELECT naics2, COUNT(*) AS n FROM establishments JOIN (SELECT naics2 AS k__, COUNT(*) AS m FROM establishments "
+     "WHERE employees > ? GROUP BY naics2 ORDER BY m DESC LIMIT 2) AS s ON naics2 = k__ WHERE employees > ? "
+     "GROUP BY naics2", [BIG - 1, BIG - 1], "answer"),
+]
+
+
+@pytest.mark.parametrize("sql, params, expected", OTHERS_AND_PARAMETERS)
+def test_group_others_and_parameters_do_not_depend_on_hostile_rows(pairs, sql, params, expected):
+    outcomes = {}
+    for drop, con in pairs.items():
+        try:
+            con.cursor().execute(sql, params)
+            outcomes[drop] = "answer"
+        except DpsqlError as exc:
+            assert exc.code not in ("DP900", "DP901") and "Zürich" not in str(exc), exc
+            outcomes[drop] = exc.code
+    assert set(outcomes.values()) == {expected}, outcomes

@@ -3,7 +3,8 @@
 The fixtures (tests/fixtures/pgwire/superset/*.sql) were captured by the scripted Superset run
 (scripts/superset/run.py --fixtures, through scripts/superset/serve_recording.py): server
 pagination's page query and its ``rowcount_qry``, a time series with a series limit
-(``mme_inner__``) on a table and on a SQL Lab virtual dataset (``virtual_table``), a filter's
+(``mme_inner__``) on a table and on a SQL Lab virtual dataset (``virtual_table``), the same with
+"group others" on (a LEFT JOIN and ``CASE WHEN ... THEN naics2 ELSE 'Others' END``), a filter's
 value list of a public and of a private key, Explore's Samples pane, and a raw records Table chart
 on a virtual dataset of an aggregate reading its ± columns (replayed with the file's ``-- options:
 -c dpsql.error_columns=on``). Each is replayed through
@@ -74,6 +75,7 @@ def replay(conn: Any, path: Path, statements: list[tuple[str, list[Any], str | N
 def test_every_captured_shape_is_here() -> None:
     assert {p.stem for p in FIXTURES} == {"pagination_rowcount", "series_limit", "series_limit_virtual",
                                           "filter_values_public_key", "filter_values_private_key", "samples_pane",
+                                          "series_limit_group_others",
                                           "error_columns_virtual"}
 
 

@@ -75,10 +75,13 @@ def execute(session: Session, sql: str, parameters: Any = None, rho: Any = None)
                         or public_tables.answer_public_query(session, sql, parameters))
         if answered is not None:
             return answered
-        if parameters is None:  # SQL over a released answer, a series limit (issue 32): releases of their own
-            from dpsql.intercept import over_answers
+        # SQL over a released answer, a series limit (issue 32): releases of their own; with ? values
+        # bound as literals first, as the pipeline binds them (intercept/parameters.py)
+        from dpsql.intercept import over_answers
+        from dpsql.intercept.parameters import bound
 
-            over = over_answers.answer(session, sql, rho)
-            if over is not None:
-                return over
+        text = sql if parameters is None else bound(sql, parameters)
+        over = over_answers.answer(session, text, rho) if text is not None else None
+        if over is not None:
+            return over
         return session.execute(sql, parameters, rho, record=parameters is None)

@@ -7,7 +7,7 @@ information only: the text, the policy and the schema.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +24,8 @@ ANSWER = "__dpsql_answer"
 
 OVER_HINT = ("an outer query may read one aggregate subquery (or one CTE holding it) and nothing else: "
               "SELECT COUNT(*) FROM (SELECT state, COUNT(*) AS n FROM establishments GROUP BY state) AS t.")
+OTHERS_HINT = ("write Superset's \"group others\" as it does: every series column in SELECT and GROUP BY as CASE WHEN "
+               "series_limit.k__ IS NOT NULL THEN k ELSE 'Others' END, the subquery LEFT JOINed on every key.")
 JOIN_HINT = ("join a table to an aggregate subquery of it on every GROUP BY key of the subquery, and use the "
               "subquery's columns in ON only: FROM t JOIN (SELECT k AS k__, COUNT(*) AS c FROM t GROUP BY k "
               "ORDER BY c DESC LIMIT 5) AS s ON k = k__.")
@@ -50,6 +52,8 @@ class SeriesLimit:
     pairs: tuple[tuple[exp.Column, str], ...]
     sql: str = ""
     offset: int | None = None
+    #: Superset's "group others": the label of the rows of the keys outside the top n (series_others.py)
+    others: str | None = None
 
 
 # ---------------------------------------------------------------------- shapes, from the text
@@ -187,8 +191,10 @@ def _series_limit(tree: exp.Select, sub: exp.Subquery, sql: str, session: Sessio
     join = sub.parent
     base = _from(tree).this if _from(tree) is not None else None
     side, kind = (str(join.args.get(k) or "").upper() for k in ("side", "kind"))
-    if len(tree.args.get("joins") or []) != 1 or side or kind not in ("", "INNER") or join.args.get("using"):
-        raise refuse("DP126", "an aggregate subquery may be joined alone, by an INNER JOIN ... ON", JOIN_HINT)
+    if len(tree.args.get("joins") or []) != 1 or side not in ("", "LEFT") or kind not in ("", "INNER", "OUTER") \
+            or side and kind == "INNER" or join.args.get("using"):
+        raise refuse("DP126", "an aggregate subquery may be joined alone, by an INNER JOIN ... ON (or a LEFT JOIN "
+                              "for Superset's \"group others\")", JOIN_HINT)
     virtual = _virtual(base.this, session) if isinstance(base, exp.Subquery) else None
     if virtual is not None:  # a virtual dataset: FROM (SELECT cols FROM t WHERE …) AS virtual_table
         base_names = {base.alias.lower()} - {""}
@@ -239,12 +245,53 @@ def _series_limit(tree: exp.Select, sub: exp.Subquery, sql: str, session: Sessio
                                "released groups)", JOIN_HINT)
     outer = tree.copy()
     outer.set("joins", None)
+    label = unwrap(outer, lambda c: isinstance(c, exp.Column) and inner_name(c) in joined, [c for c, _ in pairs])
+    if side and label is None:
+        raise refuse("DP126", "a LEFT JOIN to an aggregate subquery is read only as Superset's \"group others\" "
+                              "(CASE WHEN <its column> IS NOT NULL THEN <key> ELSE 'Others' END)", JOIN_HINT)
     for col in outer.find_all(exp.Column):
         if inner_name(col) is not None:
             raise refuse("DP126", f"the query uses the subquery's column {col.sql('duckdb')} outside ON; "
                                    "only its groups can be joined", JOIN_HINT)
     text, offset = _text(inner, sql)
-    return SeriesLimit(text, outer, tuple((c.copy(), n) for c, n in pairs), sql, offset)
+    return SeriesLimit(text, outer, tuple((c.copy(), n) for c, n in pairs), sql, offset, label if side else None)
+
+
+def _is_matched(cond: exp.Expression, joined: Callable[[exp.Expression], bool]) -> bool:
+    """``<the subquery's join column> IS NOT NULL`` (parenthesised or not)."""
+    cond = cond.unnest() if isinstance(cond, exp.Paren) else cond
+    if not isinstance(cond, exp.Not):
+        return False
+    inner = cond.this.unnest() if isinstance(cond.this, exp.Paren) else cond.this
+    return isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null) and joined(inner.this)
+
+
+def unwrap(outer: exp.Select, joined: Callable[[exp.Expression], bool], series: list[exp.Column]) -> str | None:
+    """Replace, in ``outer``, each ``CASE WHEN <joined column> IS NOT NULL THEN k ELSE '<label>' END``
+    (k a series column) by ``k``; the label, or None when there is no such CASE. DP126 when the
+    CASEs do not wrap every series column of the SELECT list under one label (Superset wraps
+    them all)."""
+    names = {c.name.lower() for c in series}
+    labels, wrapped = set(), set()
+    for case in list(outer.find_all(exp.Case)):
+        ifs, default = case.args.get("ifs") or [], case.args.get("default")
+        if not any(_is_matched(i.this, joined) for i in ifs):
+            continue
+        then = ifs[0].args.get("true") if len(ifs) == 1 else None
+        if not (_is_matched(ifs[0].this, joined) and isinstance(then, exp.Column) and then.name.lower() in names
+                and isinstance(default, exp.Literal) and default.is_string):
+            raise QueryRefused("a CASE on the series-limit subquery's column must be CASE WHEN <its column> IS NOT "
+                               "NULL THEN <the series column> ELSE '<label>' END", code="DP126", hint=OTHERS_HINT)
+        labels.add(default.this)
+        if case.find_ancestor(exp.Group, exp.Where, exp.Order, exp.Having) is None:  # in the SELECT list
+            wrapped.add(then.name.lower())
+        case.replace(then.copy())
+    if not labels:
+        return None
+    if len(labels) > 1 or wrapped != names:
+        raise QueryRefused("\"group others\" must wrap every series column in one CASE with one label", code="DP126",
+                           hint=OTHERS_HINT)
+    return labels.pop()
 
 
 def _plain_table(node: exp.Expression | None) -> bool:

@@ -45,9 +45,10 @@ def explanation_text(session: Session, sql: str, parameters: Any = None) -> str:
     if tree is not None and session.policy.public_tables and reads_only_public(tree, sql, session):
         return ("public tables only: answered exactly from the public tables' rows, on a database that holds "
                 "nothing private; no noise, nothing charged.\n\n" + sql.strip().rstrip(";") + ";")
-    if parameters is None:
-        from dpsql.intercept.over_answers import explain
+    from dpsql.intercept.over_answers import explain
+    from dpsql.intercept.parameters import bound
 
-        if (text := explain(session, sql)) is not None:  # SQL over a released answer, a series limit
-            return text
+    over = sql if parameters is None else bound(sql, parameters)  # ? values bound as literals first
+    if over is not None and (text := explain(session, over)) is not None:  # SQL over a released answer, a series limit
+        return text
     return explanation(session.explain(sql, parameters=parameters))

@@ -36,6 +36,7 @@ from sqlglot import exp
 
 from dpsql.errors import DpsqlError, PostProcessingFailed
 from dpsql.intercept import series_derived
+from dpsql.intercept.series_derived import inner_note as _inner_note
 from dpsql.intercept.answer_shapes import ANSWER, JOIN_HINT, Over, SeriesLimit, inner_errors, refuse, shape, with_of
 from dpsql.ledger import answers
 from dpsql.pipeline import reuse
@@ -105,15 +106,6 @@ def run_outer(session: Session, over: Over, inner: Result, names: list[str], typ
             "the charge stands, the released answer is kept and shown again for free)",
             hint="the failure depends on the noisy values only, which are not quoted: run the subquery alone "
                  "to see its rows, or make the outer query total (TRY_CAST, NULLIF).") from None
-
-
-def _inner_note(result: Result, what: str) -> str:
-    r = result.receipt
-    if r.reused:
-        return f"{what}: reused, released at {r.reused['released_at']} (charge {r.reused['charge_id']}), charged 0 now"
-    if r.charge_id is None:
-        return f"{what}: public keysets only, charged 0"
-    return f"{what}: charged rho={fmt(r.rho)} (charge {r.charge_id})"
 
 
 def execute_over(session: Session, over: Over, rho: Any = None, bound: tuple[list[str], ...] | None = None) -> Result:
@@ -207,7 +199,11 @@ def execute_series(session: Session, series: SeriesLimit, rho: Any = None) -> Re
     """One release when the ranking is derivable (:func:`derived`); else phase 1 for both releases
     (:func:`_decide_series`; the budget checked for both, the subquery free when it is shown
     again), then release 1, then release 2 with the released groups (an empty list: no rows, no
-    second charge)."""
+    second charge). Superset's "group others": :mod:`.series_others`."""
+    if series.others is not None:
+        from dpsql.intercept import series_others
+
+        return series_others.execute(session, series, rho)
     if (one := derived(session, series)) is not None:
         return _execute_derived(session, series, one, rho)
     d_inner, d_outer, plain = _decide_series(session, series, rho)
@@ -246,7 +242,11 @@ def decide(session: Session, sql: str, rho: Any = None) -> Over | SeriesLimit | 
         with inner_errors(found):
             session.decide(found.inner, rho=rho, check_budget=False)
     elif isinstance(found, SeriesLimit):
-        if (one := derived(session, found)) is not None:
+        if found.others is not None:
+            from dpsql.intercept import series_others
+
+            series_others.decide(session, found, rho)
+        elif (one := derived(session, found)) is not None:
             with inner_errors(found):
                 session.decide(found.inner, rho=rho, check_budget=False)
             session.decide(one.base, rho=rho, check_budget=False)
@@ -303,11 +303,19 @@ def describe(session: Session, sql: str) -> tuple[list[str], list[str]] | None:
 def explain(session: Session, sql: str) -> str | None:
     """EXPLAIN of SQL over a released answer (the inner's cost, the outer free) or of a series
     limit (both releases and their sum), from public information only; None for any other statement."""
-    from dpsql.pipeline.format import explanation
-
     found = shape(sql, session)
     if found is None:
         return None
+    if isinstance(found, SeriesLimit) and found.others is not None:  # Superset's "group others"
+        from dpsql.intercept.series_others import explain_note
+
+        return explain_note(session, found) + "\n\n" + _explain(session, found)
+    return _explain(session, found)
+
+
+def _explain(session: Session, found: Over | SeriesLimit) -> str:
+    from dpsql.pipeline.format import explanation
+
     if isinstance(found, Over):
         bind(session, found)  # DP124 here too: EXPLAIN refuses what the query would be refused
         with inner_errors(found):

@@ -307,3 +307,13 @@ def charge_note(result: Result) -> str:
     if r.charge_id is None:
         return "one release, public keysets only, charged 0"
     return f"one release, charged rho={fmt(r.rho)} (charge {r.charge_id})"
+
+
+def inner_note(result: Result, what: str) -> str:
+    """What a release of SQL over released answers cost, for the receipt's notes."""
+    r = result.receipt
+    if r.reused:
+        return f"{what}: reused, released at {r.reused['released_at']} (charge {r.reused['charge_id']}), charged 0 now"
+    if r.charge_id is None:
+        return f"{what}: public keysets only, charged 0"
+    return f"{what}: charged rho={fmt(r.rho)} (charge {r.charge_id})"

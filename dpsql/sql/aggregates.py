@@ -197,6 +197,13 @@ class FinishRewriter:
             raise self.scopes.refuse(node, "DP117", "COUNT accepts *, a column or DISTINCT of the privacy unit",
                                      "write COUNT(*) or COUNT(column).")
         fname = written_name(node, self.scopes.sql).upper()
+        if distinct and fname in ("SUM", "AVG"):  # docs/privacy.md, "SUM(DISTINCT x) is refused"
+            raise self.scopes.refuse(
+                node, "DP116", f"{fname}(DISTINCT ...) is not supported: the split threshold that bounds {fname} does "
+                "not bound distinct values (a record's pieces would collapse into one), and one unit's rows can add "
+                "or remove many distinct values at once",
+                f"write {fname}(measure) for the measure over every row (each record split at its threshold); "
+                "COUNT(DISTINCT <the privacy unit>) counts units.")
         if distinct:
             raise self.scopes.refuse(node, "DP116", f"{fname}(DISTINCT ...) is not supported", f"write {fname}(measure).")
         if not isinstance(arg, exp.Column):

@@ -41,6 +41,12 @@ FIXTURES: dict[str, tuple[str, str, int]] = {
                              "virtual dataset (a row-level SELECT of establishments): FROM (<virtual sql>) AS "
                              "virtual_table JOIN (SELECT ... FROM (<virtual sql>) AS virtual_table ... LIMIT 5): one "
                              "release, the top 5 read off its released cells", 1),
+    "series_limit_group_others": ("group_others", "Superset 6.1 time series with a series limit of 5 and \"group "
+                                  "others\" on (group_others_when_limit_reached): a LEFT JOIN to the top-5 subquery and "
+                                  "the series column as CASE WHEN series_limit.naics2__ IS NOT NULL THEN naics2 ELSE "
+                                  "'Others' END in SELECT and GROUP BY: one release (the series limit's own), the top 5 "
+                                  "read off its cells, each month's Others row the sum of the other keys' released "
+                                  "cells", 1),
     "filter_values_public_key": ("filter_values", "Superset 6.1 native filter's value list, GET "
                                  "/api/v1/datasource/table/<id>/column/naics2/values/: SELECT DISTINCT of a key with a "
                                  "public keyset (free)", 0),

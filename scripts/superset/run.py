@@ -424,6 +424,11 @@ def measure(run: Run, api: Api, made: dict[str, Any], loads: int) -> dict[str, A
 
     step("virtual_series_limit", "POST", "/api/v1/chart/data", made["chart_virtual"]["query_context"])
     step("virtual_series_limit_again", "POST", "/api/v1/chart/data", made["chart_virtual"]["query_context"])
+    line = made["charts"][2]["query_context"]  # the series-limit chart with "group others" on (Superset 6)
+    others = dict(line, queries=[dict(q, group_others_when_limit_reached=True) for q in line["queries"]],
+                  form_data=dict(line["form_data"], group_others_when_limit_reached=True))
+    step("group_others", "POST", "/api/v1/chart/data", others)
+    step("group_others_again", "POST", "/api/v1/chart/data", others)
     ds = made["dataset"]
     step("samples", "POST", f"/datasource/samples?datasource_id={ds}&datasource_type=table&force=true&page=1&per_page=50", {})
     table = made["charts"][0]["query_context"]
@@ -474,7 +479,9 @@ def summary(r: dict[str, Any]) -> str:
         lines.append(f"  the same dashboard, {len(loads)} loads in headless Chromium: "
                      f"{r['browser']['charges_total_after'] - r['browser']['charges_before']} more charges")
     for key, what in (("virtual_series_limit", "series-limit chart on a virtual dataset"),
-                      ("virtual_series_limit_again", "  again"), ("samples", "Explore's Samples pane"), ("pagination", "table chart with server pagination"),
+                      ("virtual_series_limit_again", "  again"),
+                      ("group_others", "the series-limit chart with \"group others\" (after the dashboard's loads)"),
+                      ("group_others_again", "  again"), ("samples", "Explore's Samples pane"), ("pagination", "table chart with server pagination"),
                       ("pagination_again", "  the same page again"), ("filter_values", "filter values of naics2 (public keyset)"),
                       ("filter_values_again", "  again"), ("filter_values_private_key", "filter values of county (private key)")):
         step = r[key]

@@ -27,6 +27,7 @@ from dpsql.pipeline.format import footer
 from dpsql.intercept import answer as intercept_answer
 from dpsql.intercept import execute
 from dpsql.intercept import over_answers
+from dpsql.intercept.parameters import bound
 from dpsql.intercept.explain import answer_explain
 from dpsql.pipeline.result import Result
 from dpsql.session import Session
@@ -172,7 +173,8 @@ def _describe(sql: str, parameters: list[Any], session: Session, catalog: Public
     public = intercept_answer(session, qmark) if not order else answer_explain(session, qmark, values)
     if public is not None:
         return (list(public.columns), list(public.types)) if public.columns else None
-    if not order and (over := over_answers.describe(session, qmark)) is not None:  # issue 32: nothing runs
+    text = qmark if not order else bound(qmark, values)  # issue 32: nothing runs; ? values bound as literals
+    if text is not None and (over := over_answers.describe(session, text)) is not None:
         return over
     names, types = session.describe(qmark, values)
     return names, types
