@@ -321,3 +321,24 @@ def test_the_captured_superset_sql_through_psycopg2(dpsql_server, name):
         con.close()
     top = _oracle(released, key=1, metric=2, n=5, only=_in_2015)
     assert got == [r for r in released if r[1] in top][:10000] and len({r[1] for r in got}) == 5
+
+
+def test_the_receipts_errors_stay_aligned_with_the_rows_shown(con):
+    """The answer keeps a subset of the release's rows; the receipt's per-row σ and MOE follow
+    them. AVG's σ differs from row to row (its noisy count divides it), so a σ left at the
+    release's row positions would not match: each row's σ is looked up in the release itself."""
+    inner = ("SELECT naics2 AS n__, COUNT(*) AS m FROM establishments GROUP BY naics2 "
+             "ORDER BY COUNT(*) DESC LIMIT 6")
+    sql = (f"SELECT state, naics2, COUNT(*) AS n, AVG(employees) AS a FROM establishments "
+           f"JOIN ({inner}) AS sl ON naics2 = n__ GROUP BY state, naics2 ORDER BY a DESC LIMIT 30 OFFSET 3")
+    cur = con.execute(sql)
+    got, errors = cur.fetchall(), cur.receipt.columns["a"]
+    charges = _charges(con)
+    assert len(charges) == 1 and any(n.startswith("series limit read from the released cells") for n in cur.receipt.notes)
+    base = con.execute(charges[0].query)
+    released, base_errors = base.fetchall(), base.receipt.columns["a"]
+    assert len(_charges(con)) == 1 and len(base_errors.sigma) == len(released) > 30
+    by_row = {r[:2]: (s, m) for r, s, m in zip(released, base_errors.sigma, base_errors.moe95)}
+    assert len(errors.sigma) == len(errors.moe95) == len(got) == 30
+    assert [by_row[r[:2]] for r in got] == list(zip(errors.sigma, errors.moe95))
+    assert len(set(errors.sigma)) > 10  # σ varies by row: a misalignment would show

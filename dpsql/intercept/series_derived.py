@@ -36,7 +36,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from dpsql.pipeline.result import Result
+from dpsql.pipeline.result import ColumnError, Receipt, Result
 from dpsql.privacy.budget import fmt
 from dpsql.sql.parse import parse
 
@@ -291,13 +291,23 @@ def finish(derived: Derived, base: Result, note: str) -> Result:
     then the outer LIMIT / OFFSET; post-processing only."""
     ranked = [r for r in base.rows if not empty_by_where(r, derived.windows)]
     kept = set(top_keys(ranked, derived.keys, derived.metric, derived.descending, derived.n))
-    rows = [r for r in base.rows if tuple(r[i] for i in derived.keys) in kept]
     end = None if derived.limit is None else derived.offset + derived.limit
+    shown = [i for i, r in enumerate(base.rows) if tuple(r[k] for k in derived.keys) in kept][derived.offset:end]
     ranking = (f"series limit read from the released cells: {derived.what}, each key's total the sum of its released "
                "cells of this answer (post-processing, charged 0; ties by key ascending); "
                f"{len(kept)} key(s) kept, {note}")
-    receipt = replace(base.receipt, notes=(ranking, *base.receipt.notes))
-    return replace(base, rows=rows[derived.offset:end], receipt=receipt)
+    receipt = replace(base.receipt, notes=(ranking, *base.receipt.notes), columns=rows_of(base.receipt, shown, len(base.rows)))
+    return replace(base, rows=[base.rows[i] for i in shown], receipt=receipt)
+
+
+def rows_of(receipt: Receipt, shown: list[int], n: int) -> dict[str, ColumnError]:
+    """The receipt's per-row σ, MOE and further figures of the rows ``shown`` (indices into the
+    ``n`` released rows), so that they stay aligned with the rows the answer shows."""
+    def take(values: tuple) -> tuple:
+        return tuple(values[i] for i in shown) if len(values) == n else values
+
+    return {name: replace(e, sigma=take(e.sigma), moe95=take(e.moe95), extra=tuple((s, take(tuple(v))) for s, v in e.extra))
+            for name, e in receipt.columns.items()}
 
 
 def charge_note(result: Result) -> str:
