@@ -50,8 +50,14 @@ from dpsql.testing import seeded_random
 #: the per-unit zCDP loss of a unit within the bounds, per question (one grouping's query)
 RHO_UNIT = Fraction(1, 20)
 CONVERSION_DELTA = Fraction(1, 10**6)
-#: dest: partition selection's (ε_s, δ_s), ε_s²/2 a quarter of RHO_UNIT (ε_s is stated to 10 digits, rounded down)
+#: dest: partition selection's (ε_s, δ_s), ε_s²/2 a quarter of RHO_UNIT (ε_s is stated to 10 digits, rounded down;
+#: ``--selection-share`` sets another share)
 SELECTION = (Fraction(math.floor(math.sqrt(RHO_UNIT / 2) * 10**10), 10**10), Fraction(1, 10**6))
+
+
+def selection_at(share: Fraction) -> tuple[Fraction, Fraction]:
+    """(ε_s, δ_s) with ε_s²/2 = ``share`` × RHO_UNIT (ε_s rounded down at 10 digits)."""
+    return Fraction(math.floor(math.sqrt(2 * RHO_UNIT * share) * 10**10), 10**10), SELECTION[1]
 CARRIERS = ["9E", "AA", "AS", "B6", "DL", "EV", "F9", "FL", "HA", "MQ", "OO", "UA", "US", "VX", "WN", "YV"]
 ORIGINS = ["EWR", "JFK", "LGA"]
 AGGS = ("count", "avg_arr_delay", "sum_distance", "median_dep_delay")
@@ -366,10 +372,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--advised", type=Path, default=None,
                     help="a policy `dpsql advise --write` wrote for these flights: dpsql's κ, max_groups_by, R, T and "
                          "quantile_rows come from its [tables.flights] (its keys and MEDIAN grid stay the study's)")
+    ap.add_argument("--selection-share", type=Fraction, default=Fraction(1, 4),
+                    help="dest: the selection's share of RHO_UNIT, ε_s²/2 (default 1/4); the rest is the cells' noise")
     ap.add_argument("--median-points", type=int, default=None,
                     help="points of MEDIAN's public grid over -120..1440 minutes (1561: one a minute; default 1,000)")
     args = ap.parse_args(argv)
     MEDIAN_POINTS[:] = [args.median_points] if args.median_points else []
+    global SELECTION
+    if not 0 < args.selection_share < 1:
+        ap.error("--selection-share must be in (0, 1)")
+    SELECTION = selection_at(args.selection_share)
     groupings = [g for g in args.groupings.split(",") if g]
     unknown = set(groupings) - set(GROUPINGS)
     if unknown or args.trials < 1 or (args.peer_trials is not None and args.peer_trials < 1):

@@ -56,6 +56,15 @@ def test_a_unit_within_the_bounds_loses_rho_unit_and_peers_get_its_conversion() 
         assert delta == pytest.approx(1e-6 + (1e-6 if g == "dest" else 0))
 
 
+def test_the_selection_share_sets_eps_s() -> None:
+    """--selection-share s: ε_s²/2 = s·ρ_unit (ε_s rounded down at 10 digits); 1/4 is the default."""
+    assert study.selection_at(Fraction(1, 4)) == study.SELECTION
+    for share in (Fraction(1, 8), Fraction(1, 2)):
+        eps, delta = study.selection_at(share)
+        assert eps**2 / 2 <= share * study.RHO_UNIT < (eps + Fraction(1, 10**10)) ** 2 / 2
+        assert delta == study.SELECTION[1]
+
+
 def test_dpsql_side_on_a_tiny_flights_table(tmp_path) -> None:
     db = tmp_path / "flights.duckdb"
     con = duckdb.connect(str(db))
