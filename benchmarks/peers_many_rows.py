@@ -9,7 +9,9 @@ private key: partition selection), each with COUNT(*), AVG(arr_delay), SUM(dista
 and MEDIAN(dep_delay) in a second. Flights whose tailnum is NULL are dropped (they belong to no
 aircraft). Truth: the exact answers over every flight. Error: the relative error
 |answer − truth| / |truth| of each (group, aggregate), a group the method does not release
-counting as error 1; the table gives its median over groups and trials.
+counting as error 1; the table gives its median over groups and trials. For a private key (dest)
+the report also says how many groups each method released per trial, its error over those, and
+per peer both methods' errors over the groups both released (the headline metric is unchanged).
 
 Matched loss (docs/evaluation.md, "Peers at aircraft level" says why this matching): each
 grouping is one question. For dpsql a unit *within the bounds* — at most κ groups, each
@@ -255,6 +257,28 @@ def released(runs: Any, true: dict[str, float]) -> str:
     return f"{statistics.mean(len(a) for a in shown):.1f}/{len(true)} at {statistics.median(errs) if errs else float('nan'):.3f}"
 
 
+def both_released(ours: Any, theirs: Any, true: dict[str, float]) -> str:
+    """For a private key: the median relative error of dpsql and of a peer over the groups both
+    released (every pair of a dpsql run and a peer run, the same (pair, group) items for both), and
+    how many such groups a pair has on average, e.g. "24.1 both: dpsql 0.012, peer 0.650"."""
+    def shown(a: dict[str, Any]) -> dict[str, float]:
+        return {g: float(v) for g, v in a.items() if g in true and true[g] != 0 and v is not None
+                and not (isinstance(v, float) and math.isnan(v))}
+
+    if isinstance(ours, str) or isinstance(theirs, str) or not ours or not theirs:
+        return "–"
+    mine, peer, sizes = [], [], []
+    for a in map(shown, ours):
+        for b in map(shown, theirs):
+            both = a.keys() & b.keys()
+            sizes.append(len(both))
+            mine += [abs(a[g] - true[g]) / abs(true[g]) for g in both]
+            peer += [abs(b[g] - true[g]) / abs(true[g]) for g in both]
+    if not mine:
+        return "none both"
+    return f"{statistics.mean(sizes):.1f} both: dpsql {statistics.median(mine):.3f}, peer {statistics.median(peer):.3f}"
+
+
 def best_setting(result: Any, grouping: str, aggregate: str, true: dict[str, float]) -> tuple[float | str, str]:
     """A method's median relative error on one question at its best truncation setting (the peers'
     answers are keyed "aggregate@setting"; dpsql's by the aggregate alone), and that setting."""
@@ -411,6 +435,12 @@ def main(argv: list[str] | None = None) -> int:
                 row[m], row[m + " setting"] = best_setting(results[m], g, a, true[a])
                 if a == "median_dep_delay":
                     row[m + " minutes"] = absolute_at(results[m], g, a, true[a], row[m + " setting"])
+                if g == "dest" and m != "dpsql" and not isinstance(results[m], str):  # the same groups for both
+                    key = row[m + " setting"].partition(";")[0].strip()
+                    theirs = results[m].get(g, {})
+                    theirs = theirs.get(f"{a}@{key}", "–") if isinstance(theirs, dict) else theirs
+                    both = both_released(results["dpsql"][g].get(a, "–"), theirs, true[a])
+                    row[m + " setting"] += f"; {both}" if both != "–" else ""
             table.append(row)
     losses = {g: unit_losses(db, g, advised) for g in groupings}
     command = "python -m benchmarks.peers_many_rows " + " ".join(argv if argv is not None else sys.argv[1:])
