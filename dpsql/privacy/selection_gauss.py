@@ -32,8 +32,8 @@ independent per group, t an integer:
 * The rule: the lower mid-point, π_opt's at (ε/κ, δ/κ) against the discrete mechanism's (t:
   P[n + Z ≥ t] ≥ 1/2 iff n ≥ t, Z being symmetric), ties to π_opt. With "paper" both are
   (ε, δ)-DP, as the paper compares them; with "charge" both are charged (ε²/2, δ) at most, as the
-  ledger compares them, and Gaussian thresholding wins for every κ ≥ 2 but at t = 2 (its t grows
-  as √κ·√(2 ln(κ/δ))/ε, π_opt's mid-point as κ·ln(1/δ)/ε). The rule is a public choice:
+  ledger compares them, and Gaussian thresholding wins in every case computed for κ ≥ 2 but at
+  t = 2 (its t grows as √κ·√(2 ln(κ/δ))/ε, π_opt's mid-point as κ·ln(1/δ)/ε). The rule is a public choice:
   whichever it picks, the ledger charges what that method costs.
 
 No I/O.
