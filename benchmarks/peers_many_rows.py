@@ -9,7 +9,9 @@ private key: partition selection), each with COUNT(*), AVG(arr_delay), SUM(dista
 and MEDIAN(dep_delay) in a second. Flights whose tailnum is NULL are dropped (they belong to no
 aircraft). Truth: the exact answers over every flight. Error: the relative error
 |answer − truth| / |truth| of each (group, aggregate), a group the method does not release
-counting as error 1; the table gives its median over groups and trials.
+counting as error 1; the table gives its median over groups and trials. For a private key (dest)
+the report also says how many groups each method released per trial, its error over those, and
+per peer both methods' errors over the groups both released (the headline metric is unchanged).
 
 Matched loss (docs/evaluation.md, "Peers at aircraft level" says why this matching): each
 grouping is one question. For dpsql a unit *within the bounds* — at most κ groups, each
@@ -50,8 +52,14 @@ from dpsql.testing import seeded_random
 #: the per-unit zCDP loss of a unit within the bounds, per question (one grouping's query)
 RHO_UNIT = Fraction(1, 20)
 CONVERSION_DELTA = Fraction(1, 10**6)
-#: dest: partition selection's (ε_s, δ_s), ε_s²/2 a quarter of RHO_UNIT (ε_s is stated to 10 digits, rounded down)
+#: dest: partition selection's (ε_s, δ_s), ε_s²/2 a quarter of RHO_UNIT (ε_s is stated to 10 digits, rounded down;
+#: ``--selection-share`` sets another share)
 SELECTION = (Fraction(math.floor(math.sqrt(RHO_UNIT / 2) * 10**10), 10**10), Fraction(1, 10**6))
+
+
+def selection_at(share: Fraction) -> tuple[Fraction, Fraction]:
+    """(ε_s, δ_s) with ε_s²/2 = ``share`` × RHO_UNIT (ε_s rounded down at 10 digits)."""
+    return Fraction(math.floor(math.sqrt(2 * RHO_UNIT * share) * 10**10), 10**10), SELECTION[1]
 CARRIERS = ["9E", "AA", "AS", "B6", "DL", "EV", "F9", "FL", "HA", "MQ", "OO", "UA", "US", "VX", "WN", "YV"]
 ORIGINS = ["EWR", "JFK", "LGA"]
 AGGS = ("count", "avg_arr_delay", "sum_distance", "median_dep_delay")
@@ -249,6 +257,28 @@ def released(runs: Any, true: dict[str, float]) -> str:
     return f"{statistics.mean(len(a) for a in shown):.1f}/{len(true)} at {statistics.median(errs) if errs else float('nan'):.3f}"
 
 
+def both_released(ours: Any, theirs: Any, true: dict[str, float]) -> str:
+    """For a private key: the median relative error of dpsql and of a peer over the groups both
+    released (every pair of a dpsql run and a peer run, the same (pair, group) items for both), and
+    how many such groups a pair has on average, e.g. "24.1 both: dpsql 0.012, peer 0.650"."""
+    def shown(a: dict[str, Any]) -> dict[str, float]:
+        return {g: float(v) for g, v in a.items() if g in true and true[g] != 0 and v is not None
+                and not (isinstance(v, float) and math.isnan(v))}
+
+    if isinstance(ours, str) or isinstance(theirs, str) or not ours or not theirs:
+        return "–"
+    mine, peer, sizes = [], [], []
+    for a in map(shown, ours):
+        for b in map(shown, theirs):
+            both = a.keys() & b.keys()
+            sizes.append(len(both))
+            mine += [abs(a[g] - true[g]) / abs(true[g]) for g in both]
+            peer += [abs(b[g] - true[g]) / abs(true[g]) for g in both]
+    if not mine:
+        return "none both"
+    return f"{statistics.mean(sizes):.1f} both: dpsql {statistics.median(mine):.3f}, peer {statistics.median(peer):.3f}"
+
+
 def best_setting(result: Any, grouping: str, aggregate: str, true: dict[str, float]) -> tuple[float | str, str]:
     """A method's median relative error on one question at its best truncation setting (the peers'
     answers are keyed "aggregate@setting"; dpsql's by the aggregate alone), and that setting."""
@@ -366,10 +396,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--advised", type=Path, default=None,
                     help="a policy `dpsql advise --write` wrote for these flights: dpsql's κ, max_groups_by, R, T and "
                          "quantile_rows come from its [tables.flights] (its keys and MEDIAN grid stay the study's)")
+    ap.add_argument("--selection-share", type=Fraction, default=Fraction(1, 4),
+                    help="dest: the selection's share of RHO_UNIT, ε_s²/2 (default 1/4); the rest is the cells' noise")
     ap.add_argument("--median-points", type=int, default=None,
                     help="points of MEDIAN's public grid over -120..1440 minutes (1561: one a minute; default 1,000)")
     args = ap.parse_args(argv)
     MEDIAN_POINTS[:] = [args.median_points] if args.median_points else []
+    global SELECTION
+    if not 0 < args.selection_share < 1:
+        ap.error("--selection-share must be in (0, 1)")
+    SELECTION = selection_at(args.selection_share)
     groupings = [g for g in args.groupings.split(",") if g]
     unknown = set(groupings) - set(GROUPINGS)
     if unknown or args.trials < 1 or (args.peer_trials is not None and args.peer_trials < 1):
@@ -399,6 +435,12 @@ def main(argv: list[str] | None = None) -> int:
                 row[m], row[m + " setting"] = best_setting(results[m], g, a, true[a])
                 if a == "median_dep_delay":
                     row[m + " minutes"] = absolute_at(results[m], g, a, true[a], row[m + " setting"])
+                if g == "dest" and m != "dpsql" and not isinstance(results[m], str):  # the same groups for both
+                    key = row[m + " setting"].partition(";")[0].strip()
+                    theirs = results[m].get(g, {})
+                    theirs = theirs.get(f"{a}@{key}", "–") if isinstance(theirs, dict) else theirs
+                    both = both_released(results["dpsql"][g].get(a, "–"), theirs, true[a])
+                    row[m + " setting"] += f"; {both}" if both != "–" else ""
             table.append(row)
     losses = {g: unit_losses(db, g, advised) for g in groupings}
     command = "python -m benchmarks.peers_many_rows " + " ".join(argv if argv is not None else sys.argv[1:])

@@ -58,6 +58,7 @@ MANY = "tests/test_many_rows.py"
 MANYQ = "tests/test_many_rows_quantiles.py"
 KAPPA_BY = "tests/test_many_rows_kappa_by.py"
 SHARED = "tests/test_shared_units.py"
+CHARGE = "tests/test_selection_charge.py"
 REUSE = "dpsql/pipeline/reuse.py"
 NULLS = "tests/test_null_keys.py"
 REUSED = "tests/test_reuse.py"
@@ -305,17 +306,39 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("kappa_discrete_threshold_delta_not_split",
              "discrete Gaussian thresholding gives each of a unit's κ new groups the whole threshold δ",
              (Patch("dpsql/privacy/selection_gauss.py",
-                    "p_max = -math.expm1(math.log1p(-g.threshold_delta) / kappa) * (1 - _SLACK)",
-                    "p_max = g.threshold_delta"),),
+                    "p_max = -math.expm1(math.log1p(-threshold_delta) / kappa) * (1 - _SLACK)",
+                    "p_max = threshold_delta"),),
              (f"{KAPPA}::test_discrete_thresholding_parameters_and_charge",
-              f"{MANY}::test_gaussian_thresholding_runs_with_its_stated_parameters_and_charge")),
+              f"{MANY}::test_gaussian_thresholding_runs_with_its_stated_parameters_and_charge",
+              f"{CHARGE}::test_charge_calibration_spends_the_selection_charge_and_no_more")),
+    Mutation("kappa_charge_sigma_without_kappa",
+             "Gaussian thresholding at the selection's charge takes σ² = 1/ε² although a unit shifts κ counts: "
+             "charged κ/(2σ²) = κ·ε²/2, κ times the selection's ε²/2",
+             (Patch("dpsql/privacy/selection_gauss.py",
+                    "sigma2 = Fraction(math.ceil(Fraction(kappa) / epsilon**2 * _GRID), _GRID)",
+                    "sigma2 = Fraction(math.ceil(Fraction(1) / epsilon**2 * _GRID), _GRID)"),),
+             (f"{CHARGE}::test_charge_calibration_spends_the_selection_charge_and_no_more",
+              f"{CHARGE}::test_the_charge_is_the_renyi_divergence_of_the_kappa_shifted_discrete_gaussians")),
+    Mutation("kappa_charge_sigma_rounded_down",
+             "σ² = κ/ε² rounded down to the grid: the charge κ/(2σ²) passes the selection's ε²/2",
+             (Patch("dpsql/privacy/selection_gauss.py",
+                    "sigma2 = Fraction(math.ceil(Fraction(kappa) / epsilon**2 * _GRID), _GRID)",
+                    "sigma2 = Fraction(math.floor(Fraction(kappa) / epsilon**2 * _GRID), _GRID)"),),
+             (f"{CHARGE}::test_charge_calibration_spends_the_selection_charge_and_no_more",)),
+    Mutation("kappa_rule_ignored_by_the_run",
+             "the selection that runs ignores the policy's kappa_rule: a \"paper\" policy is charged the paper's "
+             "small κ/(2σ²) while the run thresholds with the charge calibration's smaller σ",
+             (Patch("dpsql/pipeline/columnar.py", "how = plan(sel.epsilon, sel.delta, kappa, sel.kappa_rule)",
+                    "how = plan(sel.epsilon, sel.delta, kappa)"),),
+             (f"{MANY}::test_gaussian_selection_rate_matches_the_discrete_gaussian_tail",)),
     Mutation("kappa_gaussian_charge_without_kappa",
              "Gaussian thresholding is charged 1/(2σ²) although a unit shifts κ noisy counts: κ/(2σ²)",
              (Patch("dpsql/privacy/selection_gauss.py",
                     "return Fraction(self.kappa) / (2 * self.sigma2), Fraction(self.threshold_delta)",
                     "return Fraction(1) / (2 * self.sigma2), Fraction(self.threshold_delta)"),),
              (f"{KAPPA}::test_discrete_thresholding_parameters_and_charge",
-              f"{MANY}::test_gaussian_thresholding_runs_with_its_stated_parameters_and_charge")),
+              f"{MANY}::test_gaussian_thresholding_runs_with_its_stated_parameters_and_charge",
+              f"{CHARGE}::test_the_query_path_runs_and_charges_the_charge_calibration")),
     Mutation("kappa_gaussian_keeps_below_threshold",
              "discrete Gaussian thresholding keeps a group one unit below the threshold its δ_thr was computed for",
              (Patch("dpsql/privacy/selection_gauss.py", "return counts + z >= self.threshold",

@@ -8,6 +8,10 @@ groups of smallest keyed hash (DuckDB's HASH of (unit, region, salt), read from 
 plain query, with the salt the seeded source draws first), top-code, sum. dpsql runs with a
 huge ρ, so its noise is zero with overwhelming probability (σ ~ 1e-5) and its answers are the
 exact values.
+
+The κ > 1 selection here runs the paper's calibration (``kappa_rule = "paper"`` in POLICY: π_opt
+at (ε/κ, δ/κ) for κ = 3); the default, Gaussian thresholding at the selection's charge, is
+tests/test_selection_charge.py's.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ default_rho = 1e12
 total_rho = 1e15
 [selection]
 epsilon = 1
+kappa_rule = "paper"
 [tables.visits]
 privacy_unit = "pid"
 {table}

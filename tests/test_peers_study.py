@@ -56,6 +56,27 @@ def test_a_unit_within_the_bounds_loses_rho_unit_and_peers_get_its_conversion() 
         assert delta == pytest.approx(1e-6 + (1e-6 if g == "dest" else 0))
 
 
+def test_both_released_compares_the_same_groups() -> None:
+    """Over the groups both released, per pair of runs: dpsql's and the peer's errors on the same
+    items (written out here: pairs (r1, p1) share {a, b}, (r2, p1) share {a})."""
+    truth = {"a": 10.0, "b": 20.0, "c": 40.0, "z": 0.0}
+    ours = [{"a": 11.0, "b": 20.0, "c": 40.0, "z": 5.0}, {"a": 10.0, "c": float("nan")}]
+    theirs = [{"a": 5.0, "b": 10.0, "z": 1.0}]
+    # items: (r1,a) 0.1 / 0.5, (r1,b) 0.0 / 0.5, (r2,a) 0.0 / 0.5 -> medians 0.0 and 0.5; sizes 2, 1
+    assert study.both_released(ours, theirs, truth) == "1.5 both: dpsql 0.000, peer 0.500"
+    assert study.both_released(ours, [{"c": 1.0}], {"a": 1.0, "c": 0.0}) == "none both"
+    assert study.both_released("refused (DP211)", theirs, truth) == "–"
+
+
+def test_the_selection_share_sets_eps_s() -> None:
+    """--selection-share s: ε_s²/2 = s·ρ_unit (ε_s rounded down at 10 digits); 1/4 is the default."""
+    assert study.selection_at(Fraction(1, 4)) == study.SELECTION
+    for share in (Fraction(1, 8), Fraction(1, 2)):
+        eps, delta = study.selection_at(share)
+        assert eps**2 / 2 <= share * study.RHO_UNIT < (eps + Fraction(1, 10**10)) ** 2 / 2
+        assert delta == study.SELECTION[1]
+
+
 def test_dpsql_side_on_a_tiny_flights_table(tmp_path) -> None:
     db = tmp_path / "flights.duckdb"
     con = duckdb.connect(str(db))

@@ -244,7 +244,7 @@ def test_discrete_thresholding_parameters_and_charge(eps, delta, kappa):
     from dpsql.privacy.selection_analysis import midpoint
     from dpsql.privacy.selection_gauss import plan
 
-    how = plan(Fraction(eps), Fraction(delta), kappa)
+    how = plan(Fraction(eps), Fraction(delta), kappa, "paper")
     g = how.gaussian
     sigma = math.sqrt(g.sigma2)
     assert g.sigma2 >= Fraction(gaussian_thresholding(eps, delta, kappa).sigma) ** 2
@@ -262,7 +262,7 @@ def test_discrete_thresholding_parameters_and_charge(eps, delta, kappa):
 def test_the_rule_on_the_query_path_picks_pi_opt_for_small_kappa_and_gaussian_beyond():
     from dpsql.privacy.selection_gauss import plan
 
-    methods = [plan(Fraction(1), Fraction(1, 10**6), k).method for k in range(2, 9)]
+    methods = [plan(Fraction(1), Fraction(1, 10**6), k, "paper").method for k in range(2, 9)]
     assert methods == ["optimal", "optimal"] + ["gaussian"] * 5
 
 
@@ -273,13 +273,13 @@ def test_discrete_thresholding_keeps_with_the_closed_form_probability():
     delta large enough to see it (delta = 0.2)."""
     from dpsql.privacy.selection_gauss import plan
 
-    g = plan(Fraction(1), Fraction(1, 10**6), 8).gaussian
+    g = plan(Fraction(1), Fraction(1, 10**6), 8, "paper").gaussian
     rng, trials = seeded_random(31), 40_000
     for n in (g.threshold - 10, g.threshold - 1, g.threshold, g.threshold + 6):
         kept = g.keep(np.full(trials, n, dtype=np.int64), rng).mean()
         p = dgauss_tail(g.sigma2, g.threshold - n)
         assert abs(kept - p) <= 5 * math.sqrt(p * (1 - p) / trials), (n, kept, p)
-    big = plan(Fraction(1), Fraction(1, 5), 3).gaussian
+    big = plan(Fraction(1), Fraction(1, 5), 3, "paper").gaussian
     some = big.keep(np.ones(3 * trials, dtype=np.int64), rng).reshape(trials, 3).any(axis=1).mean()
     assert some <= big.threshold_delta + 5 * math.sqrt(big.threshold_delta / trials)
 

@@ -94,7 +94,7 @@ def keep_mask(counts: Any, sel: Selection, rng: RandomSource, kappa: int) -> tup
         from dpsql.privacy.selection_gauss import plan
         from dpsql.privacy.selection_kappa import select_kappa
 
-        how = plan(sel.epsilon, sel.delta, kappa)
+        how = plan(sel.epsilon, sel.delta, kappa, sel.kappa_rule)
         keep = how.gaussian.keep(n, rng) if how.method == "gaussian" else select_kappa(n, sel.epsilon, sel.delta, kappa, rng)
     else:
         keep = select(n, sel.epsilon, sel.delta, rng)  # the optimal primitive, Theorem 1

@@ -153,7 +153,7 @@ def selection_cost(plan: Plan, sel: Selection) -> tuple[Fraction, Fraction]:
     if k > 1:
         from dpsql.privacy.selection_gauss import plan as kappa_plan
 
-        how = kappa_plan(sel.epsilon, sel.delta, k)
+        how = kappa_plan(sel.epsilon, sel.delta, k, sel.kappa_rule)
         return how.rho, how.delta
     return sel.epsilon**2 / 2, sel.delta
 
@@ -175,7 +175,7 @@ def selection_params(plan: Plan, policy: Policy) -> dict[str, Any]:
     if (plan.table.max_groups or 1) > 1:  # units in up to κ groups: the method and its parameters (release.select_groups)
         from dpsql.privacy.selection_gauss import plan as kappa_plan
 
-        how = kappa_plan(sel.epsilon, sel.delta, plan.table.max_groups)
+        how = kappa_plan(sel.epsilon, sel.delta, plan.table.max_groups, sel.kappa_rule)
         out.update(how.params(sel.epsilon, sel.delta))
         if how.method == "gaussian":
             out["delta_charged"] = fmt_up(how.delta)

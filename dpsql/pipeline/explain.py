@@ -63,7 +63,7 @@ def explain(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, doma
         selection = {**selection_params(plan, policy), "midpoint": midpoint(sel.epsilon / k, sel.delta / k)}
         how = "paper 002 Theorem 1" + (f", at (epsilon/{k}, delta/{k})" if k > 1 else "")
         if selection.get("kappa_method") == "gaussian":
-            selection["midpoint"] = kappa_plan(sel.epsilon, sel.delta, k).gaussian_midpoint
+            selection["midpoint"] = kappa_plan(sel.epsilon, sel.delta, k, sel.kappa_rule).gaussian_midpoint
             how = f"Gaussian thresholding for units in up to {k} groups, paper 002 section 5"
         notes.append(f"groups of {', '.join(k.label for k in plan.private_keys)} are released by DP partition selection "
                      f"({how}): a group with n {'units' if sel.count == 'units' else 'split rows'} "

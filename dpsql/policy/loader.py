@@ -53,6 +53,7 @@ from dpsql.policy.keys_loader import parse_group_bounds, parse_keys
 from dpsql.policy.model import (
     MECHANISMS,
     SELECTION_COUNTS,
+    SELECTION_KAPPA_RULES,
     SELECTION_METHODS,
     Budget,
     Key,
@@ -134,7 +135,7 @@ def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
         tp = _table_policy(name, _table(tdoc, where, f"tables.{name}"), where)
         tables[tp.name] = tp
     sel_doc = _table(doc.get("selection", {}), where, "selection")
-    _only(sel_doc, {"epsilon", "delta", "count", "method"}, where, "selection")
+    _only(sel_doc, {"epsilon", "delta", "count", "method", "kappa_rule"}, where, "selection")
     sel = Selection()
     sel_eps = _rho(sel_doc["epsilon"], where, "selection.epsilon") if "epsilon" in sel_doc else sel.epsilon
     sel_delta = _rho(sel_doc["delta"], where, "selection.delta") if "delta" in sel_doc else sel.delta
@@ -146,7 +147,10 @@ def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
     sel_method = sel_doc.get("method", sel.method)
     if sel_method not in SELECTION_METHODS:
         raise _err(where, "selection.method", f"must be one of {', '.join(SELECTION_METHODS)}, got {sel_method!r}")
-    selection = Selection(sel_eps, sel_delta, sel_count, sel_method)
+    kappa_rule = sel_doc.get("kappa_rule", sel.kappa_rule)
+    if kappa_rule not in SELECTION_KAPPA_RULES:
+        raise _err(where, "selection.kappa_rule", f"must be one of {', '.join(SELECTION_KAPPA_RULES)}, got {kappa_rule!r}")
+    selection = Selection(sel_eps, sel_delta, sel_count, sel_method, kappa_rule)
     public_tables = {}
     for name, pdoc in _table(doc.get("public_tables", {}), where, "public_tables").items():
         pfield = f"public_tables.{name}"

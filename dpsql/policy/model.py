@@ -326,16 +326,21 @@ class Selection:
     (paper 000 §5.4: groups of a few huge records are found; a record with k splits pays by
     group privacy). ``method``: the optimal primitive (paper 002 Theorem 1) or the truncated
     geometric (Theorems 5-6), whose noisy count can stand in for the query's COUNT(*).
+    ``kappa_rule``: for units in κ > 1 groups, how Gaussian thresholding is calibrated before the
+    lower mid-point rule compares it with π_opt at (ε/κ, δ/κ): "charge" at the same charge
+    (ε²/2, δ), "paper" at the same (ε, δ) (privacy/selection_gauss.py).
     """
 
     epsilon: Fraction = Fraction(1, 2)
     delta: Fraction = Fraction(1, 10**6)
     count: str = "units"
     method: str = "optimal"
+    kappa_rule: str = "charge"
 
 
 SELECTION_COUNTS = ("units", "split_rows")
 SELECTION_METHODS = ("optimal", "truncated_geometric")
+SELECTION_KAPPA_RULES = ("charge", "paper")
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,14 @@ states what is charged and why.
 **Gaussian thresholding, discrete.** Keep a group of n units iff n + Z ≥ t, Z ~ N_Z(σ²)
 independent per group, t an integer:
 
-* σ² is the continuous method's σ (:func:`~dpsql.privacy.selection_kappa.gaussian_thresholding`,
-  calibrated to L2 sensitivity √κ) squared and rounded *up* to a multiple of 2⁻²⁰;
+* σ² (rounded *up* to a multiple of 2⁻²⁰), by the policy's ``selection.kappa_rule``:
+  **"charge"** (the default) σ² = κ/ε², so the charge κ/(2σ²) below is at most ε²/2, what every
+  selection is charged (π_opt's too), and δ_thr = δ, the whole δ (the Gaussian part is zCDP and
+  needs none); **"paper"** the continuous method's σ
+  (:func:`~dpsql.privacy.selection_kappa.gaussian_thresholding`, [BW18] at (ε, δ_noise) and L2
+  sensitivity √κ, the δ split minimising the threshold), as paper 002 Figure 4 compares the
+  methods at equal (ε, δ). Its charge in ρ is far below ε²/2 (ε = 0.158, δ = 10⁻⁶, κ = 35: 0.00085
+  of 0.0125), which is why its threshold is 4× "charge"'s (808 against 205 units);
 * t is the smallest integer ≥ 2 with P[Z ≥ t − 1] ≤ 1 − (1 − δ_thr)^{1/κ}, the tail summed from
   the discrete Gaussian's own mass (rounded up by a relative 10⁻⁹, far above the float error of
   the sums): a group only the added unit is in has n = 1, so some one of its ≤ κ new groups is kept
@@ -23,9 +29,12 @@ independent per group, t an integer:
   Kamath & Steinke 2020, Theorem 4), the coordinates are independent, so the Rényi divergences add
   (Bun & Steinke 2016, Lemma 2.3; the argument of docs/privacy.md, "P(u)"): κ/(2σ²), and keeping
   is post-processing. The new groups are the part of probability ≤ δ_thr.
-* The paper's rule compares the mid-points at equal (ε, δ); dpsql compares π_opt's at (ε/κ, δ/κ)
-  with the discrete mechanism's (t: P[n + Z ≥ t] ≥ 1/2 iff n ≥ t, Z being symmetric), ties to
-  π_opt. The rule is a public choice: whichever it picks, the ledger charges what that method costs.
+* The rule: the lower mid-point, π_opt's at (ε/κ, δ/κ) against the discrete mechanism's (t:
+  P[n + Z ≥ t] ≥ 1/2 iff n ≥ t, Z being symmetric), ties to π_opt. With "paper" both are
+  (ε, δ)-DP, as the paper compares them; with "charge" both are charged (ε²/2, δ) at most, as the
+  ledger compares them, and Gaussian thresholding wins in every case computed for κ ≥ 2 but at
+  t = 2 (its t grows as √κ·√(2 ln(κ/δ))/ε, π_opt's mid-point as κ·ln(1/δ)/ε). The rule is a public choice:
+  whichever it picks, the ledger charges what that method costs.
 
 No I/O.
 """
@@ -41,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from dpsql.privacy.randomness import RandomSource
 
-__all__ = ["DiscreteThresholding", "SelectionPlan", "plan", "tail"]
+__all__ = ["DiscreteThresholding", "SelectionPlan", "plan", "tail", "KAPPA_RULES"]
 
 _GRID = 2**20  # σ² is rounded up to a multiple of 1/_GRID
 _SLACK = 1e-9  # relative margin on the float sums of the discrete Gaussian's tail
@@ -107,15 +116,17 @@ class SelectionPlan:
     optimal_midpoint: int
     gaussian_midpoint: int
     gaussian: DiscreteThresholding
+    kappa_rule: str = "charge"  # how Gaussian thresholding was calibrated (:func:`plan`)
 
     def params(self, epsilon: Fraction, delta: Fraction) -> dict[str, Any]:
         """The public parameters a receipt and EXPLAIN state."""
         from dpsql.privacy.budget import fmt, fmt_up
 
         g = self.gaussian
-        out: dict[str, Any] = {"kappa_method": self.method, "rule": (
+        out: dict[str, Any] = {"kappa_method": self.method, "kappa_rule": self.kappa_rule, "rule": (
             f"the lower mid-point: pi_opt at (epsilon/kappa, delta/kappa) keeps a group with probability 1/2 from "
-            f"{self.optimal_midpoint} units, Gaussian thresholding from {self.gaussian_midpoint}; ties go to pi_opt")}
+            f"{self.optimal_midpoint} units, Gaussian thresholding from {self.gaussian_midpoint}; ties go to pi_opt; "
+            + ("both charged at most (epsilon^2/2, delta)" if self.kappa_rule == "charge" else "both (epsilon, delta)-DP"))}
         if self.method == "gaussian":
             out["gaussian"] = (f"keep iff units + N_Z(sigma^2) >= {g.threshold}, sigma = {math.sqrt(float(g.sigma2)):.6g} "
                                f"(L2 sensitivity sqrt({g.kappa})), delta split: noise {fmt_up(g.noise_delta)}, "
@@ -129,32 +140,58 @@ class SelectionPlan:
         return out
 
 
-def _discrete(epsilon: Fraction, delta: Fraction, kappa: int) -> DiscreteThresholding:
+def _discrete_paper(epsilon: Fraction, delta: Fraction, kappa: int) -> DiscreteThresholding:
+    """Calibrated as paper 002 Figure 4 does, at equal (ε, δ): σ of [BW18] at (ε, δ_noise) and L2
+    sensitivity √κ, the δ split minimising the threshold (``kappa_rule = "paper"``)."""
     from dpsql.privacy.selection_kappa import gaussian_thresholding
 
     g = gaussian_thresholding(epsilon, delta, kappa)
     s2 = Fraction(g.sigma) ** 2
     sigma2 = Fraction(math.ceil(s2 * _GRID), _GRID)
-    p_max = -math.expm1(math.log1p(-g.threshold_delta) / kappa) * (1 - _SLACK)
-    t = max(2, math.floor(g.threshold) - 2)
+    return _at(sigma2, kappa, g.noise_delta, g.threshold_delta, math.floor(g.threshold) - 2)
+
+
+def _discrete_charge(epsilon: Fraction, delta: Fraction, kappa: int) -> DiscreteThresholding:
+    """Calibrated to what every selection is charged, ε²/2 in ρ and δ in δ (``kappa_rule =
+    "charge"``, the default): σ² = κ/ε² rounded *up* to the grid, so κ/(2σ²) ≤ ε²/2, and the whole δ
+    to the threshold (the zCDP part needs no δ_noise). The module docstring says why."""
+    from dpsql.privacy.selection_numbers import _float_down
+
+    sigma2 = Fraction(math.ceil(Fraction(kappa) / epsilon**2 * _GRID), _GRID)
+    threshold_delta = _float_down(delta)
+    z = math.sqrt(2 * math.log(kappa / threshold_delta))  # Q(z) ≤ e^{-z²/2}/2: z is past the tail sought
+    return _at(sigma2, kappa, 0.0, threshold_delta, math.floor(1 + math.sqrt(float(sigma2)) * z) + 2)
+
+
+def _at(sigma2: Fraction, kappa: int, noise_delta: float, threshold_delta: float, guess: int) -> DiscreteThresholding:
+    """The discrete mechanism at σ²: t the smallest integer ≥ 2 with P[Z ≥ t − 1] ≤ 1 − (1 − δ_thr)^{1/κ}."""
+    p_max = -math.expm1(math.log1p(-threshold_delta) / kappa) * (1 - _SLACK)
+    t = max(2, guess)
     while t > 2 and tail(sigma2, t - 2) <= p_max:  # start below the smallest t that passes
         t -= 1
     while tail(sigma2, t - 1) > p_max:
         t += 1
-    return DiscreteThresholding(kappa, sigma2, t, g.noise_delta, g.threshold_delta)
+    return DiscreteThresholding(kappa, sigma2, t, noise_delta, threshold_delta)
+
+
+KAPPA_RULES = ("charge", "paper")
 
 
 @functools.lru_cache(maxsize=64)
-def plan(epsilon: Fraction, delta: Fraction, kappa: int) -> SelectionPlan:
+def plan(epsilon: Fraction, delta: Fraction, kappa: int, rule: str = "charge") -> SelectionPlan:
     """The selection a query runs for units in up to ``kappa`` > 1 groups at the policy's
     (ε, δ), and its charge: π_opt at (ε/κ, δ/κ) is (ε, δ)-DP per unit (basic composition) and is
     charged ε²/2 and δ as every selection (docs/privacy.md, "Approximate zCDP"); Gaussian
-    thresholding is charged κ/(2σ²) and δ_thr (the module docstring)."""
+    thresholding is charged κ/(2σ²) and δ_thr (the module docstring), calibrated by ``rule``
+    (the policy's ``selection.kappa_rule``): "charge", σ² = κ/ε² and δ_thr = δ, the same charge as
+    π_opt's; "paper", [BW18] at (ε, δ_noise), as paper 002 compares them."""
     from dpsql.privacy.selection_analysis import midpoint
 
-    g = _discrete(epsilon, delta, kappa)
+    if rule not in KAPPA_RULES:
+        raise ValueError(f"kappa_rule must be one of {KAPPA_RULES}")
+    g = (_discrete_charge if rule == "charge" else _discrete_paper)(epsilon, delta, kappa)
     opt = midpoint(epsilon / kappa, delta / kappa, "optimal")
     if opt <= g.threshold:
-        return SelectionPlan("optimal", kappa, epsilon**2 / 2, delta, opt, g.threshold, g)
+        return SelectionPlan("optimal", kappa, epsilon**2 / 2, delta, opt, g.threshold, g, rule)
     rho, d = g.charge
-    return SelectionPlan("gaussian", kappa, rho, d, opt, g.threshold, g)
+    return SelectionPlan("gaussian", kappa, rho, d, opt, g.threshold, g, rule)
