@@ -2,7 +2,7 @@
 "SmartNoise's query suite on PUMS"). Not CI: it needs the peers' venv for the SmartNoise column.
 
     python3 -m benchmarks.smartnoise_suite [--reps 5] [--epsilon 1] [--delta 1e-5] [--no-peer]
-        [--match tight|analytic|zcdp|geometric] [--peer-cache FILE]
+        [--match tight|analytic|zcdp|geometric] [--peer-cache FILE] [--only REGEX]
 
 The queries are benchmarks/data/smartnoise_pums_queries.json (benchmarks/smartnoise_collect.py,
 from SmartNoise's tests and notebooks). The data is SmartNoise's 1,000-person sample
@@ -297,8 +297,8 @@ def run_peer(queries: list[str], eps: float, delta: float, reps: int, folder: Pa
             "delta": delta, "reps": reps, "queries": queries}
     if cache is not None and cache.exists():
         kept = json.loads(cache.read_text())
-        if kept.get("spec") == spec:
-            return kept["answers"]
+        if kept.get("spec") == spec:  # its times are not this run's: no speed ratio is shown (report)
+            return [{**a, "cached": True} for a in kept["answers"]]
     (folder / "spec.json").write_text(json.dumps(spec))
     subprocess.run([str(PEER_PY), str(HERE / "smartnoise_suite_peer.py"), str(folder / "spec.json"),
                     str(folder / "peer.json")], check=True, capture_output=True)
@@ -317,10 +317,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--match", choices=("tight", "analytic", "zcdp", "geometric"), default="tight",
                     help="how dpsql's ρ matches SmartNoise's (ε, δ) (matched_rho); geometric: pure ε-DP noise at ε_q")
     ap.add_argument("--peer-cache", type=Path, default=None, help="keep / reuse SmartNoise's answers in this JSON file")
+    ap.add_argument("--only", default=None, help="run only the queries this regular expression finds (more --reps "
+                                                  "for a few: the 5 runs of the whole suite are noisy per query)")
     ap.add_argument("--out", type=Path, default=None, help="write every query's outcome as JSON")
     args = ap.parse_args(argv)
     doc = json.loads(QUERIES.read_text())
-    suite = [q["sql"] for q in doc["queries"]]
+    suite = [q["sql"] for q in doc["queries"] if args.only is None or re.search(args.only, q["sql"])]
     geometric = args.match == "geometric"
     rho = args.epsilon ** 2 / 2 if geometric else matched_rho(args.epsilon, args.delta, args.match)
     with tempfile.TemporaryDirectory() as tmp:
@@ -351,7 +353,8 @@ def main(argv: list[str] | None = None) -> int:
                         mean_error(mine[i], peer[i]["runs"], truth, both))
                 if a is not None and b is not None and b > 0:
                     row["error_ratio"] = a / b
-                row["speedup"] = peer[i]["seconds"] / hand[i]["seconds"]
+                if not peer[i].get("cached"):  # a ratio of times measured in the same run only
+                    row["speedup"] = peer[i]["seconds"] / hand[i]["seconds"]
             row["cost"] = costs[i]
             if hand[i].get("selection_epsilon"):
                 row["selection_epsilon"] = hand[i]["selection_epsilon"]
@@ -388,7 +391,8 @@ def report(rows: list[dict[str, Any]], n: int, args: argparse.Namespace, rho: fl
         if ratios:
             print(f"Error ratio dpsql / SmartNoise (hand policy, {len(ratios)} queries both answer with comparable "
                   f"cells): median {statistics.median(ratios):.2f}, dpsql more accurate on "
-                  f"{sum(x < 1 for x in ratios)}; SmartNoise's time / dpsql's: median {statistics.median(speed):.0f}x")
+                  f"{sum(x < 1 for x in ratios)}; SmartNoise's time / dpsql's: "
+                  + (f"median {statistics.median(speed):.0f}x" if speed else "not measured (SmartNoise's answers cached)"))
         worst = sorted((r for r in rows if "error_ratio" in r), key=lambda r: -r["error_ratio"])[:12]
         if worst:
             print("\nLargest error ratios (hand policy):\n\n| ratio | SmartNoise's (ε_q, δ_q) | query |\n|---:|---|---|")
