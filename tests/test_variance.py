@@ -125,8 +125,8 @@ def _many_groups(tmp_path: Path, rho: str) -> tuple[Path, Path, dict[str, list[i
 def test_error_and_moe_coverage(tmp_path, mechanism):
     """GROUPS independent cells of PER_GROUP values within T, released at ρ = 0.05 (one seeded
     query; a cell's variance is then ~5σ from 0, so the clamp at 0 does not act), or under the
-    geometric (pure DP) at ε = 0.8, whose squares' σ = √2·T²·3/0.8 is about the Gaussian's: per function, the error against the true (sample or population) variance or standard
-    deviation is unbiased within 4 standard errors, its spread within 15% of the delta method's
+    geometric (pure DP) at ε = 0.8, whose squares' σ = √2·T²·3/0.8 is about the Gaussian's: per
+    function, the error against the true (sample or population) variance or standard deviation is unbiased within 4 standard errors, its spread within 15% of the delta method's
     mean σ, and the stated 95% MOE covers the truth in 91%–99% of cells (binomial sd at 400: 1.1%)."""
     db, policy, by_group = _many_groups(tmp_path, "0.05")
     if mechanism == "geometric":
