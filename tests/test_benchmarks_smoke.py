@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import sys
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 
@@ -151,3 +152,63 @@ def test_the_many_groups_benchmark_runs_every_query_with_tiny_sizes(tmp_path, ca
     rows = [line for line in out.splitlines() if line.startswith("| ") and "×" in line]
     assert [r.split(" | ")[0][2:] for r in rows] == [label for label, _ in many_groups.QUERIES]
     assert "/ 100,000 |" in rows[0]  # the public keyset: every declared value, empty ones as noise on 0
+
+
+def test_smartnoise_geometric_matching_stays_within_each_query_cost(tmp_path, monkeypatch) -> None:
+    """benchmarks/smartnoise_suite.py --match geometric on a generated table: a query on public keys
+    spends its whole ε_q on noise (receipt ε = ε_q, no δ); one on a private key gives its selection
+    ε_q/(m + 1) rounded down to 6 digits and δ_q rounded down likewise (m = its noisy aggregates),
+    the noise the rest, so noise ε + selection ε = ε_q exactly (the oracle here: Decimal arithmetic
+    on the printed values, independent of the script's split)."""
+    import duckdb
+
+    import dpsql
+    from benchmarks import smartnoise_suite as sn
+
+    monkeypatch.setenv("DPSQL_HOME", str(tmp_path / "home"))
+    db = tmp_path / "p.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE pums AS SELECT i AS pid, i % 2 AS sex, 20 + i % 50 AS age, "
+                "CAST((i % 3) * 10000 AS DOUBLE) AS income FROM range(3000) r(i)")
+    con.close()
+    policy = tmp_path / "p.policy.toml"
+    policy.write_text('[budget]\ntotal_rho = 1e6\ntotal_delta = 0.5\n[noise]\nmechanism = "geometric"\n'
+                      '[tables.pums]\nprivacy_unit = "pid"\n[tables.pums.measures]\nage = { threshold = 100 }\n'
+                      '[tables.pums.keys]\nsex = { keyset = [0, 1] }\nincome = {}\n')
+    queries = ["SELECT sex, COUNT(*), SUM(age) FROM pums GROUP BY sex",
+               "SELECT income, COUNT(*), SUM(age) FROM pums GROUP BY income"]
+    costs = [(2.0, 1.4999949999983109e-05), (2.0, 1.4999949999983109e-05)]
+    out = sn.run_dpsql_geometric(db, policy, queries, costs, 1)
+    assert [o["answered"] for o in out] == [True, True], out
+    assert out[0]["selection_epsilon"] == 0 and out[1]["selection_epsilon"] == float(Decimal("0.666666"))
+    with dpsql.connect(db, policy, reuse=False) as plain:  # the public-key query as the script runs it
+        cur = plain.cursor()
+        cur.execute("SET dpsql.epsilon = 2")
+        cur.execute(queries[0])
+        cur.fetchall()
+        assert cur.receipt.epsilon == 2 and cur.receipt.delta == 0 and cur.receipt.selection is None
+    own = tmp_path / "p_q1.policy.toml"  # the private-key query's own policy, as the script wrote it
+    with dpsql.connect(db, own, reuse=False) as con2:
+        cur = con2.cursor()
+        cur.execute("SET dpsql.epsilon = 1.333334")
+        cur.execute(queries[1])
+        cur.fetchall()
+        rc = cur.receipt
+    # the 6-digit rounding down of 2/3 and of δ_q; the noise the rest: the sum is ε_q exactly
+    assert Decimal(rc.selection["epsilon"]) == Decimal("0.666666") and Decimal(rc.selection["delta"]) == Decimal("0.0000149999")
+    assert Fraction(rc.epsilon) + Fraction("0.666666") == 2
+    with pytest.raises(AssertionError):  # and the receipt check refuses a query that spent more than it was given
+        sn.spent_matched(rc, 1.9, 1.4999949999983109e-05)
+
+
+def test_smartnoise_errors_only_over_cells_whose_group_is_known() -> None:
+    """The suite's error: a query whose selected columns do not identify its groups is not
+    compared; otherwise only the cells in ``within`` count (hand-made rows)."""
+    from benchmarks.smartnoise_suite import mean_error, released_cells
+
+    truth = (["educ", "n"], [(1, 10), (2, 20)])
+    assert mean_error("SELECT n FROM pums GROUP BY educ", [[[11], [25]]], (["n"], [(10,), (20,)])) is None
+    runs = [[[1, 12], [2, 25]], [[2, 21]]]
+    assert mean_error("SELECT educ, COUNT(*) FROM pums GROUP BY educ", runs, truth) == pytest.approx((2 + 5 + 1) / 3)
+    assert released_cells("SELECT educ, COUNT(*) FROM pums GROUP BY educ", [[[1, 12]]]) == {("1",)}
+    assert mean_error("SELECT educ, COUNT(*) FROM pums GROUP BY educ", runs, truth, {("2",)}) == pytest.approx(3)

@@ -121,14 +121,20 @@ def _many_groups(tmp_path: Path, rho: str) -> tuple[Path, Path, dict[str, list[i
     return db, policy, by_group
 
 
-def test_error_and_moe_coverage(tmp_path):
+@pytest.mark.parametrize("mechanism", ["discrete_gaussian", "geometric"])
+def test_error_and_moe_coverage(tmp_path, mechanism):
     """GROUPS independent cells of PER_GROUP values within T, released at ρ = 0.05 (one seeded
-    query; a cell's variance is then ~5σ from 0, so the clamp at 0 does not act): per function, the error against the true (sample or population) variance or standard
-    deviation is unbiased within 4 standard errors, its spread within 15% of the delta method's
+    query; a cell's variance is then ~5σ from 0, so the clamp at 0 does not act), or under the
+    geometric (pure DP) at ε = 0.8, whose squares' σ = √2·T²·3/0.8 is about the Gaussian's: per
+    function, the error against the true (sample or population) variance or standard deviation is unbiased within 4 standard errors, its spread within 15% of the delta method's
     mean σ, and the stated 95% MOE covers the truth in 91%–99% of cells (binomial sd at 400: 1.1%)."""
     db, policy, by_group = _many_groups(tmp_path, "0.05")
+    if mechanism == "geometric":
+        policy.write_text(policy.read_text() + '[noise]\nmechanism = "geometric"\n')
     fns = {"VARIANCE(x)": statistics.variance, "STDDEV_POP(x)": statistics.pstdev, "VAR_POP(x)": statistics.pvariance}
     with dpsql.connect(db, policy, _random_source=seeded_random(3)) as con:
+        if mechanism == "geometric":
+            con.execute("SET dpsql.epsilon = 0.8")
         cur = con.execute(f"SELECT g, {', '.join(fns)} FROM t GROUP BY g")
         rows = cur.fetchall()
         errs = cur.receipt.columns
@@ -162,3 +168,26 @@ def test_many_rows_tables_refuse_spreads_free(tmp_path):
         with pytest.raises(dpsql.DatabaseError, match="DP211"):
             con.execute("SELECT VARIANCE(x) FROM t")
         assert con.session.ledger.spent == 0
+
+
+@pytest.mark.parametrize("mechanism", ["discrete_gaussian", "geometric"])
+def test_explain_states_the_squares_noise_the_release_draws(tmp_path, mechanism):
+    """EXPLAIN shows the sum of squares at sensitivity T² and the scale the release then draws (it
+    showed 1 and a count's σ), under either mechanism; under the geometric (pure ε-DP, L1) the
+    squares' b is T²/ε at their equal third of ε = 0.9: b = 3T²/0.9, σ = b·√2 (about; the discrete
+    Laplace's σ is within 1e-6 of the continuous one's at this b)."""
+    db, policy = _database(tmp_path, "0.3")
+    if mechanism == "geometric":
+        policy.write_text(policy.read_text() + '[noise]\nmechanism = "geometric"\n')
+    with dpsql.connect(db, policy, _random_source=seeded_random(3)) as con:
+        if mechanism == "geometric":
+            con.execute("SET dpsql.epsilon = 0.9")
+        shown = {n["aggregate"]: n for n in con.explain("SELECT VARIANCE(x) FROM t").noise}
+        cur = con.execute("SELECT VARIANCE(x) FROM t")
+        cur.fetchall()
+        drawn = {n.aggregate: n for n in cur.receipt.noise}
+    label = next(a for a in drawn if a.startswith("SUM(x^2)"))
+    assert shown[label]["sensitivity"] == [float(T * T)] == list(drawn[label].sensitivity)
+    assert shown[label]["sigma"] == pytest.approx(list(drawn[label].sigma), rel=1e-12)
+    want = T * T / math.sqrt(2 * 0.1) if mechanism == "discrete_gaussian" else math.sqrt(2) * T * T * 3 / 0.9
+    assert shown[label]["sigma"][0] == pytest.approx(want, rel=1e-6)

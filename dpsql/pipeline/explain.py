@@ -38,9 +38,10 @@ def explain(sql: str, plan: Plan, allocs: list[Allocation], policy: Policy, doma
         if a.mechanism == EXPONENTIAL:
             noise.append({**quantile_term(a, plan).to_dict(), "em_epsilon": fmt_up(a.em_epsilon)})
             continue
-        m = plan.table.measure(p.column) if p.kind == "sum" and p.column else None
-        g = m.granularity if m else Fraction(1)
-        sens = sorted(set(m.thresholds())) if m else [1]
+        m = plan.table.measure(p.column) if p.kind in ("sum", "sumsq") and p.column else None
+        power = 2 if p.kind == "sumsq" else 1  # a split adds at most T² to a sum of squares, as released
+        g = m.granularity ** power if m else Fraction(1)
+        sens = sorted({t ** power for t in m.thresholds()}) if m else [1]
         entry = {"aggregate": p.label, "mechanism": a.mechanism, "rho": fmt(a.rho),
                  "sensitivity": [float(s * g) for s in sens],
                  "sigma": [a.sigma(s) * float(g) for s in sens],
