@@ -179,8 +179,9 @@ class Ledger:
                 self._db = None
 
     # ------------------------------------------------------------------ the file is still this ledger
-    def _companions(self) -> tuple[Path, ...]:
-        return self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")
+    def _companions(self) -> tuple[str, ...]:  # names, not Paths: stat'ed ~6 times an answer
+        p = str(self.path)
+        return p, f"{p}-wal", f"{p}-shm"
 
     def _identity(self) -> tuple[tuple[int, int] | None, ...]:
         out: list[tuple[int, int] | None] = []
