@@ -56,7 +56,9 @@ def charge(identity: Identity, pending: Pending, write: Callable[[list[Pending]]
     (``write`` commits the batch and sets each outcome, or raises having set none). Returns
     ``pending``'s outcome once its batch committed, or raises its exception."""
     with _QUEUES_LOCK:
-        queue = _QUEUES.setdefault(identity, _Queue())
+        queue = _QUEUES.get(identity)
+        if queue is None:  # not a new Condition per charge, as setdefault(identity, _Queue()) made
+            queue = _QUEUES[identity] = _Queue()
     with queue.cond:
         queue.waiting.append(pending)
         while pending.outcome is None and queue.busy:
