@@ -66,7 +66,8 @@ def key(policy: Policy, analyst: str, database: Path, plan: Plan, query: str, al
     ident = file_identity(database)
     if ident is None:
         return None
-    parts = (VERSION, analyst, policy.digest, str(policy.path), ident, _shape(plan), query,
+    shape = _shape(plan)  # not its spelling or pages
+    parts = (VERSION, analyst, policy.digest, str(policy.path), ident, shape, query,
              [_alloc(a) for a in allocs], clamp,
              _digest(plan.table), _digest(policy.selection))  # as used: a face may amend the file's policy in memory (advise)
     # the text of repr(parts), the plan's part printed once per plan object (_Printed)
