@@ -357,7 +357,7 @@ class Session:
         names, types, rows = output.with_error_columns(names, types, rows, errors, self.output.error_columns)
         timings["finish"] = time.perf_counter() - t0
 
-        spent, remaining = self.ledger.rho_spent_and_left()
+        spent, remaining = self.ledger.rho_spent_and_left(after=charge_id)  # as its charge's commit left them
         receipt = Receipt(rho=d.rho, delta=d.delta, epsilon=d.epsilon, mechanism=d.mechanism, table=d.plan.table.name,
                           selection=selection, noise=tuple(noise_terms),
                           columns={e.column: e for e in errors if e is not None}, policy_terms=d.terms,

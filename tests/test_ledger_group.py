@@ -73,6 +73,16 @@ def test_charges_queued_behind_a_commit_share_the_next_one(tmp_path):
     totals, charges = _on_disk(path)
     assert totals == {"a0": Fraction(2, 10), "a1": Fraction(4, 10), "": Fraction(6, 10)}
     assert sorted(a for a, _ in charges) == ["a0"] * 2 + ["a1"] * 4
+    # A receipt's figures are what its charge's transaction left (no read after it): the analyst's
+    # charges up to its id, summed here from the file; the later ones of the batch are not in them.
+    with sqlite3.connect(path) as db:
+        rows = [(cid, a, Fraction(r)) for cid, a, r in db.execute("SELECT id, analyst, rho FROM charges")]
+    for i, o in enumerate(outcomes):
+        if isinstance(o, int):
+            a = f"a{i % 2}"
+            upto = sum((r for cid, who, r in rows if who == a and cid <= o), Fraction(0))
+            assert ledgers[i].rho_spent_and_left(after=o) == (upto, CAP[a] - upto)
+            assert ledgers[i].rho_spent_and_left() == (totals[a], CAP[a] - totals[a])  # read now
     for ledger in ledgers:
         ledger._db.set_trace_callback(None)
         ledger.close()

@@ -258,3 +258,24 @@ def test_a_row_left_in_the_wal_by_a_dead_writer_is_checked_again(files, monkeypa
         with pytest.raises(PolicyFileError, match="does not identify one row per unit"):
             con.execute(QUERY)
         assert scans == ["people"]
+
+
+def test_a_name_that_leads_to_another_file_is_resolved_again(tmp_path):
+    """The resolved path is kept per name while the name leads to the same device and inode; a
+    symbolic link pointed at another file gives that file's path and inode (os.path.realpath and
+    os.stat, computed apart, are the oracle)."""
+    import os
+
+    a, b = tmp_path / "a.duckdb", tmp_path / "b.duckdb"
+    a.write_bytes(b"one")
+    b.write_bytes(b"two!")
+    link = tmp_path / "data.duckdb"
+    for target in (a, b, a):
+        if link.is_symlink():
+            link.unlink()
+        link.symlink_to(target)
+        for _ in range(2):  # the second read comes from what the first kept
+            ident = unit_record.file_identity(str(link))
+            st = os.stat(target)
+            assert ident is not None
+            assert ident[:4] == (os.path.realpath(target), st.st_dev, st.st_ino, st.st_size)

@@ -149,6 +149,7 @@ class Ledger:
         self.dataset_delta = dataset_delta
         self._lock = threading.Lock()  # one statement sequence (a BEGIN IMMEDIATE ... COMMIT) at a time
         self._db: sqlite3.Connection | None = None
+        self._after: tuple[int, Spent] | None = None  # the last charge's id and the totals its commit left
         self._opened = self._identity()
         self._db = ledger_pool.take(self._opened)  # one a closed Ledger left open on these very files
         if self._db is not None:
@@ -179,8 +180,9 @@ class Ledger:
                 self._db = None
 
     # ------------------------------------------------------------------ the file is still this ledger
-    def _companions(self) -> tuple[Path, ...]:
-        return self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")
+    def _companions(self) -> tuple[str, ...]:  # names, not Paths: stat'ed ~6 times an answer
+        p = str(self.path)
+        return p, f"{p}-wal", f"{p}-shm"
 
     def _identity(self) -> tuple[tuple[int, int] | None, ...]:
         out: list[tuple[int, int] | None] = []
@@ -257,9 +259,10 @@ class Ledger:
         """ρ this analyst may still spend (the data set's cap included)."""
         return self._left(self.totals)[0]
 
-    def rho_spent_and_left(self) -> tuple[Fraction, Fraction]:
-        """ρ this analyst has spent and may still spend, from one read (a receipt's two figures)."""
-        s = self.totals
+    def rho_spent_and_left(self, after: int | None = None) -> tuple[Fraction, Fraction]:
+        """ρ this analyst has spent and may still spend, from one read (a receipt's two figures);
+        ``after``: the id of this ledger's last charge, whose transaction wrote them (no read)."""
+        s = self._after[1] if after is not None and self._after is not None and self._after[0] == after else self.totals
         return s.rho, self._left(s)[0]
 
     @property
@@ -341,9 +344,10 @@ class Ledger:
             BudgetExceededError: the remaining ρ or δ cannot cover it; nothing is recorded.
             LedgerError: the ledger cannot record it; the caller must release nothing.
         """
-        charge_id = ledger_group.charge(self._opened, ledger_group.Pending(self, charge),
-                                        lambda batch: ledger_group.commit(self, batch))
+        pending = ledger_group.Pending(self, charge)
+        charge_id = ledger_group.charge(self._opened, pending, lambda batch: ledger_group.commit(self, batch))
         with self._use():  # verified after the commit (the leader verified its own files before)
+            self._after = (int(charge_id), Spent(*pending.after))
             return int(charge_id)
 
     def _refusal(self, rho: Fraction, delta: Fraction, s: Spent) -> BudgetExceededError | None:

@@ -34,10 +34,11 @@ class Pending:
     """One charge waiting for its commit: the ledger that asked (its analyst, its caps), the
     charge, and its outcome once committed — the charge's id, or the exception to raise."""
 
-    __slots__ = ("ledger", "charge", "outcome")
+    __slots__ = ("ledger", "charge", "outcome", "after")
 
     def __init__(self, ledger: Any, charge: Any) -> None:
         self.ledger, self.charge, self.outcome = ledger, charge, None
+        self.after: tuple[Fraction, ...] = ()  # once recorded: the totals its transaction wrote (ρ, δ; all analysts')
 
 
 class _Queue:
@@ -56,7 +57,9 @@ def charge(identity: Identity, pending: Pending, write: Callable[[list[Pending]]
     (``write`` commits the batch and sets each outcome, or raises having set none). Returns
     ``pending``'s outcome once its batch committed, or raises its exception."""
     with _QUEUES_LOCK:
-        queue = _QUEUES.setdefault(identity, _Queue())
+        queue = _QUEUES.get(identity)
+        if queue is None:  # not a new Condition per charge, as setdefault(identity, _Queue()) made
+            queue = _QUEUES[identity] = _Queue()
     with queue.cond:
         queue.waiting.append(pending)
         while pending.outcome is None and queue.busy:
@@ -90,6 +93,7 @@ def commit(leader: Any, batch: list[Pending]) -> None:
     returned. Raises, having set no outcome, when the transaction fails."""
     assert leader._opened[0] is not None
     outcomes: list[Any] = []
+    after: list[tuple[Fraction, ...]] = []
     with leader._use() as db, ledger_fds.write_lock(leader._opened[0]):  # in turn with answers.keep
         db.execute("PRAGMA synchronous=FULL")  # whatever ran before (answers.keep commits without fsync)
         db.execute("BEGIN IMMEDIATE")  # the write lock: one transaction at a time across processes
@@ -100,6 +104,7 @@ def commit(leader: Any, batch: list[Pending]) -> None:
                 refusal = p.ledger._refusal(charge.rho, charge.delta, s)
                 if refusal is not None:
                     outcomes.append(refusal)
+                    after.append(())
                     continue
                 cur = db.execute(
                     "INSERT INTO charges (time, analyst, session, dataset, query, mechanism, rho, delta, epsilon, "
@@ -112,6 +117,7 @@ def commit(leader: Any, batch: list[Pending]) -> None:
                     db.execute("INSERT OR REPLACE INTO totals (analyst, rho, delta) VALUES (?, ?, ?)",
                                (who, _text(rho + charge.rho), _text(delta + charge.delta)))
                 outcomes.append(int(cur.lastrowid or 0))
+                after.append((s.rho + charge.rho, s.delta + charge.delta, s.rho_all + charge.rho, s.delta_all + charge.delta))
             db.execute("COMMIT")  # durable (WAL, synchronous=FULL) before any caller sees a row
         except BaseException:
             try:
@@ -120,5 +126,6 @@ def commit(leader: Any, batch: list[Pending]) -> None:
                 pass  # SQLite already rolled back (an I/O error does): nothing is recorded
             raise
         leader._verify()
-    for p, outcome in zip(batch, outcomes):
+    for p, outcome, totals in zip(batch, outcomes, after):
+        p.after = totals
         p.outcome = outcome

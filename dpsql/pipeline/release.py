@@ -114,8 +114,11 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]] | Columns, rng: Rando
         moe_by_sens = {s: a.moe(s) for s in distinct}
         if lists:
             columns[primitive_column(i)] = noisy_list(exact_of(i), noise, g)
-            columns[sigma_column(i)] = [float(sigma_by_sens[s]) * float(g) for s in sens]
-            columns[moe_column(i)] = [float(moe_by_sens[s]) * float(g) for s in sens]
+            fg = float(g)  # once, not per cell (a Fraction's float costs ~1 µs); the same values
+            sigma_of = {s: float(sigma_by_sens[s]) * fg for s in distinct}
+            moe_of = {s: float(moe_by_sens[s]) * fg for s in distinct}
+            columns[sigma_column(i)] = list(map(sigma_of.__getitem__, sens))
+            columns[moe_column(i)] = list(map(moe_of.__getitem__, sens))
         else:
             exact, noise = exact_and_noise(exact_of(i), noise)
             noisy = exact + noise

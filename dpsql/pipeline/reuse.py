@@ -66,11 +66,39 @@ def key(policy: Policy, analyst: str, database: Path, plan: Plan, query: str, al
     ident = file_identity(database)
     if ident is None:
         return None
-    shape = {k: v for k, v in plan_record.encode(plan).items() if k not in _NOT_THE_RELEASE}  # not its spelling or pages
+    shape = _shape(plan)  # not its spelling or pages
     parts = (VERSION, analyst, policy.digest, str(policy.path), ident, shape, query,
              [_alloc(a) for a in allocs], clamp,
              _digest(plan.table), _digest(policy.selection))  # as used: a face may amend the file's policy in memory (advise)
-    return hashlib.sha256(repr(parts).encode()).hexdigest()
+    # the text of repr(parts), the plan's part printed once per plan object (_Printed)
+    return hashlib.sha256(("(" + ", ".join(map(repr, parts)) + ")").encode()).hexdigest()
+
+
+class _Printed(str):
+    """A text that ``repr`` prints as itself: the plan's shape, printed once per plan object."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+#: id(plan) -> (the plan, the repr of its shape): a plan object answers many queries (its record)
+_SHAPES: dict[int, tuple[Plan, _Printed]] = {}
+
+
+def _shape(plan: Plan) -> _Printed:
+    """The repr of what of ``plan`` is the release (not its spelling or pages), once per plan
+    object (plans are frozen)."""
+    kept = _SHAPES.get(id(plan))
+    if kept is not None and kept[0] is plan:
+        return kept[1]
+    shape = {k: v for k, v in plan_record.encode(plan).items() if k not in _NOT_THE_RELEASE}
+    printed = _Printed(repr(shape))
+    if len(_SHAPES) >= 256:
+        _SHAPES.clear()
+    _SHAPES[id(plan)] = (plan, printed)
+    return printed
 
 
 #: id(object) -> (the object, SHA-256 of its repr). The demo's table policy prints as ~360 KB (its

@@ -16,6 +16,7 @@ margins of error and variances are reported numbers, in float arithmetic. See do
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from numbers import Rational
@@ -51,6 +52,7 @@ def _positive_int(x: object, what: str) -> int:
     return x
 
 
+@functools.lru_cache(maxsize=1024, typed=True)  # pure; typed: 0.5 and True are not Fraction(1, 2) and 1
 def gaussian_sigma2(sensitivity: int, rho: Fraction) -> Fraction:
     """sigma^2 = Delta^2 / (2 rho), exactly.
 

@@ -36,12 +36,25 @@ def file_identity(path: Path | str) -> tuple[str, int, int, int, int, int] | Non
     source: no single identity). Any write to the file changes it."""
     try:
         st = os.stat(path)
-        resolved = str(Path(path).resolve())
+        kept = _RESOLVED.get(str(path))
+        if kept is not None and kept[:2] == (st.st_dev, st.st_ino):  # the very file the name led to before
+            resolved = kept[2]
+        else:
+            resolved = str(Path(path).resolve())
+            if len(_RESOLVED) >= 256:
+                _RESOLVED.clear()
+            _RESOLVED[str(path)] = (st.st_dev, st.st_ino, resolved)
     except OSError:
         return None
     if not stat.S_ISREG(st.st_mode):
         return None
     return resolved, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+#: a name as given -> (device, inode, resolved path): resolving walks every component of the path
+#: (a system call each), and the data file's identity is taken on every query. Reused only while
+#: the name still leads to the same device and inode; another file behind it is resolved again.
+_RESOLVED: dict[str, tuple[int, int, str]] = {}
 
 
 def data_identity(path: Path | str) -> tuple[object, ...] | None:

@@ -233,8 +233,10 @@ class Connection(ExtendedProtocol):
         skipping = False  # after an error in the extended protocol: discard until Sync
         while True:
             try:
-                kind, body = await asyncio.wait_for(wire.read_message(self.reader), self.server.idle_timeout)
-            except asyncio.TimeoutError:
+                # a deadline on this task, not wait_for's task and timer per message (5 a query)
+                async with asyncio.timeout(self.server.idle_timeout):
+                    kind, body = await wire.read_message(self.reader)
+            except TimeoutError:
                 raise Fatal("57P05", "terminating connection due to idle-session timeout") from None
             if kind == b"X":
                 return

@@ -136,6 +136,10 @@ class Server:
         self.statement_timeout, self.auth_timeout = statement_timeout, auth_timeout
         self.max_logins, self.max_logins_per_address = max_logins, max_logins_per_address
         self.secret = served.secret  # mock-authentication salts of unknown users (the state folder's)
+        # A long-running service imports numpy once (~0.1 s), which a one-shot process avoids: a
+        # small answer's error bars then take one pass in arrays instead of a Python loop per row
+        # (pipeline/finish.py: ~1 ms of CPU per answer of the demo query, issue 34).
+        import numpy  # noqa: F401
         self.pool = ThreadPoolExecutor(max_workers=min(max_connections, 64) + 2, thread_name_prefix="dpsql-serve")
         self.connections: dict[int, Connection] = {}  # authenticated: the analysts' slots
         self.logging_in: dict[int, str] = {}  # pid -> client address, until authenticated
