@@ -223,3 +223,19 @@ def test_a_join_of_two_private_tables_keeps_quantile_rows():
     assert joined_table(planes, flights, "f").quantile_rows == 7
     assert joined_table(flights, busy, "l").quantile_rows == 3
     assert joined_table(flights, planes, "p").quantile_rows_by == {}  # one table's sets do not describe the join
+
+
+def test_dpsql_policy_states_the_r_of_each_quantile(tmp_path):
+    """`dpsql policy`'s P(u) lists the r the charged quantiles read per (unit, group): by region
+    r_region = 2, by shop r_shop = 4 (both κ = 3 here, so one constant term lists both)."""
+    from dpsql.privacy import policy_function as pf
+
+    db, policy = _database(tmp_path, _rows(), extra=f"quantile_rows = {TABLE_R}\n{BY}")
+    con = dpsql.connect(db, policy, rho=0.3, _random_source=seeded_random(1))
+    con.cursor().execute("SELECT region, MEDIAN(amount) FROM visits GROUP BY region")
+    con.cursor().execute("SELECT shop, MEDIAN(amount) FROM visits GROUP BY shop")
+    con.cursor().execute("SELECT region, COUNT(DISTINCT pid) FROM visits GROUP BY region")
+    terms = pf.collect(con.session.ledger.history())
+    con.close()
+    assert [t.quantile_rows for t in terms if not t.split] == [("2 (region)", "4 (shop)")]
+    assert "quantiles read at most r = 2 (region), 4 (shop) rows of u per group" in pf.formula(terms)["visits"]
