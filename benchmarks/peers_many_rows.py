@@ -117,6 +117,7 @@ def settings(grouping: str, advised: Any = None) -> dict[str, Any]:
                 "T": {"arr_delay": R * MINUTES, "dep_delay": R * MINUTES, "distance": R * MILES}}
     kappa, of = advised.grouping_kappa(set(g["by"]))
     return {"kappa": kappa, "R": advised.row_threshold, "r": advised.quantile_rows, "sets": advised.max_groups_by,
+            "r_sets": advised.quantile_rows_by, "r_q": advised.grouping_rows(set(g["by"]))[0],
             "table_kappa": advised.max_groups, "of": " × ".join(of) or "max_groups",
             "T": {m: int(advised.measures[m].threshold) for m in ("arr_delay", "dep_delay", "distance")}}
 
@@ -139,6 +140,7 @@ def policy_text(grouping: str, folder: Path, advised: Any = None) -> str:
     g = settings(grouping, advised)
     R, T = g["R"], g["T"]
     sets = ", ".join(f'"{",".join(c)}" = {k}' for c, k in g["sets"].items())
+    rsets = ", ".join(f'"{",".join(c)}" = {k}' for c, k in g.get("r_sets", {}).items())
     keys = {"carrier": f"{{ keyset = {json.dumps(CARRIERS)} }}", "month": f"{{ keyset = {list(range(1, 13))} }}",
             "origin": f"{{ keyset = {json.dumps(ORIGINS)} }}", "dest": "{}"}
     lines = [
@@ -149,6 +151,7 @@ def policy_text(grouping: str, folder: Path, advised: Any = None) -> str:
         *([f"max_groups_by = {{ {sets} }}"] if sets else []),
         # by hand: a quantile reads up to R of an aircraft's values per group (ε/R), as the peers keep R rows
         f"quantile_rows = {g['r']}",
+        *([f"quantile_rows_by = {{ {rsets} }}"] if rsets else []),  # r per key column (advise --write)
         "[tables.flights.measures]",
         f"arr_delay = {{ threshold = {T['arr_delay']} }}", f"distance = {{ threshold = {T['distance']} }}",
         f"dep_delay = {{ threshold = {T['dep_delay']}, range = {list(DELAY_RANGE)}"
@@ -368,13 +371,13 @@ def report(table: list[dict[str, Any]], methods: list[str], losses: dict[str, di
                 for row in medians]
     out += ["", "dpsql's policy per question (κ_q: the κ the query is bounded at, and where it comes from) and its loss "
             "per aircraft, as a multiple of a unit within the bounds (κ_q·ρ_q), over the 4,043 aircraft:", "",
-            "| question | κ_q | from | R | T arr_delay | T distance | ρ_q | peers' (ε, δ) | P(u) p50 | p90 | p99 | max | "
-            "share above ρ_unit |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| question | κ_q | from | R | r_q (MEDIAN) | T arr_delay | T distance | ρ_q | peers' (ε, δ) | P(u) p50 | p90 | p99 | "
+            "max | share above ρ_unit |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for g in groupings or list(GROUPINGS):
         v = settings(g, advised)
         eps, delta = peer_budget(g)
         q = losses[g]
-        out.append(f"| {g} | {v['kappa']} | {v['of']} | {v['R']} | {v['T']['arr_delay']} | {v['T']['distance']} | "
+        out.append(f"| {g} | {v['kappa']} | {v['of']} | {v['R']} | {v.get('r_q', v['r'])} | {v['T']['arr_delay']} | {v['T']['distance']} | "
                    f"{float(rho_query(g, advised)):.5f} | ({eps:.3f}, {delta:.0e}) | "
                    f"{q['p50']:.2f} | {q['p90']:.2f} | {q['p99']:.2f} | {q['max']:.1f} | {q['share_beyond']:.1%} |")
     return "\n".join(out) + "\n"
@@ -394,8 +397,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=int, default=3600, help="seconds per peer")
     ap.add_argument("--out", type=Path, default=None, help="folder for peers_many_rows.csv and .md")
     ap.add_argument("--advised", type=Path, default=None,
-                    help="a policy `dpsql advise --write` wrote for these flights: dpsql's κ, max_groups_by, R, T and "
-                         "quantile_rows come from its [tables.flights] (its keys and MEDIAN grid stay the study's)")
+                    help="a policy `dpsql advise --write` wrote for these flights: dpsql's κ, max_groups_by, R, T, "
+                         "quantile_rows and quantile_rows_by come from its [tables.flights] (its keys and MEDIAN grid stay the study's)")
     ap.add_argument("--selection-share", type=Fraction, default=Fraction(1, 4),
                     help="dest: the selection's share of RHO_UNIT, ε_s²/2 (default 1/4); the rest is the cells' noise")
     ap.add_argument("--median-points", type=int, default=None,

@@ -56,6 +56,7 @@ ORCON = "tests/test_oracles_consumed.py"
 WALL = "tests/test_server_wall.py"
 MANY = "tests/test_many_rows.py"
 MANYQ = "tests/test_many_rows_quantiles.py"
+MANYR = "tests/test_many_rows_quantile_rows_by.py"
 KAPPA_BY = "tests/test_many_rows_kappa_by.py"
 SHARED = "tests/test_shared_units.py"
 CHARGE = "tests/test_selection_charge.py"
@@ -243,6 +244,26 @@ MUTATIONS: tuple[Mutation, ...] = (
                     "return a"),),
              (f"{MANYQ}::test_the_sampler_receives_epsilon_over_r",
               f"{MANYQ}::test_the_released_median_follows_the_exponential_mechanism_at_epsilon_over_r")),
+    # r per grouping (quantile_rows_by: policy/model.py grouping_rows, sql/units.py grouping_table)
+    Mutation("quantile_rows_of_another_grouping_sampled",
+             "the sample takes the largest declared r of any grouping while the mechanism runs at ε/r of the query's: "
+             "one unit moves a score by more than r·Δ",
+             (Patch("dpsql/sql/units.py", "limit, grouped, agg = t.quantile_rows,",
+                    "limit, grouped, agg = max([t.quantile_rows, *t.quantile_rows_by.values()]),"),),
+             (f"{MANYR}::test_each_grouping_samples_its_own_r_as_the_two_level_oracle",)),
+    Mutation("quantile_rows_of_another_grouping_in_epsilon",
+             "the mechanism runs at ε/r with the least declared r of any grouping while the sample takes the query's "
+             "larger r: ε·r_q/r-DP per group",
+             (Patch("dpsql/pipeline/decide.py", "return replace(a, em_epsilon=a.em_epsilon / plan.table.quantile_rows)",
+                    "return replace(a, em_epsilon=a.em_epsilon / min([plan.table.quantile_rows, "
+                    "*plan.table.quantile_rows_by.values()]))"),),
+             (f"{MANYR}::test_the_sampler_receives_epsilon_over_the_groupings_r",)),
+    Mutation("quantile_rows_by_ignored_in_the_sample",
+             "the sample takes the table's quantile_rows while the mechanism runs at ε/r of the grouping: its noise "
+             "and its sample disagree",
+             (Patch("dpsql/sql/units.py", "limit, grouped, agg = t.quantile_rows,",
+                    "limit, grouped, agg = t.quantile_rows if not t.quantile_rows_set else 10**6,"),),
+             (f"{MANYR}::test_each_grouping_samples_its_own_r_as_the_two_level_oracle",)),
     Mutation("many_rows_distinct_values_unbounded",
              "a kept (unit, group) adds all its distinct values to COUNT(DISTINCT col), not R: its noise at Δ = R is too small",
              (Patch("dpsql/sql/units.py", "limit, grouped, agg = t.row_threshold,", "limit, grouped, agg = t.row_threshold + 10**6,"),),

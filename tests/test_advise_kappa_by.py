@@ -53,29 +53,42 @@ def test_distinct_values_per_unit_count_null_as_one_value(tmp_path):
     want = {u: (len({r[1] for r in rows if r[0] == u}), len({r[2] for r in rows if r[0] == u}),
                 len({(r[1], r[2]) for r in rows if r[0] == u})) for u in {r[0] for r in rows}}
     assert got == want
+    con = duckdb.connect(str(out), read_only=True)
+    got = {u: (math.floor(c), math.floor(o)) for u, c, o in con.execute("SELECT unit, rows_carrier, rows_origin FROM flights").fetchall()}
+    con.close()
+    from collections import Counter  # r per key column: the unit's most rows in one group of that column alone
+
+    def most(i: int, u: str) -> int:
+        return max(Counter(r[i] for r in rows if r[0] == u).values())
+    assert got == {u: (most(1, u), most(2, u)) for u in {r[0] for r in rows}}
 
 
-@pytest.mark.parametrize("extra", ["", "max_groups_by = { carrier = 9 }\n", "quantile_rows = 10   # review\n"])
+@pytest.mark.parametrize("extra", ["", "max_groups_by = { carrier = 9 }\n", "quantile_rows = 10   # review\n",
+                                   "quantile_rows_by = { origin = 2 }\n"])
 def test_write_sets_kappa_per_key_and_quantile_rows(tmp_path, extra):
     path = tmp_path / "p.toml"
     path.write_text(POLICY.format(extra=extra))
     write_thresholds(path, "flights", {"delay": 40}, {"max_groups": 4, "row_threshold": 12, "max_groups_by.carrier": 1,
-                                                     "max_groups_by.origin": 3, "quantile_rows": 5})
+                                                     "max_groups_by.origin": 3, "quantile_rows": 5,
+                                                     "quantile_rows_by.carrier": 30, "quantile_rows_by.origin": 11})
     t = load_policy(path).tables["flights"]
     assert (t.max_groups, t.row_threshold, t.quantile_rows, t.measures["delay"].threshold) == (4, 12, 5, 40)
     assert t.max_groups_by == {("carrier",): 1, ("origin",): 3}
+    assert t.quantile_rows_by == {("carrier",): 30, ("origin",): 11}
     text = path.read_text()
     assert text.count("max_groups_by") == 1 and text.count("quantile_rows =") == 1 and "PLACEHOLDER" not in text
+    assert text.count("quantile_rows_by") == 1
 
 
-def test_a_flagged_kappa_of_one_column_writes_nothing(tmp_path, capsys):
+@pytest.mark.parametrize("field", ["max_groups_by.carrier", "quantile_rows_by.carrier"])
+def test_a_flagged_kappa_of_one_column_writes_nothing(tmp_path, capsys, field):
     path = tmp_path / "p.toml"
     path.write_text(POLICY.format(extra=""))
     before = path.read_bytes()
     report = {"table": "flights", "measures": {"max_groups": {"recommended": 4}, "row_threshold": {"recommended": 12},
-                                               "max_groups_by.carrier": {"recommended": None}, "delay": {"recommended": 40}}}
+                                               field: {"recommended": None}, "delay": {"recommended": 40}}}
     args = argparse.Namespace(write=True, json=True)
     with pytest.raises(QueryRefused) as e:
-        _finish(args, report, path, "flights", ("max_groups", "row_threshold", "max_groups_by.carrier"))
-    assert e.value.code == "DP406" and "max_groups_by.carrier" in e.value.message
+        _finish(args, report, path, "flights", ("max_groups", "row_threshold", field))
+    assert e.value.code == "DP406" and field in e.value.message
     assert path.read_bytes() == before

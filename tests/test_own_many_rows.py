@@ -93,6 +93,7 @@ def test_own_data_with_many_rows_per_unit_end_to_end(tmp_path):
     written = {"max_groups": spec["max_groups"], "row_threshold": spec["row_threshold"],
                **{m: spec["measures"][m]["threshold"] for m in ("dep_delay", "arr_delay", "distance")},
                **{f"max_groups_by.{k}": v for k, v in spec["max_groups_by"].items()},  # κ per key column
+               **{f"quantile_rows_by.{k}": v for k, v in spec["quantile_rows_by"].items()},  # r per key column
                "quantile_rows": spec["quantile_rows"]}  # r: the median of the units' most rows in one group
     assert written == {k: v["recommended"] for k, v in report["measures"].items()}
     assert "PLACEHOLDER" not in policy.read_text()  # every drafted placeholder was set
@@ -110,6 +111,8 @@ def test_own_data_with_many_rows_per_unit_end_to_end(tmp_path):
     for i, k in enumerate(("carrier", "dest", "origin")):  # distinct values of each key column per unit
         for tail, n in Counter(t for t, _ in {(t, g[i]) for t, *g in cells}).items():
             per_unit[tail][f"max_groups_by.{k}"] = n
+        for (tail, _), n in Counter((r["tail"], r[k]) for r in kept).items():  # most rows in one group of k alone
+            per_unit[tail][f"quantile_rows_by.{k}"] = max(per_unit[tail][f"quantile_rows_by.{k}"], n)
     for u in per_unit.values():
         u["quantile_rows"] = u["row_threshold"]
     for name, v in report["measures"].items():

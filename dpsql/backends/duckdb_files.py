@@ -99,7 +99,8 @@ def per_unit_table(source: Path, table: str, unit: str, keys: list[str], measure
     only by chance, so the exponential mechanism's rank error bounds how far a quantile can fall
     (with many units tied at the top, every value above it would score almost as well), and the
     whole part is the statistic. With ``per_key`` (columns among ``keys``), also ``groups_<k>``:
-    the unit's number of distinct values of k, NULL one of them (κ_C of ``max_groups_by``). One
+    the unit's number of distinct values of k, NULL one of them (κ_C of ``max_groups_by``), and
+    ``rows_<k>``: its most rows in one group of k alone (r_C of ``quantile_rows_by``). One
     unit's rows decide only its own row, so a release over this table is a release about units
     (docs/own_data.md)."""
     q = (lambda c: '"' + c.replace('"', '""') + '"')
@@ -109,12 +110,18 @@ def per_unit_table(source: Path, table: str, unit: str, keys: list[str], measure
     tops = "".join(f", MAX(ABS({q('__s_' + m)})) + {j} * {g!r} AS {q('m_' + m)}" for m, g in measures.items())
     tops += "".join(f", COUNT(DISTINCT {q(k)}) + MAX(CASE WHEN {q(k)} IS NULL THEN 1 ELSE 0 END) + {j} AS {q('groups_' + k)}"
                     for k in per_key or [])
+    # per key k: the unit's rows per k-group, its largest (one step per key, joined on the unit)
+    steps = "".join(f", __k{i} AS (SELECT __unit, MAX(__n) + {j} AS {q('rows_' + k)} FROM (SELECT {q(unit)} AS __unit, "
+                    f"COUNT(*) AS __n FROM src.{q(table)} WHERE {q(unit)} IS NOT NULL GROUP BY {q(unit)}, {q(k)}) "
+                    "GROUP BY __unit)" for i, k in enumerate(per_key or []))
     con = duckdb.connect(str(target))
     try:
         con.execute(f"ATTACH '{_quote(source)}' AS src (READ_ONLY)")
         con.execute(f"CREATE TABLE {q(table)} AS WITH r AS (SELECT {q(unit)} AS __unit{''.join(', ' + q(k) for k in keys)}, "
-                    f"COUNT(*) AS __n{sums} FROM src.{q(table)} WHERE {q(unit)} IS NOT NULL GROUP BY {group}) "
-                    f"SELECT __unit AS unit, COUNT(*) + {j} AS groups, MAX(__n) + {j} AS rows{tops} FROM r GROUP BY __unit")
+                    f"COUNT(*) AS __n{sums} FROM src.{q(table)} WHERE {q(unit)} IS NOT NULL GROUP BY {group}), "
+                    f"u AS (SELECT __unit, COUNT(*) + {j} AS groups, MAX(__n) + {j} AS rows{tops} FROM r GROUP BY __unit){steps} "
+                    f"SELECT u.__unit AS unit, u.* EXCLUDE (__unit){''.join(f', __k{i}.* EXCLUDE (__unit)' for i in range(len(per_key or [])))} "
+                    f"FROM u{''.join(f' JOIN __k{i} USING (__unit)' for i in range(len(per_key or [])))}")
         con.execute("DETACH src")
         con.execute("CHECKPOINT")
     finally:

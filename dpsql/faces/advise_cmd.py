@@ -279,6 +279,7 @@ def write_thresholds(path: Path, table: str, thresholds: dict[str, int | float],
     under ``[tables.TABLE]``, check the result loads, and replace the file atomically."""
     fields = dict(fields or {})
     by = {f.split(".", 1)[1]: fields.pop(f) for f in list(fields) if f.startswith("max_groups_by.")}
+    rby = {f.split(".", 1)[1]: fields.pop(f) for f in list(fields) if f.startswith("quantile_rows_by.")}
     text = path.read_text()
     lines = text.split("\n")
     section = None
@@ -292,6 +293,9 @@ def write_thresholds(path: Path, table: str, thresholds: dict[str, int | float],
         kappa = re.match(r"\s*max_groups(_by)?\s*=", line) if section == f"tables.{table}" else None
         if kappa and (at is None or not at[1]):
             at = (i, kappa.group(1) is not None)
+        if rby and section == f"tables.{table}" and re.match(r"\s*quantile_rows_by\s*=", line):  # r per key column
+            lines[i] = "quantile_rows_by = { " + ", ".join(f"{k} = {v}" for k, v in rby.items()) + " }   # from dpsql advise (DP quantiles)"
+            done |= {f"quantile_rows_by.{k}" for k in rby}
         for f, v in fields.items():
             if section == f"tables.{table}":
                 new, found = re.subn(rf"^(\s*{f}\s*=\s*)[0-9]+", rf"\g<1>{v}", line, count=1)
@@ -317,9 +321,14 @@ def write_thresholds(path: Path, table: str, thresholds: dict[str, int | float],
         if by:
             new_lines.append("max_groups_by = { " + ", ".join(f"{k} = {v}" for k, v in by.items())
                              + " }   # from dpsql advise (DP quantiles)")
+        if rby and f"quantile_rows_by.{next(iter(rby))}" not in done:
+            new_lines.append("quantile_rows_by = { " + ", ".join(f"{k} = {v}" for k, v in rby.items())
+                             + " }   # from dpsql advise (DP quantiles)")
+            done |= {f"quantile_rows_by.{k}" for k in rby}
         lines[at[0]:at[0] + 1] = ([] if at[1] and by else [lines[at[0]]]) + new_lines
         done |= {f"max_groups_by.{k}" for k in by} | ({"quantile_rows"} & set(fields))
-    missing = sorted((set(thresholds) | set(fields) | {f"max_groups_by.{k}" for k in by}) - done)
+    missing = sorted((set(thresholds) | set(fields) | {f"max_groups_by.{k}" for k in by}
+                      | {f"quantile_rows_by.{k}" for k in rby}) - done)
     if missing:
         raise PolicyFileError(f"{path}: could not find the threshold of {', '.join(missing)} to rewrite; "
                               "set it by hand (the advice above is unchanged)")

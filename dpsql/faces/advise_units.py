@@ -46,6 +46,8 @@ from dpsql.policy.model import Policy
 FIELDS = {"max_groups": "groups", "row_threshold": "rows"}
 #: the table field of κ per key column: ``max_groups_by.<key>`` in the report, ``groups_<key>`` per unit
 BY = "max_groups_by"
+#: the table field of r per key column: ``quantile_rows_by.<key>`` in the report, ``rows_<key>`` per unit
+RBY = "quantile_rows_by"
 _TITLES = {"max_groups": "max_groups (kappa) = the quantile of the units' number of groups",
            "row_threshold": "row_threshold R = the quantile of the units' most rows in one group"}
 
@@ -85,7 +87,7 @@ def advise_units(args: argparse.Namespace, policy: Policy, database: Path, table
         ins.close()
     keys = grouping(args, policy, table, text)
     per_key = keys if len(keys) > 1 else []  # κ_C per key column (max_groups_by); one key: κ is its κ_C
-    fields = {**FIELDS, **{f"{BY}.{k}": f"groups_{k}" for k in per_key}}
+    fields = {**FIELDS, **{f"{BY}.{k}": f"groups_{k}" for k in per_key}, **{f"{RBY}.{k}": f"rows_{k}" for k in per_key}}
     with tempfile.TemporaryDirectory(prefix="dpsql-advise-") as tmp:
         db, pol = Path(tmp) / "per_unit.duckdb", Path(tmp) / "per_unit.policy.toml"
         per_unit_table(database, tp.name, names.get(tp.privacy_unit, tp.privacy_unit), [names.get(k, k) for k in keys],
@@ -112,6 +114,11 @@ def advise_units(args: argparse.Namespace, policy: Policy, database: Path, table
     report["measures"]["quantile_rows"] = {**recommend([dict(c) for c in rows], Fraction(1, 2)), "name": "quantile_rows = ", "share": 0.5,
                                            "title": "quantile_rows r = the median of the units' most rows in one group"}
     fields["quantile_rows"] = "rows"
+    for k in per_key:  # r per key column: the median of the units' most rows in one group of k alone (released above)
+        v = report["measures"][f"{RBY}.{k}"]
+        report["measures"][f"{RBY}.{k}"] = {**recommend(v["candidates"], Fraction(1, 2)), "name": f"{RBY} {k} = ",
+                                           "share": 0.5, "title": f"{RBY} {k} (r_C) = the median of the units' most rows "
+                                                                  f"in one group of {k}"}
     kappa = report["measures"]["max_groups"]["recommended"]
     for k in per_key:
         v = report["measures"][f"{BY}.{k}"]
@@ -138,7 +145,7 @@ def _policy(policy: Policy, table: str, measures: list[str], per_key: list[str])
     lines = ["[budget]", f"default_rho = {float(policy.budget.default_rho)!r}", "total_rho = 1e9",
              f"[tables.{name}]", 'privacy_unit = "unit"', f"[tables.{name}.measures]",
              "groups = { threshold = 1, granularity = 0.001 }", "rows = { threshold = 1, granularity = 0.001 }",
-             *(f"{json.dumps('groups_' + k)} = {{ threshold = 1, granularity = 0.001 }}" for k in per_key)]
+             *(f"{json.dumps(c + k)} = {{ threshold = 1, granularity = 0.001 }}" for k in per_key for c in ("groups_", "rows_"))]
     for m in measures:  # read at a thousandth of the measure's granularity: the hash's fraction is below it
         g = tp.measures[m].granularity / 1000
         lines.append(f"m_{m} = {{ threshold = {json.dumps(float(g * 1000))}, granularity = {json.dumps(float(g))} }}")

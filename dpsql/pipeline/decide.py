@@ -272,11 +272,12 @@ def policy_terms(plan: Plan, allocs: list[Allocation], policy: Policy) -> tuple[
             term["delta_exact"] = str(delta_sel)
         terms.append(term)
     if plan.table.many_rows:
-        return tuple(_per_unit(plan.table, t, rho_sel) for t in terms)
+        quantiles = any(p.kind == "quantile" for p in plan.primitives)
+        return tuple(_per_unit(plan.table, t, rho_sel, quantiles) for t in terms)
     return tuple(terms)
 
 
-def _per_unit(table: Any, term: dict[str, Any], rho_sel: Fraction) -> dict[str, Any]:
+def _per_unit(table: Any, term: dict[str, Any], rho_sel: Fraction, quantiles: bool = False) -> dict[str, Any]:
     """A term of a table with many rows per unit (sql/units.py) is per (unit, group) record: the
     unit's loss P(u) sums it over the at most κ groups it keeps (docs/privacy.md, "Many rows per
     unit"), so its bound is κ·K²·ρ for a split term (K = max_splits; none without it), κ·ρ for
@@ -294,6 +295,10 @@ def _per_unit(table: Any, term: dict[str, Any], rho_sel: Fraction) -> dict[str, 
         out["group_rho_exact"] = str(rho - rho_sel)  # paid in each group; the selection's part once
     if table.max_groups_set:  # κ is the declared κ_C of this set of key columns (max_groups_by)
         out["max_groups_by"] = " × ".join(table.max_groups_set)  # several: κ is the product of theirs
+    if quantiles and term["scale"] == "1":  # r: the rows a quantile samples per (unit, group), in ε/r
+        out["quantile_rows"] = table.quantile_rows
+        if table.quantile_rows_set:
+            out["quantile_rows_by"] = table.quantile_rows_set[0]
     return out
 
 

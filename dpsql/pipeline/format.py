@@ -131,6 +131,9 @@ def explanation(ex: Explanation) -> str:
             of = f" (max_groups_by {t['max_groups_by']})" if "max_groups_by" in t else ""
             lines.append(f"    per (unit, group): a unit's P(u) sums it over its at most {t['max_groups']} groups{of}, "
                          f"at most {t['unit_bound']}")
+            if "quantile_rows" in t:  # the r of this grouping (quantile_rows_by), its quantiles at epsilon/r
+                by = f" (quantile_rows_by {t['quantile_rows_by']})" if "quantile_rows_by" in t else ""
+                lines.append(f"    quantiles read at most {t['quantile_rows']} rows of a unit per group{by}")
     lines += ["", "-- exact per-group values noise is added to (runs inside the engine; its output never leaves it):",
               ex.exact_sql + ";", "",
               "-- the same values over materialised split records (paper 000 Algorithm 1), the reference:",

@@ -16,6 +16,9 @@ from dpsql.policy.model import GRAINS, Key
 
 #: the most sets ``max_groups_by`` may declare (planning looks for the least product of κ_C over them)
 MAX_GROUP_SETS = 64
+#: the largest r (``quantile_rows``, ``quantile_rows_by``): a unit's sample per group; beyond it the
+#: exponential mechanism at ε/r is nearly uniform over any grid a policy can declare
+MAX_QUANTILE_ROWS = 100_000
 #: the most instants a declared date/time range may hold (a year by the minute is 527,040)
 MAX_RANGE_GRID = 1_000_000
 _GRAIN_STEP = {"day": datetime.timedelta(days=1), "hour": datetime.timedelta(hours=1),
@@ -115,13 +118,15 @@ def _number_range_key(name: str, kdoc: dict[str, Any], rng: list[Any], where: st
 
 
 def parse_group_bounds(doc: Any, keys: dict[str, Key], max_groups: int | None, where: str,
-                       prefix: str) -> dict[tuple[str, ...], int]:
+                       prefix: str, kind: str = "max_groups_by") -> dict[tuple[str, ...], int]:
     """``max_groups_by = { carrier = 2, "origin,carrier" = 4 }``: κ_C per set C of the table's key
     columns (names joined by commas). Each κ_C is a positive integer at most the table's κ (the
     table's κ bounds every grouping; a larger κ_C would loosen the bound the owner declared), each
     column a declared key (a measure, the unit or an unknown column is refused: a set bounds
-    groupings, and only keys are grouped by), each set given once. docs/policy.md, "κ per grouping"."""
-    field = f"{prefix}.max_groups_by"
+    groupings, and only keys are grouped by), each set given once. docs/policy.md, "κ per grouping".
+    With ``kind = "quantile_rows_by"``: r_C per set, the same checks but each r_C at most
+    :data:`MAX_QUANTILE_ROWS` instead of κ (docs/policy.md, "r per grouping")."""
+    field = f"{prefix}.{kind}"
     out: dict[tuple[str, ...], int] = {}
     if len(_table(doc, where, field)) > MAX_GROUP_SETS:
         raise _err(where, field, f"declares more than {MAX_GROUP_SETS} sets")
@@ -131,12 +136,15 @@ def parse_group_bounds(doc: Any, keys: dict[str, Key], max_groups: int | None, w
             _ident(c, where, f"{field}.{name}")
             if c not in keys:
                 raise _err(where, f"{field}.{name}", f"names {c!r}, which is not a key of the table: a set of "
-                           "max_groups_by holds key columns (those GROUP BY reads)")
+                           f"{kind} holds key columns (those GROUP BY reads)")
         if len(set(cols)) != len(cols):
             raise _err(where, f"{field}.{name}", "names a column twice")
         if not _is_int(value) or value < 1:
             raise _err(where, f"{field}.{name}", "must be a positive integer")
-        if max_groups is not None and value > max_groups:
+        if kind == "quantile_rows_by" and value > MAX_QUANTILE_ROWS:
+            raise _err(where, f"{field}.{name}", f"is {value}, more than {MAX_QUANTILE_ROWS:,}: a quantile's mechanism "
+                       "runs at epsilon/r, nearly uniform beyond it; declare a smaller r")
+        elif kind == "max_groups_by" and max_groups is not None and value > max_groups:
             raise _err(where, f"{field}.{name}", f"is {value}, more than the table's max_groups = {max_groups}: "
                        "the table's bound holds for every grouping; raise max_groups or lower this one")
         c = tuple(sorted(cols))

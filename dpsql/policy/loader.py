@@ -49,7 +49,7 @@ from typing import Any
 from dpsql.errors import PolicyFileError
 from dpsql.policy.fields import err as _err, ident as _ident, is_int as _is_int, only as _only, table as _table
 from dpsql.policy.grid import quantile_grid
-from dpsql.policy.keys_loader import parse_group_bounds, parse_keys
+from dpsql.policy.keys_loader import MAX_QUANTILE_ROWS, parse_group_bounds, parse_keys
 from dpsql.policy.model import (
     MECHANISMS,
     SELECTION_COUNTS,
@@ -212,7 +212,7 @@ def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:
     prefix = f"tables.{name}"
     _ident(name, where, prefix)
     _only(tdoc, {"privacy_unit", "measures", "keys", "max_splits", "max_groups", "max_groups_by", "row_threshold",
-                 "quantile_rows", "parquet"}, where, prefix)
+                 "quantile_rows", "quantile_rows_by", "parquet"}, where, prefix)
     unit = tdoc.get("privacy_unit")
     if not isinstance(unit, str) or not unit:
         raise _err(where, f"{prefix}.privacy_unit", "is required: the column identifying one privacy unit")
@@ -220,8 +220,12 @@ def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:
     for f in ("max_splits", "max_groups", "row_threshold", "quantile_rows"):  # max_groups: many rows per unit (docs/policy.md)
         if tdoc.get(f) is not None and (not _is_int(tdoc[f]) or tdoc[f] < 1):
             raise _err(where, f"{prefix}.{f}", "must be a positive integer")
+    if tdoc.get("quantile_rows", 1) > MAX_QUANTILE_ROWS:
+        raise _err(where, f"{prefix}.quantile_rows", f"is more than {MAX_QUANTILE_ROWS:,}: a quantile's mechanism runs at "
+                   "epsilon/r, nearly uniform beyond it; declare a smaller r")
     max_splits, max_groups, rows = tdoc.get("max_splits"), tdoc.get("max_groups"), tdoc.get("row_threshold")
-    if (extra := next((f for f in ("row_threshold", "quantile_rows", "max_groups_by") if f in tdoc), None)) and max_groups is None:
+    many = ("row_threshold", "quantile_rows", "max_groups_by", "quantile_rows_by")
+    if (extra := next((f for f in many if f in tdoc), None)) and max_groups is None:
         raise _err(where, f"{prefix}.{extra}", "applies to many rows per unit: declare max_groups too")  # docs/policy.md
 
     keys = parse_keys(tdoc.get("keys", {}), where, prefix)
@@ -235,7 +239,9 @@ def _table_policy(name: str, tdoc: dict[str, Any], where: str) -> TablePolicy:
         raise _err(where, f"{prefix}.privacy_unit", f"column {unit!r} cannot also be a measure or a key")
     # a column may be both a key and a measure (GROUP BY age with AVG(age)): docs/policy.md, "Two roles"
     by = parse_group_bounds(tdoc.get("max_groups_by", {}), keys, max_groups, where, prefix)
-    return TablePolicy(name.lower(), unit_l, measures, keys, max_splits, max_groups, rows, tdoc.get("quantile_rows", 1), by)
+    rows_by = parse_group_bounds(tdoc.get("quantile_rows_by", {}), keys, max_groups, where, prefix, "quantile_rows_by")
+    return TablePolicy(name.lower(), unit_l, measures, keys, max_splits, max_groups, rows, tdoc.get("quantile_rows", 1), by,
+                       quantile_rows_by=rows_by)
 
 
 def _measure(name: str, mdoc: dict[str, Any], where: str, prefix: str, keys: dict[str, Key]) -> Measure:

@@ -188,6 +188,12 @@ class TablePolicy:
     #: in a plan: the declared sets (``"a,b"``) whose κ_C, or product of κ_C, ``max_groups`` is
     #: (empty: the table's κ)
     max_groups_set: tuple[str, ...] = ()
+    #: r_C per declared set C of key columns (``quantile_rows_by``, sorted names -> r_C): a query
+    #: whose bare keys fix every column of C samples at most r_C rows per (unit, group) for a
+    #: quantile, the least such r_C (docs/privacy.md, "r per grouping"); in a plan,
+    #: ``quantile_rows`` is the r the query uses and ``quantile_rows_set`` the set it comes from
+    quantile_rows_by: dict[tuple[str, ...], int] = field(default_factory=dict)
+    quantile_rows_set: tuple[str, ...] = ()
 
     def grouping_kappa(self, columns: set[str]) -> tuple[int | None, tuple[str, ...]]:
         """The κ of a query whose keys read exactly ``columns`` (private key columns) and the sets
@@ -204,6 +210,17 @@ class TablePolicy:
                     if best[0] is None or kappa < best[0] or (kappa == best[0] and not best[1]):
                         best = (kappa, tuple(",".join(c) for c, _ in combo))
         return best
+
+    def grouping_rows(self, fixed: set[str]) -> tuple[int, tuple[str, ...]]:
+        """The r of a query whose bare key columns are ``fixed`` (each of its groups fixes their
+        values) and the set it comes from: the least r_C over declared sets C ⊆ ``fixed``, else the
+        table's ``quantile_rows``. A unit's rows in such a query's group are a subset of its rows
+        in one C-group, so r_C rows serve them; a set holding a column the query does not fix
+        describes groups finer than the query's (a union of them is one query group), so it is not
+        used. Any r is private (the sample enforces it, the mechanism runs at ε/r): the choice is
+        about accuracy. Phase 1: the policy and the query text only."""
+        fits = sorted((r, c) for c, r in self.quantile_rows_by.items() if set(c) <= fixed)
+        return (fits[0][0], (",".join(fits[0][1]),)) if fits else (self.quantile_rows, ())
 
     @property
     def many_rows(self) -> bool:
@@ -264,7 +281,8 @@ def joined_table(first: TablePolicy, joined: TablePolicy, alias: str) -> TablePo
     ``first``'s, every joined row belongs to the unit both rows hold, and ``joined``'s measures
     and keys appear under the internal names of its columns (``alias_column``, as the plan names
     them). κ, row_threshold and max_splits are the smallest either table declares: each only
-    bounds what a query lets a unit contribute, and the query enforces whichever it uses."""
+    bounds what a query lets a unit contribute, and the query enforces whichever it uses; so is
+    ``quantile_rows`` among the tables with many rows per unit."""
     def inner(column: str) -> str:
         return f"{alias}_{column}"
 
@@ -273,8 +291,12 @@ def joined_table(first: TablePolicy, joined: TablePolicy, alias: str) -> TablePo
         override = None if m.override is None else ThresholdOverride(inner(m.override.key), m.override.thresholds)
         measures[inner(name)] = Measure(inner(name), m.threshold, m.granularity, override, m.grid)
     keys = {**first.keys, **{inner(name): Key(inner(name), k.keyset, k.range, k.grain, k.null) for name, k in joined.keys.items()}}
+    # r: the least table-wide quantile_rows of the tables that declare many rows (a one-row table's
+    # default 1 says nothing about the joined rows); per-grouping sets describe one table's columns
+    rows = [t.quantile_rows for t in (first, joined) if t.many_rows] or [1]
     return TablePolicy(first.name, first.privacy_unit, measures, keys, _least(first.max_splits, joined.max_splits),
-                       _least(first.max_groups, joined.max_groups), _least(first.row_threshold, joined.row_threshold))
+                       _least(first.max_groups, joined.max_groups), _least(first.row_threshold, joined.row_threshold),
+                       min(rows))
 
 
 @dataclass(frozen=True)

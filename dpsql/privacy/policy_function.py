@@ -54,6 +54,9 @@ class Term:
     #: per group and the rest (partition selections) once
     max_groups: int | None = None
     group_rho: Fraction | None = None
+    #: the r of the quantiles among these charges (``quantile_rows``: rows of a unit a quantile read
+    #: per group, its mechanism at ε/r), each as "r" or "r (set)" of ``quantile_rows_by``
+    quantile_rows: tuple[str, ...] = ()
 
     @property
     def split(self) -> bool:
@@ -65,12 +68,16 @@ def collect(charges: Iterable[Charged]) -> list[Term]:
     rhos: dict[tuple[Any, ...], Fraction] = {}
     group_rhos: dict[tuple[Any, ...], Fraction] = {}
     deltas: dict[tuple[Any, ...], dict[Fraction | None, Fraction]] = {}
+    rows: dict[tuple[Any, ...], set[str]] = {}
     for c in charges:
         for t in c.policy_terms:
             shape = (t["table"], tuple(t.get("measures", ())), json.dumps(t.get("thresholds", {}), sort_keys=True),
                      t.get("max_splits"), t.get("max_groups"))
             rhos[shape] = rhos.get(shape, Fraction(0)) + Fraction(t["rho_exact"])
             group_rhos[shape] = group_rhos.get(shape, Fraction(0)) + Fraction(t.get("group_rho_exact", t["rho_exact"]))
+            if "quantile_rows" in t:
+                by = f" ({t['quantile_rows_by']})" if "quantile_rows_by" in t else ""
+                rows.setdefault(shape, set()).add(f"{t['quantile_rows']}{by}")
             if "delta_exact" in t:
                 eps = Fraction(t["delta_epsilon"]) if "delta_epsilon" in t else None
                 by_eps = deltas.setdefault(shape, {})
@@ -80,7 +87,7 @@ def collect(charges: Iterable[Charged]) -> list[Term]:
         table, measures, thresholds, max_splits, max_groups = key
         parts = sorted(deltas.get(key, {}).items(), key=lambda kv: (kv[0] is not None, kv[0] or 0))
         out.append(Term(table, rhos[key], measures, thresholds, max_splits, tuple((d, eps) for eps, d in parts),
-                        max_groups, group_rhos[key] if max_groups else None))
+                        max_groups, group_rhos[key] if max_groups else None, tuple(sorted(rows.get(key, ())))))
     return out
 
 
@@ -106,7 +113,8 @@ def formula(terms: list[Term]) -> dict[str, str]:
             once = t.rho - (t.group_rho or 0)
             piece = (f"Σ_g {fmt(t.rho)}·|A_g(u)|², |A_g(u)| = {split_formula(t)}" if t.split
                      else f"{fmt(t.group_rho or 0)}·(groups of u)" + (f" + {fmt(once)}" if once else ""))
-            out.setdefault(t.table, []).append(piece + f" [u in at most {t.max_groups} groups of each query]")
+            r = f"; quantiles read at most r = {', '.join(t.quantile_rows)} rows of u per group" if t.quantile_rows else ""
+            out.setdefault(t.table, []).append(piece + f" [u in at most {t.max_groups} groups of each query{r}]")
         else:
             out.setdefault(t.table, []).append(f"{fmt(t.rho)}·|A(r)|², |A(r)| = {split_formula(t)}" if t.split else fmt(t.rho))
         for d, eps in t.deltas:

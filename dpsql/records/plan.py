@@ -154,6 +154,7 @@ def encode(plan: Plan) -> dict[str, Any]:
         "projection": None if plan.projection is None else [list(p) for p in plan.projection],
         "null_columns": list(plan.null_columns),
         "max_groups": [plan.table.max_groups, list(plan.table.max_groups_set)],  # κ of the grouping (max_groups_by)
+        "quantile_rows": [plan.table.quantile_rows, list(plan.table.quantile_rows_set)],  # r of the grouping
     }
 
 
@@ -164,6 +165,8 @@ def decode(doc: dict[str, Any], policy: Policy) -> Plan:
         table = joined_table(table, policy.tables[t], alias) if t in policy.tables else table
     if table.many_rows and "max_groups" in doc:  # the κ planning chose for this grouping (units.grouping_table)
         table = replace(table, max_groups=doc["max_groups"][0], max_groups_set=tuple(doc["max_groups"][1]))
+    if table.many_rows and "quantile_rows" in doc:  # the r planning chose (quantile_rows_by)
+        table = replace(table, quantile_rows=doc["quantile_rows"][0], quantile_rows_set=tuple(doc["quantile_rows"][1]))
     keys = tuple(GroupKey(name, None, label, tuple(sources), bool(public), column, text=text, bounded_text=bounded,
                           plain=bool(plain), narrowed=narrowed)
                  for name, label, sources, public, column, text, bounded, plain, narrowed in doc["keys"])

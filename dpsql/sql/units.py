@@ -126,8 +126,13 @@ def grouping_table(table: TablePolicy, policy: Policy, keys: list[GroupKey], joi
     reads that column; a column of a second private table is in no set. The projection argument
     (docs/privacy.md, "κ per grouping"): the query's group is a function of the row's C-columns,
     so a unit with at most κ_C distinct C-values has at most κ_C groups; the bounding keeps κ_C
-    of them whatever the data, which is what the privacy argument rests on."""
-    if not table.max_groups_by or not keys:
+    of them whatever the data, which is what the privacy argument rests on. ``quantile_rows`` the r
+    of its grouping (``TablePolicy.grouping_rows``: the least r_C of a declared set its bare keys fix)."""
+    if not keys or not (table.max_groups_by or table.quantile_rows_by):
+        return table
+    r, r_of = table.grouping_rows({k.column for k in keys if k.plain and k.column})  # docs/privacy.md, "r per grouping"
+    table = replace(table, quantile_rows=r, quantile_rows_set=r_of)
+    if not table.max_groups_by:
         return table
     cols: set[str] = set()
     for c in (c for k in keys for c in k.sources):
