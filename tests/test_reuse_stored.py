@@ -101,14 +101,15 @@ def _read(blob: bytes) -> dict[str, list[Any]]:
             values = col[2] if col[0] == "array" else col[1]
             out[name] = [values["repeat"]] * values["n"] if isinstance(values, dict) else values
             continue
-        _, form, dtype, n, how = col
+        _, form, dtype, n, how, *words = col
         if how == "range":
             out[name] = list(range(n))
         elif how is not None:
             out[name] = [how] * n
         else:
-            out[name] = list(struct.unpack_from(f"<{n}{'q' if dtype == '<i8' else 'd'}", blob, at))
-            at += 8 * n
+            code = {"<i2": "h", "<i4": "i", "<i8": "q", "<f8": "d"}[words[0]]
+            out[name] = list(struct.unpack_from(f"<{n}{code}", blob, at))
+            at += struct.calcsize(code) * n
     assert at == len(blob)
     return out
 
@@ -165,9 +166,10 @@ def _shorter_column(cols: dict[str, Any], words: bytes) -> bytes:
     offset = 0
     for col in cols.values():
         if col[0] == "bytes" and col[4] is None:
+            width = int(col[5][2:])
             col[3] -= 1
-            offset += 8 * col[3]
-            return words[:offset] + words[offset + 8:]
+            offset += width * col[3]
+            return words[:offset] + words[offset + width:]
         if col[0] == "bytes":
             continue
     raise AssertionError("no column of words")
@@ -184,6 +186,9 @@ TAMPERED = {
     "header past the end": lambda b: b[:len(stored.MAGIC)] + struct.pack("<Q", len(b)) + b[len(stored.MAGIC) + 8:],
     "an object dtype": _edit(lambda cols, w: _first(cols, lambda c: c[4] is None).__setitem__(2, "|O")),
     "a 4-byte dtype": _edit(lambda cols, w: _first(cols, lambda c: c[4] is None).__setitem__(2, "<i4")),
+    "words of another type": _edit(lambda cols, w: _first(cols, lambda c: c[4] is None).__setitem__(5, "<u2")),
+    "words wider than the column": _edit(
+        lambda cols, w: _first(cols, lambda c: c[4] is None and c[2] == "<f8").__setitem__(5, "<i8")),
     "one column shorter": _edit(_shorter_column),
     "a repeated float in an integer column": _edit(
         lambda cols, w: cols.__setitem__("__row", ["bytes", "array", "<i8", cols["__row"][3], 1.5])),
@@ -207,3 +212,18 @@ def test_a_tampered_stored_answer_is_released_afresh(con, tamper):
     fresh = again.fetchall()
     assert again.receipt.rho > 0 and len(con.session.ledger.charges) == 2
     assert len(fresh) == len(rows) and fresh != rows
+
+
+@pytest.mark.parametrize("lo,hi", [(-2**15, 2**15 - 1), (-2**15 - 1, 0), (0, 2**31 - 1), (0, 2**31), (-2**63, 2**63 - 1)])
+def test_integer_columns_come_back_exactly_at_every_width(lo, hi):
+    import numpy as np
+
+    values = np.array([lo, hi, lo + 1, hi - 1, 0 if lo <= 0 <= hi else lo] * 300, dtype=np.int64)
+    as_list = [int(x) for x in values]
+    payload: list[bytes] = []
+    doc = {"cells": {"a": stored.column(values, payload), "k": stored.column(as_list, payload)}}
+    got_doc, got = stored.unpack(stored.pack(doc, payload))
+    assert got["a"].dtype == np.int64 and got["a"].tolist() == as_list
+    assert got["k"] == as_list and all(type(x) is int for x in got["k"])
+    width = {(-2**15, 2**15 - 1): 2, (-2**15 - 1, 0): 4, (0, 2**31 - 1): 4}.get((lo, hi), 8)
+    assert got_doc["cells"]["a"][5] == f"<i{width}"  # the narrowest words that hold the column
