@@ -1123,6 +1123,11 @@ MUTATIONS: tuple[Mutation, ...] = (
              "a stored answer's repeated value is taken whatever its type: 1.5 in an integer column is read as 1",
              (Patch("dpsql/pipeline/stored.py", "        elif type(how) is _DTYPES[dtype]:", "        elif type(how) in (int, float):"),),
              ("tests/test_reuse_stored.py::test_a_tampered_stored_answer_is_released_afresh",)),
+    Mutation("stored_answer_size_unbounded",
+             "a stored answer's forged cell count is allocated as it says: reading it back fails out of memory "
+             "instead of releasing afresh",
+             (Patch("dpsql/pipeline/stored.py", "type(n) is not int or not 0 <= n <= MAX_CELLS:", "type(n) is not int or n < 0:"),),
+             ("tests/test_reuse_stored.py::test_a_tampered_stored_answer_is_released_afresh",)),
     Mutation("fresh_release_not_charged",
              "SET dpsql.reuse = off is ignored: the fresh release asked for is the old one, not charged",
              (Patch("dpsql/session.py", "reuse.reused(answers.find(self.ledger, key, self.output.reuse), d.plan, self)",

@@ -194,6 +194,8 @@ TAMPERED = {
         lambda cols, w: cols.__setitem__("__row", ["bytes", "array", "<i8", cols["__row"][3], 1.5])),
     "a count past the bytes": _edit(lambda cols, w: _first(cols, lambda c: c[4] is None).__setitem__(3, 10**12)),
     "a negative count": _edit(lambda cols, w: _first(cols, lambda c: c[4] is None).__setitem__(3, -1)),
+    "a range past the largest answer": _edit(
+        lambda cols, w: cols.__setitem__("__row", ["bytes", "array", "<i8", 10**13, "range"])),
 }
 
 
@@ -227,3 +229,16 @@ def test_integer_columns_come_back_exactly_at_every_width(lo, hi):
     assert got["k"] == as_list and all(type(x) is int for x in got["k"])
     width = {(-2**15, 2**15 - 1): 2, (-2**15 - 1, 0): 4, (0, 2**31 - 1): 4}.get((lo, hi), 8)
     assert got_doc["cells"]["a"][5] == f"<i{width}"  # the narrowest words that hold the column
+
+
+def test_a_small_answers_forged_repeat_count_is_released_afresh(con):
+    sql = "SELECT COUNT(*) AS n FROM t"  # one cell: JSON text, its σ stored as one value repeated
+    first = con.execute(sql)
+    first.fetchall()
+    charge = first.receipt.charge_id
+    doc = json.loads(_blob(con, charge))
+    doc["cells"]["__row"] = ["array", "int64", {"repeat": 1, "n": 10**13}]
+    with sqlite3.connect(ledger_path(con.session.policy)) as db:
+        db.execute("UPDATE answers SET answer = ? WHERE charge_id = ?", (json.dumps(doc), charge))
+    again = con.execute(sql)  # no MemoryError: a fresh release, charged
+    assert len(again.fetchall()) == 1 and again.receipt.rho > 0 and len(con.session.ledger.charges) == 2

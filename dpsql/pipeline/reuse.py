@@ -43,7 +43,7 @@ from typing import Any
 
 from dpsql.pipeline import output, stored
 from dpsql.pipeline.decide import Decision
-from dpsql.pipeline.domain import file_identity
+from dpsql.pipeline.domain import MAX_CELLS, file_identity
 from dpsql.pipeline.finish import finish
 from dpsql.pipeline.result import ColumnError, NoiseTerm, Receipt, Result
 from dpsql.policy.model import Policy
@@ -147,6 +147,8 @@ def _floats(xs: Any) -> Any:
 
 
 def _read_floats(v: Any) -> list[Any]:
+    if isinstance(v, dict) and not 0 <= v["n"] <= MAX_CELLS:  # a forged count: allocate nothing
+        raise ValueError("more cells than an answer may have")
     return [v["repeat"]] * v["n"] if isinstance(v, dict) else list(v)
 
 

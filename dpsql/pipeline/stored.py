@@ -15,7 +15,8 @@ column's dtype already proves its values are 64-bit numbers, and its bytes are i
 
 The store is read back by later sessions and processes, so :func:`unpack` trusts nothing in it:
 no pickle (``numpy.frombuffer`` of fixed numeric dtypes only; it can build no object), every
-length is checked against the bytes there are, nothing may be left over, and anything else raises
+length is checked against the bytes there are and against the most cells an answer may have
+(``domain.MAX_CELLS``: a forged count allocates nothing), nothing may be left over, and anything else raises
 ``ValueError`` — the statement is then released afresh and charged, never a crash.
 """
 
@@ -24,6 +25,8 @@ from __future__ import annotations
 import json
 import struct
 from typing import Any
+
+from dpsql.pipeline.domain import MAX_CELLS
 
 #: cells from which an answer is kept in this form (below it, JSON text costs less than numpy)
 LARGE = 1000
@@ -88,7 +91,7 @@ def unpack(blob: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
         if c[0] != "bytes":
             continue
         _, form, dtype, n, how, *words = c
-        if form not in ("array", "list") or dtype not in _DTYPES or type(n) is not int or n < 0:
+        if form not in ("array", "list") or dtype not in _DTYPES or type(n) is not int or not 0 <= n <= MAX_CELLS:
             raise ValueError("a column of another form")
         native = np.int64 if dtype == "<i8" else np.float64
         if how is None:

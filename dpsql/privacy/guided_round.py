@@ -7,7 +7,7 @@ Each trial is decided on its own (its words, its parameters): whether the floats
 trials, the ~10 temporary arrays of a slice stay in the CPU's cache instead of streaming ~2.6 MB
 each through memory (200,000 cells: ~330,000 trials): the same IEEE operations on the same
 values, so the same decisions bit for bit, in about two thirds of the time on a loaded machine
-(issue 34; ``tests/test_guided_samplers.py`` compares the draws with the whole-round evaluation).
+(issue 34; ``tests/test_samplers_chunked.py`` compares them with the whole-round evaluation).
 """
 
 from __future__ import annotations
