@@ -54,6 +54,7 @@ def checkout(rev: str, where: Path) -> Path:
     path = where / rev.replace("/", "_").replace("~", "-")
     subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-f", str(path), rev], check=True,
                    capture_output=True)
+    (path / "dpsql" / "demo_db").symlink_to("../demo_db")  # untracked in every checkout: dpsql.demo_db imports through it
     return path
 
 

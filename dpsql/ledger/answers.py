@@ -6,7 +6,7 @@ One table, ``answers``, in the ledger's own SQLite file, so a reuse survives a r
 wire server and embedded sessions of one policy follow the same rule. A row holds a key (the
 SHA-256 of everything the release depends on, :func:`dpsql.pipeline.reuse.key`), the id of the
 charge that paid for the release, and the answer as it was released (noisy rows, public once
-released; never anything exact), as text this module does not read. An answer is found only
+released; never anything exact), as text or bytes this module does not read. An answer is found only
 through a charge of the same analyst: the receipt's time and ρ are the ledger's own record of
 that charge, never the stored text's.
 
@@ -29,7 +29,7 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
     key TEXT PRIMARY KEY,         -- SHA-256 of all the release depends on (pipeline/reuse.py)
     charge_id INTEGER NOT NULL,   -- the charge that paid for it (charges.id)
-    answer TEXT NOT NULL          -- the released (noisy) answer, JSON
+    answer TEXT NOT NULL          -- the released (noisy) answer: JSON text, or bytes (a large one)
 );
 """
 
@@ -42,7 +42,7 @@ class Released:
     time: float
     rho: Fraction
     delta: Fraction
-    answer: str
+    answer: str | bytes
 
 
 def _ready(ledger: Ledger) -> None:
@@ -64,10 +64,11 @@ def find(ledger: Ledger, key: str | None, wanted: bool = True) -> Released | Non
                          "WHERE a.key = ? AND c.analyst = ?", (key, ledger.analyst)).fetchone()
     if row is None:
         return None
-    return Released(int(row[0]), float(row[1]), Fraction(row[2]), Fraction(row[3]), str(row[4]))
+    answer = row[4] if isinstance(row[4], bytes) else str(row[4])
+    return Released(int(row[0]), float(row[1]), Fraction(row[2]), Fraction(row[3]), answer)
 
 
-def keep(ledger: Ledger, key: str | None, charge_id: int, answer: Callable[[], str | None]) -> None:
+def keep(ledger: Ledger, key: str | None, charge_id: int, answer: Callable[[], str | bytes | None]) -> None:
     """Remember the answer charge ``charge_id`` released under ``key`` (none without a key), made
     by ``answer`` only then; a fresh release of the same statement replaces the one before (the
     newest release is the one reused)."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from itertools import repeat
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from dpsql.backends import Columns, Engine
@@ -139,10 +138,10 @@ def _sorted_order(values: np.ndarray) -> np.ndarray:
     return np.argsort(values, kind="stable")
 
 
-def cell_rows(cols: Columns, nk: int, cells: list[tuple[Any, ...]]) -> np.ndarray:
+def cell_rows(cols: Columns, nk: int, cells: list[tuple[Any, ...]], key_lists: list[list[Any]]) -> np.ndarray:
     """The row of ``cols`` holding each cell's group (its first ``nk`` columns are the keys), -1
     for an empty group: by the values of one integer key in numpy, else by a dict of the keys
-    (the lookup the row path makes)."""
+    (the lookup the row path makes). ``key_lists``: the cells' keys, one list per key."""
     import numpy as np
 
     if nk == 1 and cols.arrays[0].dtype.kind == "i" and not np.ma.is_masked(cols.arrays[0]):
@@ -151,7 +150,7 @@ def cell_rows(cols: Columns, nk: int, cells: list[tuple[Any, ...]]) -> np.ndarra
             return np.full(len(cells), -1, dtype=np.int64)
         # numpy's int64 when every value is an int (or a bool, equal to 0 or 1 as in a dict) within
         # int64; anything else (floats, None, text, past int64) makes another dtype: the dict below
-        want = np.array(list(map(itemgetter(0), cells)))
+        want = np.array(key_lists[0])
         if want.dtype == np.int64 and len(want):
             lo, hi = min(int(have.min()), int(want.min())), max(int(have.max()), int(want.max()))
             if hi - lo < 4 * (len(have) + len(want)):  # dense keys (a keyset of ranges): a table of rows

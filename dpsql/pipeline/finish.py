@@ -193,6 +193,9 @@ def column_errors(plan: Plan, columns: dict[str, Any], at: np.ndarray | None) ->
         return values
 
     def floats(name: str) -> tuple[float, ...]:  # σ and MOE: float64 arrays, or lists of floats
+        v = columns[name]
+        if getattr(v, "dtype", None) is not None and v.dtype.name == "float64" and v.size and v[0] != 0 and bool((v == v[0]).all()):
+            return (v[0].item(),) * n_rows  # one σ for every cell (one sensitivity): the same floats, no list of them
         values = hidden(name)
         kind = columns[name].dtype.name if hasattr(columns[name], "dtype") else "list"
         return tuple(values) if kind in ("float64", "list") else tuple(map(float, values))

@@ -102,7 +102,7 @@ def _below_zero(values: list[Any]) -> int:
     """How many ``values`` are numbers (int or float, not bool) below 0: compared in C when every
     value is one (a large answer's column), else one at a time."""
     if set(map(type, values)) <= set(_NUMBERS):
-        return sum(map(operator.lt, values, repeat(0)))
+        return 0 if not values or min(values) >= 0 else sum(map(operator.lt, values, repeat(0)))
     return len([v for v in values if type(v) in _NUMBERS and v < 0])
 
 

@@ -51,13 +51,14 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]] | Columns, rng: Rando
     nk, n_prim = len(plan.keys), len(plan.primitives)
     # C-speed maps (itemgetter) over the rows: this stage's cost is per cell
     keys_of, values_of = itemgetter(slice(0, nk)), itemgetter(slice(nk, nk + n_prim))
-    released, selected_counts = None, None
+    released, selected_counts, key_lists = None, None, None
     if isinstance(exact_rows, Columns) and not supported(d, exact_rows):
         exact_rows = exact_rows.rows()  # a shape columnar.py does not take: the rows a row fetch gives
     if isinstance(exact_rows, Columns):  # no Python object per exact value (issue 34)
         released, at = select_rows(d, exact_rows, rng) if sel is not None else (None, None)
         cells = domain(plan, d.blocks, released)
-        exact_of = values_at(exact_rows, nk, cell_rows(exact_rows, nk, cells) if at is None else at)
+        key_lists = [list(map(itemgetter(i), cells)) for i in range(nk)]  # the keys' columns, made once
+        exact_of = values_at(exact_rows, nk, cell_rows(exact_rows, nk, cells, key_lists) if at is None else at)
     else:
         if sel is not None:
             kept_of, counts, group_of_row = selection_counts(plan, exact_rows)
@@ -83,7 +84,9 @@ def release(d: Decision, exact_rows: list[tuple[Any, ...]] | Columns, rng: Rando
         import numpy as np
 
         noises = sample_noise(d.allocs, sens_of, rng)
-    columns: dict[str, Any] = {k.name: list(map(itemgetter(i), cells)) for i, k in enumerate(plan.keys)}
+    if key_lists is None:
+        key_lists = [list(map(itemgetter(i), cells)) for i in range(nk)]
+    columns: dict[str, Any] = {k.name: key_lists[i] for i, k in enumerate(plan.keys)}
     # the finish query carries each cell's position (finish.py)
     columns[ROW_COLUMN] = list(range(len(cells))) if lists else np.arange(len(cells), dtype=np.int64)
     noise_terms: list[NoiseTerm] = []

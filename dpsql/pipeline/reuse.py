@@ -21,7 +21,7 @@ only, after the charge (they add no primitive the key does not hold: an ORDER BY
 the SELECT list lacks is a primitive of its own, so another key). So the key holds the plan's
 finish *without* them (``Plan.finish_base_sql``), and what is stored is the release itself: the
 noisy cells (each group's keys, noisy values, σ, MOE, rank errors; clamped when clamping is on),
-as JSON (:func:`encode`). Every statement, fresh or reused, is shown by running its own finish —
+as JSON (:func:`encode`; a large answer's 64-bit columns as words, :mod:`dpsql.pipeline.stored`). Every statement, fresh or reused, is shown by running its own finish —
 SELECT list, HAVING, ORDER BY, LIMIT, OFFSET — over those cells (:func:`finished`): page 1, page
 2, another ORDER BY and Superset's ``rowcount_qry`` over the page query are post-processing of one
 release, charged once, and a fresh release shows exactly what its reuse shows (ties in ORDER BY
@@ -41,16 +41,16 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from dpsql.pipeline import output
+from dpsql.pipeline import output, stored
 from dpsql.pipeline.decide import Decision
-from dpsql.pipeline.domain import file_identity
+from dpsql.pipeline.domain import MAX_CELLS, file_identity
 from dpsql.pipeline.finish import finish
 from dpsql.pipeline.result import ColumnError, NoiseTerm, Receipt, Result
 from dpsql.policy.model import Policy
 from dpsql.privacy.allocate import Allocation
 from dpsql.privacy.budget import fmt
 from dpsql.records import plan as plan_record
-from dpsql.sql.plan import Plan
+from dpsql.sql.plan import ROW_COLUMN, Plan
 
 #: bump when what a key stands for or what an answer holds changes
 VERSION = 2  # 2: keyed without ORDER BY / LIMIT / OFFSET; the noisy cells are kept, not the finished rows
@@ -175,6 +175,8 @@ def _floats(xs: Any) -> Any:
 
 
 def _read_floats(v: Any) -> list[Any]:
+    if isinstance(v, dict) and not 0 <= v["n"] <= MAX_CELLS:  # a forged count: allocate nothing
+        raise ValueError("more cells than an answer may have")
     return [v["repeat"]] * v["n"] if isinstance(v, dict) else list(v)
 
 
@@ -190,16 +192,18 @@ def _read_value(v: Any) -> Any:
 
 
 def encode(d: Decision, columns: dict[str, Any], clamped: int | None, noise: list[NoiseTerm],
-           selection: dict[str, Any] | None) -> str | None:
-    """The release of ``d`` — its noisy cells as the finish reads them — as JSON text, or None
-    when a value cannot be carried exactly."""
+           selection: dict[str, Any] | None) -> str | bytes | None:
+    """The release of ``d`` — its noisy cells as the finish reads them — as JSON text, or, from
+    :data:`~dpsql.pipeline.stored.LARGE` cells, in the compact stored form (its 64-bit columns as
+    words: pipeline/stored.py); None when a value cannot be carried exactly."""
+    payload: list[bytes] | None = [] if len(columns.get(ROW_COLUMN, ())) >= stored.LARGE else None
     try:
+        cells = {name: (payload is not None and stored.column(v, payload)) or _column(v) for name, v in columns.items()}
         doc = {"version": VERSION, "mechanism": d.mechanism, "table": d.plan.table.name,
-               "cells": {name: _column(v) for name, v in columns.items()}, "clamped": clamped,
-               "selection": selection,
+               "cells": cells, "clamped": clamped, "selection": selection,
                "noise": [[n.aggregate, str(n.rho), list(n.sensitivity), list(n.sigma), list(n.moe95), n.mechanism,
                           None if n.epsilon is None else str(n.epsilon), n.rank_error95, n.grid] for n in noise]}
-        return json.dumps(doc)
+        return json.dumps(doc) if payload is None else stored.pack(doc, payload)
     except (_Unstorable, TypeError, ValueError, AttributeError):
         return None
 
@@ -221,10 +225,12 @@ def reused(hit: Any, plan: Plan, session: Any) -> Result | None:
         return None
     charge_id, rho, ledger = hit.charge_id, hit.rho, session.ledger
     try:
-        doc = json.loads(hit.answer)
+        doc, words = stored.unpack(hit.answer) if isinstance(hit.answer, bytes) else (json.loads(hit.answer), {})
         if doc.get("version") != VERSION:
             return None
-        columns = {name: _read_column(c) for name, c in doc["cells"].items()}
+        columns = {name: words[name] if name in words else _read_column(c) for name, c in doc["cells"].items()}
+        if len(set(map(len, columns.values()))) > 1:  # one value per cell in every column, or not this release
+            return None
         noise = tuple(NoiseTerm(n[0], Fraction(n[1]), tuple(n[2]), tuple(n[3]), tuple(n[4]), n[5],
                                 None if n[6] is None else Fraction(n[6]), n[7], n[8]) for n in doc["noise"])
     except (ValueError, KeyError, TypeError, IndexError, AttributeError):

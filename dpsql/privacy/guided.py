@@ -269,7 +269,10 @@ def _vector(lam: list[tuple[int, int]], accept: list[tuple[int, int, int]] | Non
     lam = num/den; ``accept`` as in :func:`_trial_exact`."""
     import numpy as np
 
+    from dpsql.privacy.guided_round import decide
+
     lamf_g = np.array([num / den for num, den in lam])  # correctly rounded
+    s2_g = b_g = None
     if accept is not None:
         s2_g = np.array([p / q for p, q, _ in accept])
         b_g = s2_g / np.array([float(t) for _, _, t in accept])
@@ -300,25 +303,7 @@ def _vector(lam: list[tuple[int, int]], accept: list[tuple[int, int, int]] | Non
         n_trials = sum(sizes)
         gi = None if shared else np.repeat(np.array(sets, dtype=np.int64), sizes)
         w, neg, wc = _draw(rng, n_trials, accept is not None)
-        uf = w.astype(np.float64) * _INV_W
-        lamf = lamf_g[0] if gi is None else lamf_g[gi]
-        with np.errstate(divide="ignore"):
-            x = -np.log(uf) / lamf
-        bad = ~(x < 2.0**62)  # U's first 63 bits all zero: infinite
-        k = np.where(bad, 0.0, np.floor(x))
-        sure = ~bad & (uf < np.exp(-k * lamf) - MARGIN) & (uf > np.exp(-(k + 1.0) * lamf) + MARGIN)
-        neg_zero = neg & (k == 0.0)  # -0: rejected, so that 0 is not counted twice
-        keep = sure & ~neg_zero
-        if wc is not None:
-            s2 = s2_g[0] if gi is None else s2_g[gi]
-            d = k - (b_g[0] if gi is None else b_g[gi])
-            pa = np.exp(-(d * d) / (2.0 * s2))
-            ucf = wc.astype(np.float64) * _INV_W
-            no = ucf > pa + MARGIN
-            sure &= neg_zero | no | (ucf < pa - MARGIN)
-            keep &= ~no
-        keep &= sure
-        val = np.where(neg, -k, k).astype(np.int64)
+        keep, sure, val = decide(w, neg, wc, lamf_g, s2_g, b_g, gi, MARGIN)  # the fast path's decisions (guided_round.py)
         for j in np.flatnonzero(~sure).tolist():  # too close to call in floats: finish exactly
             g = 0 if gi is None else int(gi[j])
             y = _trial_exact(int(w[j]), bool(neg[j]), int(wc[j]) if wc is not None else 0, lam[g],
