@@ -128,14 +128,21 @@ def _naive_bins(values: list[int], grid: QuantileGrid) -> dict[int, int]:
 
 
 @pytest.mark.parametrize("at_once", [None, 1, 7, 64])
+@pytest.mark.parametrize("counting", ["counters", "one group's counters", "sort"])
 @pytest.mark.parametrize("grid", [*GRIDS, QuantileGrid(3, 5, "linear", 3), QuantileGrid(-2**62, 2**62, "linear", 100),
-                                  QuantileGrid(0, 2**62, "log", 200)])
-def test_value_entries_count_each_group_into_the_histograms_bins(grid, at_once, monkeypatch):
+                                  QuantileGrid(0, 2**62, "log", 200), QuantileGrid(2**60, 2**60 + 300, "linear", 301)])
+def test_value_entries_count_each_group_into_the_histograms_bins(grid, at_once, counting, monkeypatch):
     """em_runs.value_entries against bins counted here one value at a time, whatever the values
-    counted at once (one group in slices, groups counted by bincount or by sorting), for random
-    int64s, every bound and its neighbours, int64's extremes."""
+    counted at once (one group in slices, groups counted by bincount — several groups' counters
+    at once or one group's — or by sorting), for random int64s, every bound and its neighbours,
+    int64's extremes; through the bucket table of value_positions, or (the last grid: adjacent
+    integers near 2^60, which no double's leading bits separate) its binary search."""
     if at_once:
         monkeypatch.setattr(em_runs, "VALUES_AT_ONCE", at_once)
+    monkeypatch.setattr(em_runs, "SPARSE", 0 if counting == "sort" else 10**9)
+    if counting == "one group's counters":
+        monkeypatch.setattr(em_runs, "COUNTERS", 1)
+    assert (em_runs._table(grid) is None) == (grid.lo == 2**60)
     r = random.Random(2)
     rng = np.random.default_rng(2)
     groups = [_hostile(grid, r, 50), [], [b + d for b in grid.bounds() for d in (-1, 0, 1)],

@@ -99,10 +99,12 @@ def value_entries(values: list[Any], grid: QuantileGrid) -> tuple[np.ndarray, np
     ``sql/quantiles.py`` values_sql: an int64 array or a list; None for a group without one),
     ordered by group then position (:func:`positions`' half steps): the groups' sparse histograms,
     the same counts as the exact query's ``HISTOGRAM`` form (tests/test_quantile_binned.py).
-    Exact: each value's position is checked in integers (:func:`value_positions`), then counted
-    (``bincount``, or a sort when the groups × positions would be sparse). At most
-    :data:`VALUES_AT_ONCE` values are counted at once (a bigger group alone, in slices), so the
-    arrays this adds to the values themselves stay bounded whatever the rows."""
+    Exact: each value's position is :func:`value_positions`' (integer comparisons), counted by
+    ``bincount`` into the counters of a few groups at once (at most :data:`COUNTERS`, so that
+    they stay in the processor's cache), or by a sort where the groups × positions are more than
+    :data:`SPARSE` times the values (reading mostly empty counters would cost more).
+    At most :data:`VALUES_AT_ONCE` values are counted at once (a bigger group alone, in slices),
+    so the arrays this adds to the values themselves stay bounded whatever the rows."""
     arrays = [_EMPTY if v is None else np.asarray(v, dtype=np.int64) for v in values]
     sizes = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
     ends, width = np.cumsum(sizes), 2 * len(grid.candidates()) + 1
@@ -114,21 +116,26 @@ def value_entries(values: list[Any], grid: QuantileGrid) -> tuple[np.ndarray, np
             a = arrays[start]
             n = sum(np.bincount(value_positions(a[k:k + VALUES_AT_ONCE], grid), minlength=width)
                     for k in range(0, a.size, VALUES_AT_ONCE))
-            key = np.flatnonzero(n) + start * width
-            parts.append((key, n[key - start * width]))
-        else:
+            key = np.flatnonzero(n)
+            parts.append((key + start * width, n[key]))
+        elif (stop - start) * width <= SPARSE * (ends[stop - 1] - ends[start] + sizes[start]):
+            per = max(1, COUNTERS // width)  # counting: a few groups at once, their counters in cache
+            for a in range(start, stop, per):
+                b = min(a + per, stop)
+                key = value_positions(np.concatenate(arrays[a:b]), grid)
+                key += np.repeat(np.arange(b - a, dtype=np.int64) * width, sizes[a:b])
+                n = np.bincount(key, minlength=(b - a) * width)
+                key = np.flatnonzero(n)
+                parts.append((key + a * width, n[key]))
+        else:  # sparse groups: a sort costs less than reading their mostly empty counters
             key = value_positions(np.concatenate(arrays[start:stop]), grid)
             key += np.repeat(np.arange(start, stop, dtype=np.int64) * width, sizes[start:stop])
             if not key.size:
-                parts.append((key, key))
-            elif (stop - start) * width <= key.size:  # counting beats sorting (docs/performance.md)
-                n = np.bincount(key - start * width, minlength=(stop - start) * width)
-                key = np.flatnonzero(n != 0)
-                parts.append((key + start * width, n[key]))
-            else:
-                key.sort()
-                edges = np.flatnonzero(key[1:] != key[:-1]) + 1
-                parts.append((key[np.concatenate(([0], edges))], np.diff(np.concatenate(([0], edges, [key.size])))))
+                start = stop
+                continue
+            key.sort()
+            edges = np.flatnonzero(key[1:] != key[:-1]) + 1
+            parts.append((key[np.concatenate(([0], edges))], np.diff(np.concatenate(([0], edges, [key.size])))))
         start = stop
     key = np.concatenate([k for k, _ in parts]) if parts else _EMPTY
     counts = np.concatenate([n for _, n in parts]).astype(np.int64) if parts else _EMPTY
@@ -139,69 +146,82 @@ def value_positions(v: np.ndarray, grid: QuantileGrid) -> np.ndarray:
     """The position of each value among the candidates, as :func:`positions` gives its bin's:
     2i + 1 for a value equal to c_i, else 2i for i = #{c < v} (2m above c_{m−1}).
 
-    i is guessed from the value's float (its bucket of the grid's scale, :func:`_guess`), then
-    checked in integers (c_{i−1} < v <= c_i); a value whose guess fails the check takes a binary
-    search instead. Exact whatever the floats; a binary search of every value was 3-5x slower
-    (its branches are random)."""
-    c, table, bucket = _guess(grid)
-    m, up = c.size - 2, c[1:]  # c: the candidates between int64's extremes; up[i] = c[i + 1] = c_i
-    i = table[bucket(v)]
-    above = up[i]  # up[m] is int64's greatest
-    wrong = np.flatnonzero((v <= c[i]) | (v > above))
-    if wrong.size:
-        i[wrong] = np.searchsorted(c[1:-1], v[wrong], side="left")
-        above[wrong] = up[i[wrong]]
-    pos = i.astype(np.int64)
-    pos *= 2
-    pos += v == above
-    return np.minimum(pos, 2 * m, out=pos)  # a value equal to up[m], int64's greatest, is above c_{m−1}
+    Exact, through a bucket β(v) that is a non-decreasing function of v (:func:`_bucket`: the
+    float's leading bits) and a table built by the same function over the candidates, with at
+    most one candidate a bucket (checked when the table is built). For v in bucket b, every c
+    with β(c) < b is below v and every c with β(c) > b above it, so with i_b = #{c : β(c) < b}
+    and c' = c_{i_b} (the bucket's candidate, if it has one, else one above v):
+    #{c < v} = i_b + [v > c'] and [v is a candidate] = [v = c'], so the position is
+    2·i_b + [v >= c'] + [v > c'], two integer comparisons whatever the floats. A bucket past the
+    last candidate (i_b = m) holds only values above c_{m−1}: it is given i_b = m − 1 and
+    c' = c_{m−1} (both comparisons true). A grid whose candidates the buckets cannot separate
+    takes a binary search (``searchsorted``, 3x slower). In slices of :data:`SLICE` values, so
+    that the steps' arrays stay in the processor's cache."""
+    table = _table(grid)
+    out = np.empty(v.shape, dtype=np.int64)
+    if table is None:
+        c = np.array(grid.candidates(), dtype=np.int64)
+        i = np.searchsorted(c, v, side="left")
+        np.multiply(i, 2, out=out)
+        out += c[np.minimum(i, c.size - 1)] == v
+        return out
+    base, cand, bucket = table
+    for k in range(0, v.size, SLICE):
+        x = v[k:k + SLICE]
+        b = bucket(x)
+        c = np.take(cand, b)
+        p = np.take(base, b, out=out[k:k + SLICE])
+        p += x >= c
+        p += x > c
+    return out
 
 
-_GUESSES: dict[Any, Any] = {}
-#: buckets per candidate of :func:`_guess`: more, fewer values whose bucket holds a candidate above them
-_BUCKETS = 32
+_TABLES: dict[Any, Any] = {}
 _EMPTY = np.empty(0, dtype=np.int64)
 #: values counted into bins at once (:func:`value_entries`): its arrays hold ~5 int64 a value
 VALUES_AT_ONCE = 1 << 22
+#: the most (group, position) counters :func:`value_entries` counts a chunk of groups into
+COUNTERS = 1 << 18
+#: :func:`value_entries` sorts rather than counts past this many counters a value
+SPARSE = 32
+#: values :func:`value_positions` computes at once (each step's array fits in the cache)
+SLICE = 1 << 15
+#: the most leading bits of the float's fraction a bucket may use (a table of 64 · 2^k entries)
+_MAX_BITS = 12
 
 
-def _guess(grid: QuantileGrid) -> tuple[np.ndarray, np.ndarray, Any]:
-    """(the candidates padded with int64's extremes, a table of #{c < the bucket's lowest value}
-    per bucket, the bucket of an int64 array): :data:`_BUCKETS` per candidate, evenly spaced in the
-    value's logarithm (log grids) or the value (linear) between c_0 − 1 and c_{m−1} + 1. Floats:
-    only a guess, which :func:`value_positions` checks."""
-    import math
-
-    if grid not in _GUESSES:
-        if len(_GUESSES) >= 64:
-            _GUESSES.clear()
+def _table(grid: QuantileGrid) -> tuple[np.ndarray, np.ndarray, Any] | None:
+    """(2·i_b per bucket, c' per bucket, β) for :func:`value_positions`, or None when no β of at
+    most :data:`_MAX_BITS` leading bits gives each candidate its own bucket. β(v): v as a double
+    (rounding is non-decreasing), clamped to [c_0 − 1, c_{m−1} + 1] as doubles, minus c_0 − 1
+    (a non-negative integer-valued double, then at least 1), read as its bits shifted to keep the
+    exponent and k bits of the fraction (the bits of doubles >= 1 increase with the value), minus
+    those of 1. Public: computed from the grid alone."""
+    if grid not in _TABLES:
+        if len(_TABLES) >= 64:
+            _TABLES.clear()
         cands = np.array(grid.candidates(), dtype=np.int64)
-        lo, hi, n = int(cands[0]) - 1, int(cands[-1]) + 1, _BUCKETS * cands.size
-        if grid.scale == "log":
-            base = lo - 1
-            factor = n / math.log(hi - base)
-            def f(x: np.ndarray) -> np.ndarray:  # float32: a guess, half the bytes to move
-                y = x.astype(np.float32)
-                y -= base
-                np.maximum(y, 1.0, out=y)
-                np.log(y, out=y)
-                y *= factor
-                return np.minimum(y, n, out=y)  # >= 0: a logarithm of at least 1
-            first = [base + math.ceil(math.exp(b / factor)) for b in range(n + 1)]
-        else:
-            factor = n / (hi - lo)
-            def f(x: np.ndarray) -> np.ndarray:
-                y = x.astype(np.float32)
-                y -= np.float32(lo)
-                y *= factor
-                return np.clip(y, 0, n, out=y)
-            first = [lo + math.ceil(b / factor) for b in range(n + 1)]
-        table = np.searchsorted(cands, np.array([min(max(w, lo), hi) for w in first], dtype=np.int64), side="left")
-        def bucket(x: np.ndarray) -> np.ndarray:  # in [0, n]: the cast rounds down
-            return f(x).astype(np.int32)
-        padded = np.concatenate(([np.iinfo(np.int64).min], cands, [np.iinfo(np.int64).max]))
-        _GUESSES[grid] = (padded, table.astype(np.int32), bucket)
-    return _GUESSES[grid]
+        m, lo, hi = cands.size, float(int(cands[0]) - 1), float(int(cands[-1]) + 1)
+        top = hi - lo
+        _TABLES[grid] = None
+        for k in range(0, _MAX_BITS + 1):
+            def bucket(x: np.ndarray, k: int = k) -> np.ndarray:
+                f = x.astype(np.float64)
+                f -= lo
+                np.clip(f, 1.0, top, out=f)
+                b = f.view(np.int64)
+                b >>= 52 - k
+                b -= 1023 << k
+                return b
+            cb = bucket(cands)
+            if np.all(cb[1:] > cb[:-1]):  # each candidate its own bucket (β is non-decreasing)
+                i = np.searchsorted(cb, np.arange(int(bucket(np.array([2**63 - 1]))[0]) + 1), side="left")
+                last = i == m
+                i[last] = m - 1
+                cand = cands[i]
+                _TABLES[grid] = ((2 * i).astype(np.int64), cand, bucket)
+                break
+    return _TABLES[grid]
 
 
 def runs_from_entries(group: np.ndarray, pos: np.ndarray, counts: np.ndarray, g: int, m: int, q: Fraction) -> Runs:
