@@ -79,7 +79,7 @@ def split(rows: int, repeat: int) -> None:
     import duckdb
 
     from dpsql.backends.duckdb_arrays import fetch_arrays
-    from dpsql.privacy import em_runs, quantile
+    from dpsql.privacy import em_bins, em_runs, quantile
     from dpsql.privacy.randomness import SecureRandom
     from dpsql.session import Session
 
@@ -100,7 +100,7 @@ def split(rows: int, repeat: int) -> None:
             stages = [("median", lambda: raw.execute(sql).fetchall()),
                       ("exact, no hand-over", lambda: raw.execute(f'SELECT SUM(len("__p0")) FROM ({query})').fetchall()),
                       ("exact", lambda: res.append(fetch_arrays(raw.execute(query)))),
-                      ("bins", lambda: res.append(em_runs.value_entries([r[1] for r in res[0]], grid))),
+                      ("bins", lambda: res.append(em_bins.value_entries([r[1] for r in res[0]], grid))),
                       ("runs", lambda: res.append(em_runs.runs_from_entries(*res[1], len(res[0]), m, q))),
                       ("sampling", lambda: quantile.sample(res[2], q, eps, rng))]
             for name, fn in stages:

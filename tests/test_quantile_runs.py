@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from dpsql.policy.model import QuantileGrid
-from dpsql.privacy import em_runs, guided, quantile
+from dpsql.privacy import em_bins, em_runs, guided, quantile
 from dpsql.sql.quantiles import histogram_sql
 from dpsql.testing import seeded_random
 from tests.test_noise_distribution import chi2_critical
@@ -107,7 +107,7 @@ def test_runs_from_values_hold_each_candidates_score_counted_directly(grid, q, r
     r = random.Random(11)
     groups = [[], [grid.lo], _hostile(grid, r, 5), _hostile(grid, r, 300), [grid.hi + 1] * 3, [grid.lo - 1] * 2]
     given = [None, np.array(groups[1]), groups[2], np.array(groups[3], dtype=np.int64), groups[4], groups[5]]
-    runs = em_runs.runs_from_values(given, grid, q)
+    runs = em_bins.runs_from_values(given, grid, q)
     m = len(grid.candidates())
     for g, values in enumerate(groups):
         direct = _direct_scores(values, grid, q)
@@ -132,24 +132,24 @@ def _naive_bins(values: list[int], grid: QuantileGrid) -> dict[int, int]:
 @pytest.mark.parametrize("grid", [*GRIDS, QuantileGrid(3, 5, "linear", 3), QuantileGrid(-2**62, 2**62, "linear", 100),
                                   QuantileGrid(0, 2**62, "log", 200), QuantileGrid(2**60, 2**60 + 300, "linear", 301)])
 def test_value_entries_count_each_group_into_the_histograms_bins(grid, at_once, counting, monkeypatch):
-    """em_runs.value_entries against bins counted here one value at a time, whatever the values
+    """em_bins.value_entries against bins counted here one value at a time, whatever the values
     counted at once (one group in slices, groups counted by bincount — several groups' counters
     at once or one group's — or by sorting), for random int64s, every bound and its neighbours,
     int64's extremes; through the bucket table of value_positions, or (the last grid: adjacent
     integers near 2^60, which no double's leading bits separate) its binary search."""
     if at_once:
-        monkeypatch.setattr(em_runs, "VALUES_AT_ONCE", at_once)
-    monkeypatch.setattr(em_runs, "SPARSE", 0 if counting == "sort" else 10**9)
+        monkeypatch.setattr(em_bins, "VALUES_AT_ONCE", at_once)
+    monkeypatch.setattr(em_bins, "SPARSE", 0 if counting == "sort" else 10**9)
     if counting == "one group's counters":
-        monkeypatch.setattr(em_runs, "COUNTERS", 1)
-    assert (em_runs._table(grid) is None) == (grid.lo == 2**60)
+        monkeypatch.setattr(em_bins, "COUNTERS", 1)
+    assert (em_bins._table(grid) is None) == (grid.lo == 2**60)
     r = random.Random(2)
     rng = np.random.default_rng(2)
     groups = [_hostile(grid, r, 50), [], [b + d for b in grid.bounds() for d in (-1, 0, 1)],
               rng.integers(-2**63, 2**63 - 1, 500, dtype=np.int64).tolist(), [grid.lo] * 40, _hostile(grid, r, 9)]
     cands = grid.candidates()
     key_of = {2 * i: c - 1 for i, c in enumerate(cands)} | {2 * i + 1: c for i, c in enumerate(cands)} | {2 * len(cands): 2**63 - 1}
-    group, pos, counts = em_runs.value_entries([np.array(g, dtype=np.int64) for g in groups], grid)
+    group, pos, counts = em_bins.value_entries([np.array(g, dtype=np.int64) for g in groups], grid)
     assert np.all(np.diff(group * (2 * len(cands) + 1) + pos) > 0)  # ordered by group, then position
     for g, values in enumerate(groups):
         mine = group == g

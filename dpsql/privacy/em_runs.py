@@ -88,144 +88,8 @@ def runs_from_histograms(hists: list[Any], grid: QuantileGrid, q: Fraction) -> R
     return runs_from_entries(group, positions(keys, cands), counts, len(hists), len(cands), q)
 
 
-def runs_from_values(values: list[Any], grid: QuantileGrid, q: Fraction) -> Runs:
-    """The runs of every group of ``values`` (each group's values: :func:`value_entries`)."""
-    group, pos, counts = value_entries(values, grid)
-    return runs_from_entries(group, pos, counts, len(values), len(grid.candidates()), q)
-
-
-def value_entries(values: list[Any], grid: QuantileGrid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(group, position, count) of every bin that holds a value of ``values`` (each group's values,
-    ``sql/quantiles.py`` values_sql: an int64 array or a list; None for a group without one),
-    ordered by group then position (:func:`positions`' half steps): the groups' sparse histograms,
-    the same counts as the exact query's ``HISTOGRAM`` form (tests/test_quantile_binned.py).
-    Exact: each value's position is :func:`value_positions`' (integer comparisons), counted by
-    ``bincount`` into the counters of a few groups at once (at most :data:`COUNTERS`, so that
-    they stay in the processor's cache), or by a sort where the groups × positions are more than
-    :data:`SPARSE` times the values (reading mostly empty counters would cost more).
-    At most :data:`VALUES_AT_ONCE` values are counted at once (a bigger group alone, in slices),
-    so the arrays this adds to the values themselves stay bounded whatever the rows."""
-    arrays = [_EMPTY if v is None else np.asarray(v, dtype=np.int64) for v in values]
-    sizes = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
-    ends, width = np.cumsum(sizes), 2 * len(grid.candidates()) + 1
-    parts = []
-    start = 0
-    while start < len(arrays):
-        stop = max(start + 1, int(np.searchsorted(ends, ends[start] - sizes[start] + VALUES_AT_ONCE, side="right")))
-        if stop == start + 1 and sizes[start] > VALUES_AT_ONCE:  # one group, in slices
-            a = arrays[start]
-            n = sum(np.bincount(value_positions(a[k:k + VALUES_AT_ONCE], grid), minlength=width)
-                    for k in range(0, a.size, VALUES_AT_ONCE))
-            key = np.flatnonzero(n)
-            parts.append((key + start * width, n[key]))
-        elif (stop - start) * width <= SPARSE * (ends[stop - 1] - ends[start] + sizes[start]):
-            per = max(1, COUNTERS // width)  # counting: a few groups at once, their counters in cache
-            for a in range(start, stop, per):
-                b = min(a + per, stop)
-                key = value_positions(np.concatenate(arrays[a:b]), grid)
-                key += np.repeat(np.arange(b - a, dtype=np.int64) * width, sizes[a:b])
-                n = np.bincount(key, minlength=(b - a) * width)
-                key = np.flatnonzero(n)
-                parts.append((key + a * width, n[key]))
-        else:  # sparse groups: a sort costs less than reading their mostly empty counters
-            key = value_positions(np.concatenate(arrays[start:stop]), grid)
-            key += np.repeat(np.arange(start, stop, dtype=np.int64) * width, sizes[start:stop])
-            if not key.size:
-                start = stop
-                continue
-            key.sort()
-            edges = np.flatnonzero(key[1:] != key[:-1]) + 1
-            parts.append((key[np.concatenate(([0], edges))], np.diff(np.concatenate(([0], edges, [key.size])))))
-        start = stop
-    key = np.concatenate([k for k, _ in parts]) if parts else _EMPTY
-    counts = np.concatenate([n for _, n in parts]).astype(np.int64) if parts else _EMPTY
-    return key // width, key % width, counts
-
-
-def value_positions(v: np.ndarray, grid: QuantileGrid) -> np.ndarray:
-    """The position of each value among the candidates, as :func:`positions` gives its bin's:
-    2i + 1 for a value equal to c_i, else 2i for i = #{c < v} (2m above c_{m−1}).
-
-    Exact, through a bucket β(v) that is a non-decreasing function of v (:func:`_bucket`: the
-    float's leading bits) and a table built by the same function over the candidates, with at
-    most one candidate a bucket (checked when the table is built). For v in bucket b, every c
-    with β(c) < b is below v and every c with β(c) > b above it, so with i_b = #{c : β(c) < b}
-    and c' = c_{i_b} (the bucket's candidate, if it has one, else one above v):
-    #{c < v} = i_b + [v > c'] and [v is a candidate] = [v = c'], so the position is
-    2·i_b + [v >= c'] + [v > c'], two integer comparisons whatever the floats. A bucket past the
-    last candidate (i_b = m) holds only values above c_{m−1}: it is given i_b = m − 1 and
-    c' = c_{m−1} (both comparisons true). A grid whose candidates the buckets cannot separate
-    takes a binary search (``searchsorted``, 3x slower). In slices of :data:`SLICE` values, so
-    that the steps' arrays stay in the processor's cache."""
-    table = _table(grid)
-    out = np.empty(v.shape, dtype=np.int64)
-    if table is None:
-        c = np.array(grid.candidates(), dtype=np.int64)
-        i = np.searchsorted(c, v, side="left")
-        np.multiply(i, 2, out=out)
-        out += c[np.minimum(i, c.size - 1)] == v
-        return out
-    base, cand, bucket = table
-    for k in range(0, v.size, SLICE):
-        x = v[k:k + SLICE]
-        b = bucket(x)
-        c = np.take(cand, b)
-        p = np.take(base, b, out=out[k:k + SLICE])
-        p += x >= c
-        p += x > c
-    return out
-
-
-_TABLES: dict[Any, Any] = {}
-_EMPTY = np.empty(0, dtype=np.int64)
-#: values counted into bins at once (:func:`value_entries`): its arrays hold ~5 int64 a value
-VALUES_AT_ONCE = 1 << 22
-#: the most (group, position) counters :func:`value_entries` counts a chunk of groups into
-COUNTERS = 1 << 18
-#: :func:`value_entries` sorts rather than counts past this many counters a value
-SPARSE = 32
-#: values :func:`value_positions` computes at once (each step's array fits in the cache)
-SLICE = 1 << 15
-#: the most leading bits of the float's fraction a bucket may use (a table of 64 · 2^k entries)
-_MAX_BITS = 12
-
-
-def _table(grid: QuantileGrid) -> tuple[np.ndarray, np.ndarray, Any] | None:
-    """(2·i_b per bucket, c' per bucket, β) for :func:`value_positions`, or None when no β of at
-    most :data:`_MAX_BITS` leading bits gives each candidate its own bucket. β(v): v as a double
-    (rounding is non-decreasing), clamped to [c_0 − 1, c_{m−1} + 1] as doubles, minus c_0 − 1
-    (a non-negative integer-valued double, then at least 1), read as its bits shifted to keep the
-    exponent and k bits of the fraction (the bits of doubles >= 1 increase with the value), minus
-    those of 1. Public: computed from the grid alone."""
-    if grid not in _TABLES:
-        if len(_TABLES) >= 64:
-            _TABLES.clear()
-        cands = np.array(grid.candidates(), dtype=np.int64)
-        m, lo, hi = cands.size, float(int(cands[0]) - 1), float(int(cands[-1]) + 1)
-        top = hi - lo
-        _TABLES[grid] = None
-        for k in range(0, _MAX_BITS + 1):
-            def bucket(x: np.ndarray, k: int = k) -> np.ndarray:
-                f = x.astype(np.float64)
-                f -= lo
-                np.clip(f, 1.0, top, out=f)
-                b = f.view(np.int64)
-                b >>= 52 - k
-                b -= 1023 << k
-                return b
-            cb = bucket(cands)
-            if np.all(cb[1:] > cb[:-1]):  # each candidate its own bucket (β is non-decreasing)
-                i = np.searchsorted(cb, np.arange(int(bucket(np.array([2**63 - 1]))[0]) + 1), side="left")
-                last = i == m
-                i[last] = m - 1
-                cand = cands[i]
-                _TABLES[grid] = ((2 * i).astype(np.int64), cand, bucket)
-                break
-    return _TABLES[grid]
-
-
 def runs_from_entries(group: np.ndarray, pos: np.ndarray, counts: np.ndarray, g: int, m: int, q: Fraction) -> Runs:
-    """The runs of g groups from their entries (group, position, count; :func:`value_entries`).
+    """The runs of g groups from their entries (group, position, count; ``em_bins.value_entries``).
 
     With a group's entries at positions p (:func:`positions`) and counts n, candidate i has
     #{x < c_i} = Σ n over p <= 2i and #{x > c_i} = total − Σ n over p <= 2i + 1, so a run starts
@@ -235,7 +99,7 @@ def runs_from_entries(group: np.ndarray, pos: np.ndarray, counts: np.ndarray, g:
     # within a factor 1 + 2^-40 of the exact one, far inside the factor 2 of room left)
     big = float(counts.sum(dtype=float)) * q.denominator >= 2**61
     ekey = group * width + pos
-    if g and not big and g * width <= DENSE_ENTRIES * (pos.size + 1) and np.all(ekey[1:] > ekey[:-1]):
+    if g and not big and g * m <= DENSE_ENTRIES * (pos.size + 1) and np.all(ekey[1:] > ekey[:-1]):
         return _dense_runs(ekey, counts, g, m, q)
     if ekey.size and not np.all(ekey[1:] >= ekey[:-1]):  # DuckDB's maps come sorted; else sort
         order = np.argsort(ekey, kind="stable")
@@ -266,32 +130,58 @@ def runs_from_entries(group: np.ndarray, pos: np.ndarray, counts: np.ndarray, g:
     return Runs(first, starts, nxt - starts, s - np.minimum.reduceat(s, first[:-1])[owner])
 
 
-#: :func:`runs_from_entries` scores every candidate of every group (:func:`_dense_runs`) when the
-#: groups × positions are at most this many times the entries (measured: 2.4x faster at 51 groups
-#: of 600 entries each, 2x slower at 3,143 groups of 113: docs/performance.md)
-DENSE_ENTRIES = 4
+#: every candidate of every group is scored (:func:`dense_runs`) when the groups × candidates are
+#: at most this many times the entries (occupied bins): ~10 ns a candidate against ~170 ns an
+#: entry by the searches of :func:`runs_from_entries` (docs/performance.md, "Quantiles")
+DENSE_ENTRIES = 16
 
 
 def _dense_runs(ekey: np.ndarray, counts: np.ndarray, g: int, m: int, q: Fraction) -> Runs:
-    """:func:`runs_from_entries` through each group's cumulated counts at every position
-    (C[r, p] = Σ n over p' <= p): candidate i has #{x < c_i} = C[r, 2i] and #{x > c_i} =
-    C[r, 2m] − C[r, 2i + 1]; a run starts at 0 and wherever the score changes. For entries of
+    """:func:`runs_from_entries` through each group's counts at every position: for entries of
     distinct keys r · (2m + 1) + p, in int64 (the caller's checks: no score reaches 2^62)."""
-    width = 2 * m + 1
-    cum = np.zeros(g * width, dtype=np.int64)
-    cum[ekey] = counts
-    cum = cum.reshape(g, width).cumsum(axis=1)
+    n = np.zeros(g * (2 * m + 1), dtype=np.int64)
+    n[ekey] = counts
+    return dense_runs(n, g, m, q)
+
+
+def dense_runs(n: np.ndarray, g: int, m: int, q: Fraction) -> Runs:
+    """The runs of g groups from their counts n (a g × (2m + 1) array, or flat: group r's count at
+    position p is n[r · (2m + 1) + p]): candidate i has B_i = #{x < c_i} = Σ n over p <= 2i (a
+    cumulated sum of the pairs n[2i − 1] + n[2i]) and #{x > c_i} = T − B_i − n[2i + 1], so its
+    score is |b · B_i + a · n[2i + 1] − a · T|; a run starts at 0 and wherever the score changes.
+    In int64: the caller keeps b · T below 2^61 (:func:`fits_dense`), so no score passes 2^62."""
+    n = n.reshape(g, 2 * m + 1)
     a, b = q.numerator, q.denominator
-    s = np.abs((b - a) * cum[:, 0:2 * m:2] - a * (cum[:, 2 * m:] - cum[:, 1:2 * m:2]))
-    change = np.ones((g, m), dtype=bool)
+    s = np.empty((g, m), dtype=np.int64)
+    s[:, 0] = n[:, 0]
+    np.add(n[:, 1:2 * m - 1:2], n[:, 2:2 * m:2], out=s[:, 1:])
+    np.cumsum(s, axis=1, out=s)  # B_i
+    total = s[:, -1] + n[:, 2 * m - 1] + n[:, 2 * m]
+    s *= b
+    s += a * n[:, 1:2 * m:2]
+    s -= (a * total)[:, None]
+    np.abs(s, out=s)
+    change = np.empty((g, m), dtype=bool)
+    change[:, 0] = True
     np.not_equal(s[:, 1:], s[:, :-1], out=change[:, 1:])
+    per = np.count_nonzero(change, axis=1)
     at = np.flatnonzero(change)
-    owner, starts = np.divmod(at, m)
-    first = np.searchsorted(owner, np.arange(g + 1), side="left")
+    first = np.zeros(g + 1, dtype=np.int64)
+    np.cumsum(per, out=first[1:])
+    owner = np.repeat(np.arange(g, dtype=np.int64), per)
+    starts = at - owner * m
     nxt = np.append(starts[1:], m)
     nxt[first[1:] - 1] = m  # a group's last run ends at m
     d = s.ravel()[at]
-    return Runs(first, starts, nxt - starts, d - s.min(axis=1)[owner])
+    d -= s.min(axis=1)[owner]
+    return Runs(first, starts, nxt - starts, d)
+
+
+def fits_dense(n: np.ndarray, g: int, m: int, q: Fraction) -> bool:
+    """Whether :func:`dense_runs` should score the g groups of the counters n: its scores stay in
+    int64 (n holds row counts: its int64 sum cannot overflow), and every candidate costs less
+    than the entries' searches would (:data:`DENSE_ENTRIES`)."""
+    return int(n.sum()) * q.denominator < 2**61 and g * m <= DENSE_ENTRIES * np.count_nonzero(n)
 
 
 def runs_from_rows(score_rows: np.ndarray) -> Runs:
