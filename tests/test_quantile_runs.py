@@ -127,6 +127,28 @@ def _naive_bins(values: list[int], grid: QuantileGrid) -> dict[int, int]:
     return out
 
 
+def test_counters_whose_scores_could_pass_int64_are_not_scored_densely():
+    """em_runs.fits_dense keeps dense_runs' int64 scores exact: counts whose total times q's
+    denominator reaches 2^61 go to the entries' path, which scores in Python integers there.
+    At q = 1/10,000 and 2^50 values, b · T passes 2^63: the int64 scores wrap around."""
+    m, q = 3, Fraction(1, 10_000)
+    pos = np.array([0, 4])
+
+    def both(n: np.ndarray) -> tuple[list[int], list[int]]:
+        exact = em_runs.runs_from_entries(np.zeros(pos.size, dtype=np.int64), pos, n[pos], 1, m, q)
+        dense = em_runs.dense_runs(n, 1, m, q)
+        return [int(d) for d in exact.d], [int(d) for d in dense.d]
+
+    small = np.array([1, 0, 0, 0, 2, 0, 0], dtype=np.int64)
+    assert em_runs.fits_dense(small, 1, m, q)
+    assert both(small)[0] == both(small)[1]
+    big = np.array([2**49, 0, 0, 0, 2**49, 0, 0], dtype=np.int64)  # c_2's score: 9,999 · 2^50 > 2^63
+    assert not em_runs.fits_dense(big, 1, m, q)
+    with np.errstate(over="ignore"):
+        exact, wrapped = both(big)
+    assert exact != wrapped
+
+
 @pytest.mark.parametrize("at_once", [None, 1, 7, 64])
 @pytest.mark.parametrize("counting", ["counters", "one group's counters", "sort"])
 @pytest.mark.parametrize("grid", [*GRIDS, QuantileGrid(3, 5, "linear", 3), QuantileGrid(-2**62, 2**62, "linear", 100),
