@@ -117,6 +117,29 @@ def test_runs_from_values_hold_each_candidates_score_counted_directly(grid, q, r
         assert expanded == [s - min(direct) for s in direct], g
 
 
+@pytest.mark.parametrize("grid", GRIDS)
+@pytest.mark.parametrize("q", [Fraction(1, 2), Fraction(1, 10), Fraction(99, 100)])
+@pytest.mark.parametrize("where", ["middle", "below", "above", "none"])
+def test_runs_of_groups_away_from_the_grids_ends(grid, q, where, runs_form):
+    """Groups whose values all lie in the middle of the grid, all below c_0, all above c_{m−1}, or
+    none at all: every run starts where the one before it ends, and expanded they hold each
+    candidate's score counted directly."""
+    r = random.Random(3)
+    cands = grid.candidates()
+    mid = cands[2:-2]
+    pick = {"middle": lambda: r.choice(mid) + r.choice([-1, 0, 0, 1]), "below": lambda: grid.lo - r.choice([1, 2, 50]),
+            "above": lambda: grid.hi + r.choice([1, 2, 50]), "none": None}[where]
+    groups = [[pick() for _ in range(k)] if pick else [] for k in (1, 9, 0, 40)]
+    runs = em_bins.runs_from_values([np.array(g, dtype=np.int64) for g in groups], grid, q)
+    assert runs.start.dtype == runs.length.dtype == np.int64
+    for g, values in enumerate(groups):
+        direct = _direct_scores(values, grid, q)
+        lo, hi = runs.first[g], runs.first[g + 1]
+        assert list(runs.start[lo:hi]) == [0, *np.cumsum(runs.length[lo:hi - 1]).tolist()], g
+        expanded = [int(d) for e in range(lo, hi) for d in [runs.d[e]] * int(runs.length[e])]
+        assert expanded == [s - min(direct) for s in direct], g
+
+
 def _naive_bins(values: list[int], grid: QuantileGrid) -> dict[int, int]:
     """{bin key: count} as DuckDB's HISTOGRAM(v, bounds) keys them: the least bound >= v, else 2^63 − 1."""
     bounds = sorted(grid.bounds())
