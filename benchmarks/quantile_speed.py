@@ -86,12 +86,14 @@ def bench(rows: int, repeat: int) -> list[dict[str, object]]:
 
 def split(rows: int, repeat: int) -> None:
     """Each stage of dpsql's MEDIAN alone, by key: DuckDB's MEDIAN; the exact query without and
-    with handing its lists to Python (as numpy arrays, as the engine does); the values counted
-    into the grid's bins; the runs of equal score (scoring); the exact sampler."""
+    with handing its lists to Python (as numpy arrays, as the engine does); then, cumulated as
+    the engine runs them (a chunk of groups at a time), the values counted into the grid's bins
+    (``em_bins.value_entries``), counted and scored (the runs of equal score:
+    ``em_bins.value_runs``), and counted, scored and drawn (``quantile.draw``)."""
     import duckdb
 
     from dpsql.backends.duckdb_arrays import fetch_arrays
-    from dpsql.privacy import em_bins, em_runs, quantile
+    from dpsql.privacy import em_bins, quantile
     from dpsql.privacy.randomness import SecureRandom
     from dpsql.session import Session
 
@@ -108,13 +110,12 @@ def split(rows: int, repeat: int) -> None:
         times: dict[str, list[float]] = {}
         for _ in range(repeat):
             res: list = []
-            m = len(grid.candidates())
             stages = [("median", lambda: raw.execute(sql).fetchall()),
                       ("exact, no hand-over", lambda: raw.execute(f'SELECT SUM(len("__p0")) FROM ({query})').fetchall()),
                       ("exact", lambda: res.append(fetch_arrays(raw.execute(query)))),
-                      ("bins", lambda: res.append(em_bins.value_entries([r[1] for r in res[0]], grid))),
-                      ("runs", lambda: res.append(em_runs.runs_from_entries(*res[1], len(res[0]), m, q))),
-                      ("sampling", lambda: quantile.sample(res[2], q, eps, rng))]
+                      ("bins", lambda: list(em_bins.value_entries([r[1] for r in res[0]], grid))),
+                      ("bins and runs", lambda: list(em_bins.value_runs([r[1] for r in res[0]], grid, q))),
+                      ("bins, runs and sampling", lambda: quantile.draw([r[1] for r in res[0]], grid, q, eps, rng, values=True))]
             for name, fn in stages:
                 times.setdefault(name, []).append(_clock(fn))
         raw.close()
