@@ -115,8 +115,8 @@ def value_positions(v: np.ndarray, grid: QuantileGrid) -> np.ndarray:
     """The position of each value among the candidates, as ``em_runs.positions`` gives its bin's:
     2i + 1 for a value equal to c_i, else 2i for i = #{c < v} (2m above c_{m−1}).
 
-    Exact, through a bucket β(v) that is a non-decreasing function of v (:func:`_bucket`: the
-    float's leading bits) and a table built by the same function over the candidates, with at
+    Exact, through a bucket β(v) that is a non-decreasing function of v (:func:`_table`'s: the
+    double's leading bits) and a table built by the same function over the candidates, with at
     most one candidate a bucket (checked when the table is built). For v in bucket b, every c
     with β(c) < b is below v and every c with β(c) > b above it, so with i_b = #{c : β(c) < b}
     and c' = c_{i_b} (the bucket's candidate, if it has one, else one above v):
@@ -146,6 +146,7 @@ def value_positions(v: np.ndarray, grid: QuantileGrid) -> np.ndarray:
 
 
 _TABLES: dict[Any, Any] = {}
+_MISSING = object()
 _EMPTY = np.empty(0, dtype=np.int64)
 #: values counted into bins at once (:func:`value_entries`): its arrays hold ~5 int64 a value
 VALUES_AT_ONCE = 1 << 22
@@ -162,32 +163,34 @@ _MAX_BITS = 12
 def _table(grid: QuantileGrid) -> tuple[np.ndarray, np.ndarray, Any] | None:
     """(2·i_b per bucket, c' per bucket, β) for :func:`value_positions`, or None when no β of at
     most :data:`_MAX_BITS` leading bits gives each candidate its own bucket. β(v): v as a double
-    (rounding is non-decreasing), clamped to [c_0 − 1, c_{m−1} + 1] as doubles, minus c_0 − 1
-    (a non-negative integer-valued double, then at least 1), read as its bits shifted to keep the
-    exponent and k bits of the fraction (the bits of doubles >= 1 increase with the value), minus
-    those of 1. Public: computed from the grid alone."""
-    if grid not in _TABLES:
-        if len(_TABLES) >= 64:
-            _TABLES.clear()
-        cands = np.array(grid.candidates(), dtype=np.int64)
-        m, lo, hi = cands.size, float(int(cands[0]) - 1), float(int(cands[-1]) + 1)
-        top = hi - lo
-        _TABLES[grid] = None
-        for k in range(0, _MAX_BITS + 1):
-            def bucket(x: np.ndarray, k: int = k) -> np.ndarray:
-                f = x.astype(np.float64)
-                f -= lo
-                np.clip(f, 1.0, top, out=f)
-                b = f.view(np.int64)
-                b >>= 52 - k
-                b -= 1023 << k
-                return b
-            cb = bucket(cands)
-            if np.all(cb[1:] > cb[:-1]):  # each candidate its own bucket (β is non-decreasing)
-                i = np.searchsorted(cb, np.arange(int(bucket(np.array([2**63 - 1]))[0]) + 1), side="left")
-                last = i == m
-                i[last] = m - 1
-                cand = cands[i]
-                _TABLES[grid] = ((2 * i).astype(np.int64), cand, bucket)
-                break
-    return _TABLES[grid]
+    minus c_0 − 1 (rounding to a double and subtracting a constant are non-decreasing), clamped to
+    [1, c_{m−1} − c_0 + 2], read as its bits shifted to keep the exponent and k bits of the
+    fraction (the bits of doubles >= 1 increase with the value), minus those of 1. Public:
+    computed from the grid alone, once (a table is set whole, so a thread reads one or none)."""
+    table = _TABLES.get(grid, _MISSING)
+    if table is not _MISSING:
+        return table  # type: ignore[no-any-return]
+    cands = np.array(grid.candidates(), dtype=np.int64)
+    m, lo, hi = cands.size, float(int(cands[0]) - 1), float(int(cands[-1]) + 1)
+    top = hi - lo
+    table = None
+    for k in range(0, _MAX_BITS + 1):
+        def bucket(x: np.ndarray, k: int = k) -> np.ndarray:
+            f = x.astype(np.float64)
+            f -= lo
+            np.clip(f, 1.0, top, out=f)
+            b = f.view(np.int64)
+            b >>= 52 - k
+            b -= 1023 << k
+            return b
+        cb = bucket(cands)
+        if np.all(cb[1:] > cb[:-1]):  # each candidate its own bucket (β is non-decreasing)
+            i = np.searchsorted(cb, np.arange(int(bucket(np.array([2**63 - 1]))[0]) + 1), side="left")
+            last = i == m
+            i[last] = m - 1
+            table = ((2 * i).astype(np.int64), cands[i], bucket)
+            break
+    if len(_TABLES) >= 64:
+        _TABLES.clear()
+    _TABLES[grid] = table
+    return table
