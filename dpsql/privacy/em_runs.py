@@ -99,7 +99,8 @@ def runs_from_entries(group: np.ndarray, pos: np.ndarray, counts: np.ndarray, g:
     # within a factor 1 + 2^-40 of the exact one, far inside the factor 2 of room left)
     big = float(counts.sum(dtype=float)) * q.denominator >= 2**61
     ekey = group * width + pos
-    if g and not big and g * m <= DENSE_ENTRIES * (pos.size + 1) and np.all(ekey[1:] > ekey[:-1]):
+    if (g and not big and g * m <= DENSE_ENTRIES * (pos.size + 1) and g * width <= DENSE_COUNTERS
+            and np.all(ekey[1:] > ekey[:-1])):
         return _dense_runs(ekey, counts, g, m, q)
     if ekey.size and not np.all(ekey[1:] >= ekey[:-1]):  # DuckDB's maps come sorted; else sort
         order = np.argsort(ekey, kind="stable")
@@ -134,6 +135,9 @@ def runs_from_entries(group: np.ndarray, pos: np.ndarray, counts: np.ndarray, g:
 #: at most this many times the entries (occupied bins): ~10 ns a candidate against ~170 ns an
 #: entry by the searches of :func:`runs_from_entries` (docs/performance.md, "Quantiles")
 DENSE_ENTRIES = 16
+#: ... and when their counters are at most this many (16 MiB: the bound of 4 × SCORE_ENTRIES / 2
+#: entries the dense scores had before, so quantile.DRAW_BYTES still bounds a chunk)
+DENSE_COUNTERS = 1 << 21
 
 
 def _dense_runs(ekey: np.ndarray, counts: np.ndarray, g: int, m: int, q: Fraction) -> Runs:
@@ -179,9 +183,11 @@ def dense_runs(n: np.ndarray, g: int, m: int, q: Fraction) -> Runs:
 
 def fits_dense(n: np.ndarray, g: int, m: int, q: Fraction) -> bool:
     """Whether :func:`dense_runs` should score the g groups of the counters n: its scores stay in
-    int64 (n holds row counts: its int64 sum cannot overflow), and every candidate costs less
-    than the entries' searches would (:data:`DENSE_ENTRIES`)."""
-    return int(n.sum()) * q.denominator < 2**61 and g * m <= DENSE_ENTRIES * np.count_nonzero(n)
+    int64 (n holds row counts: its int64 sum cannot overflow), its arrays within
+    :data:`DENSE_COUNTERS`, and every candidate costs less than the entries' searches would
+    (:data:`DENSE_ENTRIES`)."""
+    return (n.size <= DENSE_COUNTERS and int(n.sum()) * q.denominator < 2**61
+            and g * m <= DENSE_ENTRIES * np.count_nonzero(n))
 
 
 def runs_from_rows(score_rows: np.ndarray) -> Runs:
