@@ -9,8 +9,9 @@ For each size (the demo's establishments, built once under benchmarks/data/) and
 after round, DuckDB's exact ``MEDIAN(payann)`` and dpsql's ``MEDIAN(payann)`` (a fresh charged
 answer each time: ``reuse=False``, a throwaway ledger with a large budget), plus dpsql's exact
 query alone on the same DuckDB connection, its lists handed over as the engine does (numpy). Both sides share one database instance (DuckDB
-allows one configuration per file in a process). Medians of the rounds; the load average is
-printed beside each size: the machine is shared, so read ratios, not absolute times.
+allows one configuration per file in a process). Medians of the rounds, of wall time and of the
+process's CPU time (every thread's: DuckDB's two as well); the load average is printed beside
+each size: the machine is shared, so read ratios, not absolute times.
 """
 
 from __future__ import annotations
@@ -34,6 +35,14 @@ def _clock(fn) -> float:  # type: ignore[no-untyped-def]
     return time.perf_counter() - t0
 
 
+def _clocks(fn) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """(wall, CPU) seconds of fn(): CPU time counts every thread of the process (DuckDB's too), and
+    the load of a shared machine distorts it less than wall time."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
 def bench(rows: int, repeat: int) -> list[dict[str, object]]:
     import duckdb
 
@@ -55,17 +64,20 @@ def bench(rows: int, repeat: int) -> list[dict[str, object]]:
         exact = con.session._planned(sql, None)[1]
         cur = con.cursor()
         times: dict[str, list[float]] = {"raw": [], "dpsql": [], "exact": []}
+        cpu: dict[str, list[float]] = {"raw": [], "dpsql": [], "exact": []}
         load = os.getloadavg()[0]
         for rep in range(repeat + 1):  # round 0 warms up, discarded
             runs = [("raw", lambda: raw.execute(sql).fetchall()), ("exact", lambda: fetch_arrays(raw.execute(exact))),
                     ("dpsql", lambda: (cur.execute(sql), cur.fetchall()))]
             for name, fn in (runs if rep % 2 else runs[::-1]):  # alternate who goes first
-                t = _clock(fn)
+                t, c = _clocks(fn)
                 if rep:
                     times[name].append(t)
+                    cpu[name].append(c)
         m = {k: statistics.median(v) for k, v in times.items()}
+        mc = {k: statistics.median(v) for k, v in cpu.items()}
         out.append({"rows": rows_label(rows), "key": key, "raw_ms": m["raw"] * 1e3, "exact_ms": m["exact"] * 1e3, "dpsql_ms": m["dpsql"] * 1e3,
-                    "ratio": m["dpsql"] / m["raw"], "load": (load + os.getloadavg()[0]) / 2})
+                    "ratio": m["dpsql"] / m["raw"], "cpu_ratio": mc["dpsql"] / mc["raw"], "load": (load + os.getloadavg()[0]) / 2})
         print(_row(out[-1]), flush=True)
     con.close()
     raw.close()
@@ -74,12 +86,14 @@ def bench(rows: int, repeat: int) -> list[dict[str, object]]:
 
 def split(rows: int, repeat: int) -> None:
     """Each stage of dpsql's MEDIAN alone, by key: DuckDB's MEDIAN; the exact query without and
-    with handing its lists to Python (as numpy arrays, as the engine does); the values counted
-    into the grid's bins; the runs of equal score (scoring); the exact sampler."""
+    with handing its lists to Python (as numpy arrays, as the engine does); then, cumulated as
+    the engine runs them (a chunk of groups at a time), the values counted into the grid's bins
+    (``em_bins.value_entries``), counted and scored (the runs of equal score:
+    ``em_bins.value_runs``), and counted, scored and drawn (``quantile.draw``)."""
     import duckdb
 
     from dpsql.backends.duckdb_arrays import fetch_arrays
-    from dpsql.privacy import em_runs, quantile
+    from dpsql.privacy import em_bins, quantile
     from dpsql.privacy.randomness import SecureRandom
     from dpsql.session import Session
 
@@ -96,13 +110,12 @@ def split(rows: int, repeat: int) -> None:
         times: dict[str, list[float]] = {}
         for _ in range(repeat):
             res: list = []
-            m = len(grid.candidates())
             stages = [("median", lambda: raw.execute(sql).fetchall()),
                       ("exact, no hand-over", lambda: raw.execute(f'SELECT SUM(len("__p0")) FROM ({query})').fetchall()),
                       ("exact", lambda: res.append(fetch_arrays(raw.execute(query)))),
-                      ("bins", lambda: res.append(em_runs.value_entries([r[1] for r in res[0]], grid))),
-                      ("runs", lambda: res.append(em_runs.runs_from_entries(*res[1], len(res[0]), m, q))),
-                      ("sampling", lambda: quantile.sample(res[2], q, eps, rng))]
+                      ("bins", lambda: list(em_bins.value_entries([r[1] for r in res[0]], grid))),
+                      ("bins and runs", lambda: list(em_bins.value_runs([r[1] for r in res[0]], grid, q))),
+                      ("bins, runs and sampling", lambda: quantile.draw([r[1] for r in res[0]], grid, q, eps, rng, values=True))]
             for name, fn in stages:
                 times.setdefault(name, []).append(_clock(fn))
         raw.close()
@@ -112,7 +125,7 @@ def split(rows: int, repeat: int) -> None:
 
 def _row(r: dict[str, object]) -> str:
     return (f"| {r['rows']} | `{r['key']}` | {r['raw_ms']:,.0f} ms | {r['exact_ms']:,.0f} ms | {r['dpsql_ms']:,.0f} ms "
-            f"| {r['ratio']:.2f}× | {r['load']:.1f} |")
+            f"| {r['ratio']:.2f}× | {r['cpu_ratio']:.2f}× | {r['load']:.1f} |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,8 +138,8 @@ def main(argv: list[str] | None = None) -> int:
         for rows in a.rows:
             split(rows, a.repeat)
         return 0
-    print("| rows | key | DuckDB MEDIAN | dpsql's exact query alone | dpsql MEDIAN | ratio | load |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    print("| rows | key | DuckDB MEDIAN | dpsql's exact query alone | dpsql MEDIAN | ratio | CPU-time ratio | load |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     for rows in a.rows:
         bench(rows, a.repeat)
     return 0

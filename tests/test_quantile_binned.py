@@ -1,5 +1,5 @@
 """The quantile-only exact query (issue 34): each group's values (``quantiles.values_sql``), fetched
-as the engine fetches them and counted into bins in numpy (``em_runs.value_entries``), against
+as the engine fetches them and counted into bins in numpy (``em_bins.value_entries``), against
 the sparse histogram (``quantiles.histogram_sql``, counted by DuckDB) on hostile values; its
 totality proof (the final check accepts it, tampered forms are refused), and the end-to-end path."""
 
@@ -14,7 +14,7 @@ from dpsql.errors import QueryRefused
 from dpsql.policy.model import QuantileGrid
 from dpsql.sql.final_check import check_final
 from dpsql.backends.duckdb_arrays import fetch_arrays
-from dpsql.privacy.em_runs import value_entries
+from dpsql.privacy.em_bins import value_entries
 from dpsql.sql.quantiles import OTHER_BIN, histogram_sql, values_sql
 from dpsql.testing import seeded_random
 from tests.test_many_rows import assert_refused_by_the_final_check

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from dpsql.policy.model import QuantileGrid
-from dpsql.privacy import em_runs, guided, quantile
+from dpsql.privacy import em_bins, em_runs, guided, quantile
 from dpsql.sql.quantiles import histogram_sql
 from dpsql.testing import seeded_random
 from tests.test_noise_distribution import chi2_critical
@@ -107,13 +107,36 @@ def test_runs_from_values_hold_each_candidates_score_counted_directly(grid, q, r
     r = random.Random(11)
     groups = [[], [grid.lo], _hostile(grid, r, 5), _hostile(grid, r, 300), [grid.hi + 1] * 3, [grid.lo - 1] * 2]
     given = [None, np.array(groups[1]), groups[2], np.array(groups[3], dtype=np.int64), groups[4], groups[5]]
-    runs = em_runs.runs_from_values(given, grid, q)
+    runs = em_bins.runs_from_values(given, grid, q)
     m = len(grid.candidates())
     for g, values in enumerate(groups):
         direct = _direct_scores(values, grid, q)
         lo, hi = runs.first[g], runs.first[g + 1]
         expanded = [int(d) for e in range(lo, hi) for d in [runs.d[e]] * int(runs.length[e])]
         assert len(expanded) == m and int(runs.start[lo]) == 0
+        assert expanded == [s - min(direct) for s in direct], g
+
+
+@pytest.mark.parametrize("grid", GRIDS)
+@pytest.mark.parametrize("q", [Fraction(1, 2), Fraction(1, 10), Fraction(99, 100)])
+@pytest.mark.parametrize("where", ["middle", "below", "above", "none"])
+def test_runs_of_groups_away_from_the_grids_ends(grid, q, where, runs_form):
+    """Groups whose values all lie in the middle of the grid, all below c_0, all above c_{m−1}, or
+    none at all: every run starts where the one before it ends, and expanded they hold each
+    candidate's score counted directly."""
+    r = random.Random(3)
+    cands = grid.candidates()
+    mid = cands[2:-2]
+    pick = {"middle": lambda: r.choice(mid) + r.choice([-1, 0, 0, 1]), "below": lambda: grid.lo - r.choice([1, 2, 50]),
+            "above": lambda: grid.hi + r.choice([1, 2, 50]), "none": None}[where]
+    groups = [[pick() for _ in range(k)] if pick else [] for k in (1, 9, 0, 40)]
+    runs = em_bins.runs_from_values([np.array(g, dtype=np.int64) for g in groups], grid, q)
+    assert runs.start.dtype == runs.length.dtype == np.int64
+    for g, values in enumerate(groups):
+        direct = _direct_scores(values, grid, q)
+        lo, hi = runs.first[g], runs.first[g + 1]
+        assert list(runs.start[lo:hi]) == [0, *np.cumsum(runs.length[lo:hi - 1]).tolist()], g
+        expanded = [int(d) for e in range(lo, hi) for d in [runs.d[e]] * int(runs.length[e])]
         assert expanded == [s - min(direct) for s in direct], g
 
 
@@ -127,22 +150,51 @@ def _naive_bins(values: list[int], grid: QuantileGrid) -> dict[int, int]:
     return out
 
 
+def test_counters_whose_scores_could_pass_int64_are_not_scored_densely():
+    """em_runs.fits_dense keeps dense_runs' int64 scores exact: counts whose total times q's
+    denominator reaches 2^61 go to the entries' path, which scores in Python integers there.
+    At q = 1/10,000 and 2^50 values, b · T passes 2^63: the int64 scores wrap around."""
+    m, q = 3, Fraction(1, 10_000)
+    pos = np.array([0, 4])
+
+    def both(n: np.ndarray) -> tuple[list[int], list[int]]:
+        exact = em_runs.runs_from_entries(np.zeros(pos.size, dtype=np.int64), pos, n[pos], 1, m, q)
+        dense = em_runs.dense_runs(n, 1, m, q)
+        return [int(d) for d in exact.d], [int(d) for d in dense.d]
+
+    small = np.array([1, 0, 0, 0, 2, 0, 0], dtype=np.int64)
+    assert em_runs.fits_dense(small, 1, m, q)
+    assert both(small)[0] == both(small)[1]
+    big = np.array([2**49, 0, 0, 0, 2**49, 0, 0], dtype=np.int64)  # c_2's score: 9,999 · 2^50 > 2^63
+    assert not em_runs.fits_dense(big, 1, m, q)
+    with np.errstate(over="ignore"):
+        exact, wrapped = both(big)
+    assert exact != wrapped
+
+
 @pytest.mark.parametrize("at_once", [None, 1, 7, 64])
+@pytest.mark.parametrize("counting", ["counters", "one group's counters", "sort"])
 @pytest.mark.parametrize("grid", [*GRIDS, QuantileGrid(3, 5, "linear", 3), QuantileGrid(-2**62, 2**62, "linear", 100),
-                                  QuantileGrid(0, 2**62, "log", 200)])
-def test_value_entries_count_each_group_into_the_histograms_bins(grid, at_once, monkeypatch):
-    """em_runs.value_entries against bins counted here one value at a time, whatever the values
-    counted at once (one group in slices, groups counted by bincount or by sorting), for random
-    int64s, every bound and its neighbours, int64's extremes."""
+                                  QuantileGrid(0, 2**62, "log", 200), QuantileGrid(2**60, 2**60 + 300, "linear", 301)])
+def test_value_entries_count_each_group_into_the_histograms_bins(grid, at_once, counting, monkeypatch):
+    """em_bins.value_entries against bins counted here one value at a time, whatever the values
+    counted at once (one group in slices, groups counted by bincount — several groups' counters
+    at once or one group's — or by sorting), for random int64s, every bound and its neighbours,
+    int64's extremes; through the bucket table of value_positions, or (the last grid: adjacent
+    integers near 2^60, which no double's leading bits separate) its binary search."""
     if at_once:
-        monkeypatch.setattr(em_runs, "VALUES_AT_ONCE", at_once)
+        monkeypatch.setattr(em_bins, "VALUES_AT_ONCE", at_once)
+    monkeypatch.setattr(em_bins, "SPARSE", 0 if counting == "sort" else 10**9)
+    if counting == "one group's counters":
+        monkeypatch.setattr(em_bins, "COUNTERS", 1)
+    assert (em_bins._table(grid) is None) == (grid.lo == 2**60)
     r = random.Random(2)
     rng = np.random.default_rng(2)
     groups = [_hostile(grid, r, 50), [], [b + d for b in grid.bounds() for d in (-1, 0, 1)],
               rng.integers(-2**63, 2**63 - 1, 500, dtype=np.int64).tolist(), [grid.lo] * 40, _hostile(grid, r, 9)]
     cands = grid.candidates()
     key_of = {2 * i: c - 1 for i, c in enumerate(cands)} | {2 * i + 1: c for i, c in enumerate(cands)} | {2 * len(cands): 2**63 - 1}
-    group, pos, counts = em_runs.value_entries([np.array(g, dtype=np.int64) for g in groups], grid)
+    group, pos, counts = em_bins.value_entries([np.array(g, dtype=np.int64) for g in groups], grid)
     assert np.all(np.diff(group * (2 * len(cands) + 1) + pos) > 0)  # ordered by group, then position
     for g, values in enumerate(groups):
         mine = group == g

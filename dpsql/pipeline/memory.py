@@ -10,7 +10,7 @@ What phases 2-3 hold, for every aggregate:
   ``HISTOGRAM(v, bounds)`` kept every bound in every group: ~80 KB a group on the demo's grid,
   no bound at all over a private key. A query of quantiles of one measure instead hands each
   group's values over (``quantiles.values_sql``, issue 34): one BIGINT a row in DuckDB, as its own
-  MEDIAN holds, and one int64 a non-NULL row in numpy while ``em_runs.value_entries`` counts them
+  MEDIAN holds, and one int64 a non-NULL row in numpy while ``em_bins.value_entries`` counts them
   (its working arrays: at most ``VALUES_AT_ONCE`` values at once). Every state is thus at most
   proportional to the rows read, as for any GROUP BY; DuckDB's ``memory_limit`` is the budget
   below and it spills to its temporary folder beyond it (``backends/duckdb.py``).

@@ -88,124 +88,8 @@ def runs_from_histograms(hists: list[Any], grid: QuantileGrid, q: Fraction) -> R
     return runs_from_entries(group, positions(keys, cands), counts, len(hists), len(cands), q)
 
 
-def runs_from_values(values: list[Any], grid: QuantileGrid, q: Fraction) -> Runs:
-    """The runs of every group of ``values`` (each group's values: :func:`value_entries`)."""
-    group, pos, counts = value_entries(values, grid)
-    return runs_from_entries(group, pos, counts, len(values), len(grid.candidates()), q)
-
-
-def value_entries(values: list[Any], grid: QuantileGrid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(group, position, count) of every bin that holds a value of ``values`` (each group's values,
-    ``sql/quantiles.py`` values_sql: an int64 array or a list; None for a group without one),
-    ordered by group then position (:func:`positions`' half steps): the groups' sparse histograms,
-    the same counts as the exact query's ``HISTOGRAM`` form (tests/test_quantile_binned.py).
-    Exact: each value's position is checked in integers (:func:`value_positions`), then counted
-    (``bincount``, or a sort when the groups × positions would be sparse). At most
-    :data:`VALUES_AT_ONCE` values are counted at once (a bigger group alone, in slices), so the
-    arrays this adds to the values themselves stay bounded whatever the rows."""
-    arrays = [_EMPTY if v is None else np.asarray(v, dtype=np.int64) for v in values]
-    sizes = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
-    ends, width = np.cumsum(sizes), 2 * len(grid.candidates()) + 1
-    parts = []
-    start = 0
-    while start < len(arrays):
-        stop = max(start + 1, int(np.searchsorted(ends, ends[start] - sizes[start] + VALUES_AT_ONCE, side="right")))
-        if stop == start + 1 and sizes[start] > VALUES_AT_ONCE:  # one group, in slices
-            a = arrays[start]
-            n = sum(np.bincount(value_positions(a[k:k + VALUES_AT_ONCE], grid), minlength=width)
-                    for k in range(0, a.size, VALUES_AT_ONCE))
-            key = np.flatnonzero(n) + start * width
-            parts.append((key, n[key - start * width]))
-        else:
-            key = value_positions(np.concatenate(arrays[start:stop]), grid)
-            key += np.repeat(np.arange(start, stop, dtype=np.int64) * width, sizes[start:stop])
-            if not key.size:
-                parts.append((key, key))
-            elif (stop - start) * width <= key.size:  # counting beats sorting (docs/performance.md)
-                n = np.bincount(key - start * width, minlength=(stop - start) * width)
-                key = np.flatnonzero(n != 0)
-                parts.append((key + start * width, n[key]))
-            else:
-                key.sort()
-                edges = np.flatnonzero(key[1:] != key[:-1]) + 1
-                parts.append((key[np.concatenate(([0], edges))], np.diff(np.concatenate(([0], edges, [key.size])))))
-        start = stop
-    key = np.concatenate([k for k, _ in parts]) if parts else _EMPTY
-    counts = np.concatenate([n for _, n in parts]).astype(np.int64) if parts else _EMPTY
-    return key // width, key % width, counts
-
-
-def value_positions(v: np.ndarray, grid: QuantileGrid) -> np.ndarray:
-    """The position of each value among the candidates, as :func:`positions` gives its bin's:
-    2i + 1 for a value equal to c_i, else 2i for i = #{c < v} (2m above c_{m−1}).
-
-    i is guessed from the value's float (its bucket of the grid's scale, :func:`_guess`), then
-    checked in integers (c_{i−1} < v <= c_i); a value whose guess fails the check takes a binary
-    search instead. Exact whatever the floats; a binary search of every value was 3-5x slower
-    (its branches are random)."""
-    c, table, bucket = _guess(grid)
-    m, up = c.size - 2, c[1:]  # c: the candidates between int64's extremes; up[i] = c[i + 1] = c_i
-    i = table[bucket(v)]
-    above = up[i]  # up[m] is int64's greatest
-    wrong = np.flatnonzero((v <= c[i]) | (v > above))
-    if wrong.size:
-        i[wrong] = np.searchsorted(c[1:-1], v[wrong], side="left")
-        above[wrong] = up[i[wrong]]
-    pos = i.astype(np.int64)
-    pos *= 2
-    pos += v == above
-    return np.minimum(pos, 2 * m, out=pos)  # a value equal to up[m], int64's greatest, is above c_{m−1}
-
-
-_GUESSES: dict[Any, Any] = {}
-#: buckets per candidate of :func:`_guess`: more, fewer values whose bucket holds a candidate above them
-_BUCKETS = 32
-_EMPTY = np.empty(0, dtype=np.int64)
-#: values counted into bins at once (:func:`value_entries`): its arrays hold ~5 int64 a value
-VALUES_AT_ONCE = 1 << 22
-
-
-def _guess(grid: QuantileGrid) -> tuple[np.ndarray, np.ndarray, Any]:
-    """(the candidates padded with int64's extremes, a table of #{c < the bucket's lowest value}
-    per bucket, the bucket of an int64 array): :data:`_BUCKETS` per candidate, evenly spaced in the
-    value's logarithm (log grids) or the value (linear) between c_0 − 1 and c_{m−1} + 1. Floats:
-    only a guess, which :func:`value_positions` checks."""
-    import math
-
-    if grid not in _GUESSES:
-        if len(_GUESSES) >= 64:
-            _GUESSES.clear()
-        cands = np.array(grid.candidates(), dtype=np.int64)
-        lo, hi, n = int(cands[0]) - 1, int(cands[-1]) + 1, _BUCKETS * cands.size
-        if grid.scale == "log":
-            base = lo - 1
-            factor = n / math.log(hi - base)
-            def f(x: np.ndarray) -> np.ndarray:  # float32: a guess, half the bytes to move
-                y = x.astype(np.float32)
-                y -= base
-                np.maximum(y, 1.0, out=y)
-                np.log(y, out=y)
-                y *= factor
-                return np.minimum(y, n, out=y)  # >= 0: a logarithm of at least 1
-            first = [base + math.ceil(math.exp(b / factor)) for b in range(n + 1)]
-        else:
-            factor = n / (hi - lo)
-            def f(x: np.ndarray) -> np.ndarray:
-                y = x.astype(np.float32)
-                y -= np.float32(lo)
-                y *= factor
-                return np.clip(y, 0, n, out=y)
-            first = [lo + math.ceil(b / factor) for b in range(n + 1)]
-        table = np.searchsorted(cands, np.array([min(max(w, lo), hi) for w in first], dtype=np.int64), side="left")
-        def bucket(x: np.ndarray) -> np.ndarray:  # in [0, n]: the cast rounds down
-            return f(x).astype(np.int32)
-        padded = np.concatenate(([np.iinfo(np.int64).min], cands, [np.iinfo(np.int64).max]))
-        _GUESSES[grid] = (padded, table.astype(np.int32), bucket)
-    return _GUESSES[grid]
-
-
 def runs_from_entries(group: np.ndarray, pos: np.ndarray, counts: np.ndarray, g: int, m: int, q: Fraction) -> Runs:
-    """The runs of g groups from their entries (group, position, count; :func:`value_entries`).
+    """The runs of g groups from their entries (group, position, count; ``em_bins.value_entries``).
 
     With a group's entries at positions p (:func:`positions`) and counts n, candidate i has
     #{x < c_i} = Σ n over p <= 2i and #{x > c_i} = total − Σ n over p <= 2i + 1, so a run starts
@@ -215,7 +99,8 @@ def runs_from_entries(group: np.ndarray, pos: np.ndarray, counts: np.ndarray, g:
     # within a factor 1 + 2^-40 of the exact one, far inside the factor 2 of room left)
     big = float(counts.sum(dtype=float)) * q.denominator >= 2**61
     ekey = group * width + pos
-    if g and not big and g * width <= DENSE_ENTRIES * (pos.size + 1) and np.all(ekey[1:] > ekey[:-1]):
+    if (g and not big and g * m <= DENSE_ENTRIES * (pos.size + 1) and g * width <= DENSE_COUNTERS
+            and np.all(ekey[1:] > ekey[:-1])):
         return _dense_runs(ekey, counts, g, m, q)
     if ekey.size and not np.all(ekey[1:] >= ekey[:-1]):  # DuckDB's maps come sorted; else sort
         order = np.argsort(ekey, kind="stable")
@@ -246,32 +131,63 @@ def runs_from_entries(group: np.ndarray, pos: np.ndarray, counts: np.ndarray, g:
     return Runs(first, starts, nxt - starts, s - np.minimum.reduceat(s, first[:-1])[owner])
 
 
-#: :func:`runs_from_entries` scores every candidate of every group (:func:`_dense_runs`) when the
-#: groups × positions are at most this many times the entries (measured: 2.4x faster at 51 groups
-#: of 600 entries each, 2x slower at 3,143 groups of 113: docs/performance.md)
-DENSE_ENTRIES = 4
+#: every candidate of every group is scored (:func:`dense_runs`) when the groups × candidates are
+#: at most this many times the entries (occupied bins): ~10 ns a candidate against ~170 ns an
+#: entry by the searches of :func:`runs_from_entries` (docs/performance.md, "Quantiles")
+DENSE_ENTRIES = 16
+#: ... and when their counters are at most this many (16 MiB: the bound of 4 × SCORE_ENTRIES / 2
+#: entries the dense scores had before, so quantile.DRAW_BYTES still bounds a chunk)
+DENSE_COUNTERS = 1 << 21
 
 
 def _dense_runs(ekey: np.ndarray, counts: np.ndarray, g: int, m: int, q: Fraction) -> Runs:
-    """:func:`runs_from_entries` through each group's cumulated counts at every position
-    (C[r, p] = Σ n over p' <= p): candidate i has #{x < c_i} = C[r, 2i] and #{x > c_i} =
-    C[r, 2m] − C[r, 2i + 1]; a run starts at 0 and wherever the score changes. For entries of
+    """:func:`runs_from_entries` through each group's counts at every position: for entries of
     distinct keys r · (2m + 1) + p, in int64 (the caller's checks: no score reaches 2^62)."""
-    width = 2 * m + 1
-    cum = np.zeros(g * width, dtype=np.int64)
-    cum[ekey] = counts
-    cum = cum.reshape(g, width).cumsum(axis=1)
+    n = np.zeros(g * (2 * m + 1), dtype=np.int64)
+    n[ekey] = counts
+    return dense_runs(n, g, m, q)
+
+
+def dense_runs(n: np.ndarray, g: int, m: int, q: Fraction) -> Runs:
+    """The runs of g groups from their counts n (a g × (2m + 1) array, or flat: group r's count at
+    position p is n[r · (2m + 1) + p]): candidate i has B_i = #{x < c_i} = Σ n over p <= 2i (a
+    cumulated sum of the pairs n[2i − 1] + n[2i]) and #{x > c_i} = T − B_i − n[2i + 1], so its
+    score is |b · B_i + a · n[2i + 1] − a · T|; a run starts at 0 and wherever the score changes.
+    In int64: the caller keeps b · T below 2^61 (:func:`fits_dense`), so no score passes 2^62."""
+    n = n.reshape(g, 2 * m + 1)
     a, b = q.numerator, q.denominator
-    s = np.abs((b - a) * cum[:, 0:2 * m:2] - a * (cum[:, 2 * m:] - cum[:, 1:2 * m:2]))
-    change = np.ones((g, m), dtype=bool)
+    s = np.empty((g, m), dtype=np.int64)
+    s[:, 0] = n[:, 0]
+    np.add(n[:, 1:2 * m - 1:2], n[:, 2:2 * m:2], out=s[:, 1:])
+    np.cumsum(s, axis=1, out=s)  # B_i
+    total = s[:, -1] + n[:, 2 * m - 1] + n[:, 2 * m]
+    s *= b
+    s += a * n[:, 1:2 * m:2]
+    s -= (a * total)[:, None]
+    np.abs(s, out=s)
+    change = np.empty((g, m), dtype=bool)
+    change[:, 0] = True
     np.not_equal(s[:, 1:], s[:, :-1], out=change[:, 1:])
+    per = np.count_nonzero(change, axis=1)
     at = np.flatnonzero(change)
-    owner, starts = np.divmod(at, m)
-    first = np.searchsorted(owner, np.arange(g + 1), side="left")
+    first = np.zeros(g + 1, dtype=np.int64)
+    np.cumsum(per, out=first[1:])
+    owner = np.repeat(np.arange(g, dtype=np.int64), per)
+    starts = at - owner * m
     nxt = np.append(starts[1:], m)
     nxt[first[1:] - 1] = m  # a group's last run ends at m
     d = s.ravel()[at]
-    return Runs(first, starts, nxt - starts, d - s.min(axis=1)[owner])
+    d -= s.min(axis=1)[owner]
+    return Runs(first, starts, nxt - starts, d)
+
+
+def fits_dense(n: np.ndarray, g: int, m: int, q: Fraction) -> bool:
+    """Whether :func:`dense_runs` should score the g groups of the counters n: its scores stay in
+    int64 (n holds row counts: its int64 sum cannot overflow), its arrays within
+    :data:`DENSE_COUNTERS`, and every candidate costs less than the entries' searches would
+    (:data:`DENSE_ENTRIES`)."""
+    return (n.size <= DENSE_COUNTERS and int(n.sum()) * q.denominator < 2**61
+            and g * m <= DENSE_ENTRIES * np.count_nonzero(n))
 
 
 def runs_from_rows(score_rows: np.ndarray) -> Runs:

@@ -137,10 +137,11 @@ def draw(hists: list[Any], grid: QuantileGrid, q: Fraction, epsilon: Fraction, r
     :data:`SCORE_ENTRIES` candidates whatever the number of groups (issue 29: all groups at
     once held ~50 KB a group on the demo's grid, 165 GB at dpsql's 2,000,000 cells) and a
     chunk's proposal weights stay in int64. Rows are independent, so chunking changes no
-    distribution. ``values``: each group's values instead (``em_runs.runs_from_values``)."""
+    distribution. ``values``: each group's values instead (``em_bins.value_runs``)."""
     import numpy as np
 
-    from dpsql.privacy.em_runs import CHUNK_WEIGHT, runs_from_entries, runs_from_histograms, value_entries
+    from dpsql.privacy.em_bins import value_runs
+    from dpsql.privacy.em_runs import CHUNK_WEIGHT, Runs, runs_from_entries, runs_from_histograms
 
     m = len(grid.candidates())
     # a group holds at most len(bounds) + 1 entries and m runs: half of SCORE_ENTRIES entries a
@@ -151,19 +152,28 @@ def draw(hists: list[Any], grid: QuantileGrid, q: Fraction, epsilon: Fraction, r
         for start in range(0, len(hists), per):
             out += sample(runs_from_histograms(hists[start:start + per], grid, q), q, epsilon, rng)
         return out
-    # each group's values: counted once (an entry per occupied bin), then chunks of groups holding
-    # at most SCORE_ENTRIES // 2 entries (one group at least) and SCORE_ENTRIES // 8 groups (a run
-    # each at least): the same bound as above, on the entries the groups hold rather than on the
-    # most they could hold
-    group, pos, counts = value_entries(hists, grid)
-    edges = np.searchsorted(group, np.arange(len(hists) + 1), side="left")  # each group's entries
-    start = 0
-    while start < len(hists):
-        stop = int(np.searchsorted(edges, edges[start] + SCORE_ENTRIES // 2, side="right")) - 1
-        stop = min(max(stop, start + 1), start + CHUNK_WEIGHT // m, start + SCORE_ENTRIES // 8, len(hists))
-        a, b = edges[start], edges[stop]
-        out += sample(runs_from_entries(group[a:b] - start, pos[a:b], counts[a:b], stop - start, m, q), q, epsilon, rng)
-        start = stop
+    # each group's values, counted a chunk of groups at a time (em_runs.value_runs): scored from
+    # the chunk's counters (every candidate) where that costs less than the entries' searches, else
+    # from its entries in chunks of groups holding at most SCORE_ENTRIES // 2 entries (one group at
+    # least) and SCORE_ENTRIES // 8 groups (a run each at least): the same bound as above, on the
+    # entries the groups hold rather than on the most they could hold
+    for first, last, counts in value_runs(hists, grid, q):
+        if isinstance(counts, Runs):
+            out += sample(counts, q, epsilon, rng)
+            continue
+        if isinstance(counts, np.ndarray):
+            key = np.flatnonzero(counts)
+            group, pos, counts = key // (2 * m + 1), key % (2 * m + 1), counts[key]
+        else:
+            group, pos, counts = counts[0] - first, counts[1], counts[2]
+        edges = np.searchsorted(group, np.arange(last - first + 1), side="left")  # each group's entries
+        start = 0
+        while start < last - first:
+            stop = int(np.searchsorted(edges, edges[start] + SCORE_ENTRIES // 2, side="right")) - 1
+            stop = min(max(stop, start + 1), start + CHUNK_WEIGHT // m, start + SCORE_ENTRIES // 8, last - first)
+            a, b = edges[start], edges[stop]
+            out += sample(runs_from_entries(group[a:b] - start, pos[a:b], counts[a:b], stop - start, m, q), q, epsilon, rng)
+            start = stop
     return out
 
 
