@@ -1261,17 +1261,52 @@ def copy_repository(dest: Path) -> Path:
 
 
 def run_tests(repo: Path, node_ids: tuple[str, ...], timeout: float) -> tuple[int | None, str]:
-    """pytest on ``node_ids`` in the copy at ``repo``; (exit code or None on time-out, output)."""
+    """pytest on ``node_ids`` in the copy at ``repo``; (exit code or None on time-out, output).
+    pytest runs in a process group of its own, and a time-out ends the whole group: what the
+    tests started goes too (a Spark master and worker of tests/spark_cluster.py, whose
+    ``finally`` never runs when pytest is killed, were left running otherwise)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(repo) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-rf", "-n", "0", "-p", "no:cacheprovider", *node_ids]
-    try:
-        proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        return None, out
-    return proc.returncode, proc.stdout + proc.stderr
+    with subprocess.Popen(cmd, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          start_new_session=True) as proc:
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            end_group(proc)
+            try:
+                out, _ = proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:  # something outside the group holds the pipe
+                out = ""
+            return None, out or ""
+    return proc.returncode, out
+
+
+def end_group(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """Ends the process group ``proc`` leads (``start_new_session``): SIGTERM (a JVM shuts down),
+    then SIGKILL for what is left after ``grace`` seconds."""
+    import signal
+
+    def alive() -> bool:
+        try:
+            os.killpg(proc.pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+
+    if not alive():
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        proc.poll()  # reaps pytest itself
+        if not alive():
+            return
+        time.sleep(0.2)
+    if alive():
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def run_mutation(mutation: Mutation, timeout: float) -> tuple[str, str, float]:
