@@ -36,8 +36,8 @@ def _check(con: duckdb.DuckDBPyConnection, source: str, memory: int) -> tuple[bo
         return con.execute(sql).fetchall()
 
     verdict = duckdb_units.unique_in_passes(run, source, "u", memory)
-    classes = {m.groups() for q in ran for m in [re.search(r"% (\d+) = (\d+)\)? GROUP BY", q)] if m}
-    grouped = [q for q in ran if "GROUP BY" in q]
+    classes = {m.groups() for q in ran for m in [re.search(r"% (\d+) = (\d+)$", q)] if m}
+    grouped = [q for q in ran if "COUNT(DISTINCT" in q]
     if not classes:
         return verdict, len(grouped)
     k = {int(c[0]) for c in classes}

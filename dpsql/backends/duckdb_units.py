@@ -13,9 +13,9 @@ import duckdb
 from dpsql.backends import duckdb_local
 from dpsql.backends.base import memory_budget
 
-#: DuckDB memory one distinct unit takes in a pass (its GROUP BY's hash table and the reader's
-#: buffers): 46-70 bytes measured for 4- to 16-byte types, 129 for 40-byte text (docs/performance.md,
-#: "Passes sized by memory"), rounded up
+#: DuckDB memory one distinct unit takes in a pass (its hash table and the reader's buffers): at most
+#: 46-70 bytes measured for 4- to 16-byte types, 129 for 40-byte text (docs/performance.md, "Passes
+#: sized by memory"), rounded up
 BYTES_PER_UNIT = 128
 #: a unit of variable width (text, blob) also holds its bytes, about twice over (measured: 40-byte text)
 BYTES_PER_TEXT_BYTE = 2
@@ -44,10 +44,10 @@ def unique_in_passes(run: Any, source: str, unit: str, memory: int | None = None
     """No NULL ``unit`` in ``source`` and no repeated one, in passes over disjoint hash classes of
     the unit (a repeated value is always in one class), as few as fit in a share of ``memory``
     (the bytes DuckDB may use; :func:`memory_budget` by default): one pass up to ~25M units of
-    a fixed-width type in a 12 GiB budget. Each pass groups its class by the unit and looks for a
-    group of more than one row (DuckDB's parallel GROUP BY, which spills to disk rather than
-    fail if the estimate is short; one pass at 20M units took 4.3 s where a ``COUNT(DISTINCT)``
-    took 11.4 s: docs/performance.md, "Passes sized by memory")."""
+    a fixed-width type in a 12 GiB budget. Each pass compares ``COUNT(*)`` with ``COUNT(DISTINCT)``
+    over its class (DuckDB keeps it within its memory limit if the estimate is short; a
+    ``GROUP BY unit HAVING COUNT(*) > 1`` was no faster and took more memory: docs/performance.md,
+    "Passes sized by memory")."""
     read = str(run(f'DESCRIBE SELECT "{unit}" FROM {source}')[0][1])
     fixed = "[" not in read and read.split("(")[0] in _FIXED  # DECIMAL(p,s); not a list, struct, text
     length = "0" if fixed else f'SUM(strlen(TRY_CAST("{unit}" AS VARCHAR)))'
@@ -57,9 +57,8 @@ def unique_in_passes(run: Any, source: str, unit: str, memory: int | None = None
     per_pass = units_per_pass(memory or memory_budget(), float(text or 0) / max(1, int(rows)))
     passes = max(1, -(-int(rows) // per_pass))
     where = (lambda i: f' WHERE hash("{unit}") % {passes} = {i}') if passes > 1 else (lambda i: "")
-    repeated = (lambda i: f'SELECT COUNT(*) = 0 FROM (SELECT 1 FROM {source}{where(i)} '
-                f'GROUP BY "{unit}" HAVING COUNT(*) > 1)')
-    return all(run(repeated(i))[0][0] for i in range(passes))
+    distinct = (lambda i: f'SELECT COUNT(*) = COUNT(DISTINCT "{unit}") FROM {source}{where(i)}')
+    return all(run(distinct(i))[0][0] for i in range(passes))
 
 
 def parquet_units_unique(files: list[str], unit: str, spark_type: str) -> bool | None:
