@@ -603,6 +603,16 @@ MUTATIONS: tuple[Mutation, ...] = (
                     "            _UNIQUE_UNITS[key] = self.units_unique_on_spark(table, unit) if verdict is None else verdict",
                     "            _UNIQUE_UNITS[key] = self.units_unique_on_spark(table, unit) if verdict is None else True"),),
              ("tests/test_spark.py::test_units_unique_on_local_files_is_duckdbs_verdict",)),
+    Mutation("unit_check_skips_a_hash_class",
+             "the unit check's passes leave the last hash class unread: a unit repeated there passes",
+             (Patch("dpsql/backends/duckdb_units.py", "    return all(run(distinct(i))[0][0] for i in range(passes))",
+                    "    return all(run(distinct(i))[0][0] for i in range(passes - 1))"),),
+             ("tests/test_unit_passes.py::test_several_passes_and_one_pass_find_a_repeat_in_every_hash_class_across_parquet_files",)),
+    Mutation("unit_check_pass_always_true",
+             "a pass of the unit check holds whenever no unit is missing from the distinct count: a repeat passes",
+             (Patch("dpsql/backends/duckdb_units.py", """f'SELECT COUNT(*) = COUNT(DISTINCT "{unit}") FROM {source}{where(i)}'""",
+                    """f'SELECT COUNT(*) >= COUNT(DISTINCT "{unit}") FROM {source}{where(i)}'"""),),
+             ("tests/test_unit_passes.py::test_several_passes_and_one_pass_find_a_repeat_in_every_hash_class_across_parquet_files",)),
     Mutation("parquet_unit_check_type_unchecked",
              "DuckDB checks a unit column it reads as another type than Spark does (unsigned: Spark reads it as BIGINT)",
              (Patch("dpsql/backends/duckdb_units.py",
@@ -1337,17 +1347,52 @@ def copy_repository(dest: Path) -> Path:
 
 
 def run_tests(repo: Path, node_ids: tuple[str, ...], timeout: float) -> tuple[int | None, str]:
-    """pytest on ``node_ids`` in the copy at ``repo``; (exit code or None on time-out, output)."""
+    """pytest on ``node_ids`` in the copy at ``repo``; (exit code or None on time-out, output).
+    pytest runs in a process group of its own, and a time-out ends the whole group: what the
+    tests started goes too (a Spark master and worker of tests/spark_cluster.py, whose
+    ``finally`` never runs when pytest is killed, were left running otherwise)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(repo) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-rf", "-n", "0", "-p", "no:cacheprovider", *node_ids]
-    try:
-        proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        return None, out
-    return proc.returncode, proc.stdout + proc.stderr
+    with subprocess.Popen(cmd, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          start_new_session=True) as proc:
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            end_group(proc)
+            try:
+                out, _ = proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:  # something outside the group holds the pipe
+                out = ""
+            return None, out or ""
+    return proc.returncode, out
+
+
+def end_group(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """Ends the process group ``proc`` leads (``start_new_session``): SIGTERM (a JVM shuts down),
+    then SIGKILL for what is left after ``grace`` seconds."""
+    import signal
+
+    def alive() -> bool:
+        try:
+            os.killpg(proc.pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+
+    if not alive():
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        proc.poll()  # reaps pytest itself
+        if not alive():
+            return
+        time.sleep(0.2)
+    if alive():
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def run_mutation(mutation: Mutation, timeout: float) -> tuple[str, str, float]:

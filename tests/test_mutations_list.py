@@ -60,3 +60,36 @@ def test_the_runner_names_the_killing_tests():
     out = ("FAILED tests/a.py::t[SELECT x - y] - AssertionError: x - y\n"
            "FAILED tests/b.py::u\n1 failed, 2 passed\nFAILED tests/c.py::v[a] - x\n")
     assert mutations.failed_tests(out) == ["tests/a.py::t[SELECT x - y]", "tests/b.py::u", "tests/c.py::v[a]"]
+
+
+def _gone(pid: int) -> bool:
+    """No process ``pid``, or only its zombie (its parent, pytest, was ended)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+def test_a_timed_out_run_ends_what_its_tests_started(tmp_path):
+    """A run that times out ends pytest and every process its tests started (as a Spark master
+    and worker, whose ``finally`` never runs when pytest is killed): here a ``sleep`` a hanging
+    test started, whose pid it wrote down on collection."""
+    import os
+    import signal
+
+    (tmp_path / "test_hangs.py").write_text(
+        "import pathlib, subprocess, time\n"
+        "child = subprocess.Popen(['sleep', '600'])\n"
+        "pathlib.Path('child.pid').write_text(str(child.pid))\n"
+        "def test_hangs():\n    time.sleep(600)\n")
+    code, _ = mutations.run_tests(tmp_path, ("test_hangs.py::test_hangs",), timeout=20)
+    assert code is None  # timed out
+    if not (tmp_path / "child.pid").is_file():
+        pytest.fail("the inner pytest did not start its test within 20 s (a very loaded machine?)")
+    pid = int((tmp_path / "child.pid").read_text())
+    try:
+        assert _gone(pid), "the process the timed-out tests started is still running"
+    finally:
+        if not _gone(pid):
+            os.kill(pid, signal.SIGKILL)  # the test's own child, by its id

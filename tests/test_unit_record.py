@@ -108,7 +108,7 @@ def test_the_scan_in_passes_finds_every_repeat_and_null(tmp_path, monkeypatch, e
     with duckdb.connect(str(db)) as con:
         con.execute(f"CREATE TABLE t (id BIGINT, v INTEGER); INSERT INTO t SELECT i, 1 FROM range(100) r(i); "
                     f"INSERT INTO t VALUES (5000, 1){extra}")
-    monkeypatch.setattr(duckdb_units, "UNITS_PER_PASS", 10)
+    monkeypatch.setattr(duckdb_units, "units_per_pass", lambda memory, text_bytes=0.0: 10)
     engine = engine_module.DuckDBEngine(db)
     try:
         assert engine._units_unique_scan("t", "id") is unique

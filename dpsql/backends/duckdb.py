@@ -198,11 +198,10 @@ class DuckDBEngine:
         return _UNIQUE_UNITS[key]
 
     def _units_unique_scan(self, table: str, unit: str) -> bool:
-        """No NULL unit and no repeated one, in memory bounded by :data:`duckdb_units.UNITS_PER_PASS` distinct
-        values: the units are checked in passes over disjoint hash classes (a repeated value is
-        always in one class), each holding about ``rows / passes`` of them. On 20M units one
-        COUNT(DISTINCT) peaked at 1.1 GB; ten passes at 262 MB, in the same time (docs/performance.md)."""
-        return duckdb_units.unique_in_passes(self._run, f'"{table}"', unit)
+        """No NULL unit and no repeated one, in passes over disjoint hash classes of the unit (a
+        repeated value is always in one class), as few as fit in a share of the memory this
+        DuckDB may use (:func:`duckdb_units.unique_in_passes`; docs/performance.md)."""
+        return duckdb_units.unique_in_passes(self._run, f'"{table}"', unit, self.memory_limit or memory_budget())
 
     def public_values(self, table: str, column: str) -> list[Any]:
         """The distinct non-NULL values of a column of a table the policy declares public (its
