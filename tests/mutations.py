@@ -1350,7 +1350,9 @@ def run_tests(repo: Path, node_ids: tuple[str, ...], timeout: float) -> tuple[in
     """pytest on ``node_ids`` in the copy at ``repo``; (exit code or None on time-out, output).
     pytest runs in a process group of its own, and a time-out ends the whole group: what the
     tests started goes too (a Spark master and worker of tests/spark_cluster.py, whose
-    ``finally`` never runs when pytest is killed, were left running otherwise)."""
+    ``finally`` never runs when pytest is killed, were left running otherwise), and so does a
+    run that ends by itself: pytest-timeout's thread method ends a hung test with ``os._exit``,
+    which skips every fixture's teardown (two JVMs were left so, 2026-11-26)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(repo) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -1366,6 +1368,7 @@ def run_tests(repo: Path, node_ids: tuple[str, ...], timeout: float) -> tuple[in
             except subprocess.TimeoutExpired:  # something outside the group holds the pipe
                 out = ""
             return None, out or ""
+        end_group(proc)  # pytest-timeout ends a hung test with os._exit: no fixture's finally ran either
     return proc.returncode, out
 
 

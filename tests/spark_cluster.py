@@ -35,6 +35,17 @@ def _wait_for(log: Path, pattern: str, proc: subprocess.Popen, seconds: float) -
     raise RuntimeError(f"{log.name}: no {pattern!r} within {seconds} s:\n{log.read_text()[-2000:]}")
 
 
+def _die_with_parent() -> None:
+    """In the child before it runs spark-class: SIGTERM when the process that started it ends,
+    however it ends (prctl PR_SET_PDEATHSIG, Linux). spark-class ends by exec'ing the JVM, which
+    keeps the setting: pytest-timeout ends a hung test with os._exit, which skips the ``finally``
+    below, and the master and worker were left running."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+
+
 @contextmanager
 def standalone_cluster(folder: Path, cores: int = 2, memory: str = "2g") -> Iterator[tuple[str, Path]]:
     """(master URL, master log) of a master and a worker on 127.0.0.1; both stop on exit."""
@@ -50,13 +61,14 @@ def standalone_cluster(folder: Path, cores: int = 2, memory: str = "2g") -> Iter
         with logs["master"].open("w") as out:
             procs.append(subprocess.Popen(
                 [str(home / "bin" / "spark-class"), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                 "--port", str(port), "--webui-port", str(_free_port())], stdout=out, stderr=subprocess.STDOUT, env=env))
+                 "--port", str(port), "--webui-port", str(_free_port())], stdout=out, stderr=subprocess.STDOUT, env=env,
+                preexec_fn=_die_with_parent))
         _wait_for(logs["master"], r"New state: ALIVE", procs[0], 180)
         with logs["worker"].open("w") as out:
             procs.append(subprocess.Popen(
                 [str(home / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
                  "--webui-port", str(_free_port()), "--cores", str(cores), "--memory", memory, url],
-                stdout=out, stderr=subprocess.STDOUT, env=env))
+                stdout=out, stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent))
         _wait_for(logs["worker"], r"Successfully registered with master", procs[1], 180)
         yield url, logs["master"]
     finally:
