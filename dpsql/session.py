@@ -111,7 +111,7 @@ class Session:
             check_catalog(self.policy, self.engine, self.schema)
             self.settings = self.default_settings()
             if rho is not None:
-                self.set_rho(rho)
+                self.settings = replace(self.settings, rho=parse_rho(rho))
             self.default_output = output.Output(
                 error_columns=output.error_columns_mode(error_columns) if error_columns is not None else "off",
                 clamp_negative=output.switch(clamp_negative, "clamp_negative") if clamp_negative is not None else False)
@@ -160,8 +160,9 @@ class Session:
         """Held while a statement runs (re-entrant): one statement at a time per session."""
         return self._lock
 
-    def set_rho(self, rho: Any) -> None:
-        self.settings = replace(self.settings, rho=parse_rho(rho))
+    def set_max_groups(self, k: int | None) -> None:  # SET / RESET dpsql.max_groups (sql/session_cap.py)
+        self.policy = replace(self.policy, max_groups_cap=k)
+        self._plan_context = plan_cache.context(self.policy, self.schema, self.not_null, self.analyst)  # keyed by the cap
 
     def default_settings(self) -> Settings:
         """The policy's defaults: its mechanism and per-query budget, equal weights, no MOE target."""

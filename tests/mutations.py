@@ -645,8 +645,8 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/test_guarantee.py::test_threads_sharing_a_connection_never_overspend",)),
     Mutation("plan_cache_ignores_the_policy",
              "a session is served a plan made under another policy (its keys, thresholds, budget split)",
-             (Patch("dpsql/sql/plan_cache.py", "parts = (analyst, policy.digest, str(policy.path), sorted(policy.parquet.items()),",
-                    "parts = (analyst, None, str(policy.path), sorted(policy.parquet.items()),"),),
+             (Patch("dpsql/sql/plan_cache.py", "parts = (analyst, policy.digest, str(policy.path), policy.max_groups_cap, sorted(policy.parquet.items()),",
+                    "parts = (analyst, None, str(policy.path), policy.max_groups_cap, sorted(policy.parquet.items()),"),),
              ("tests/test_plan_cache.py::test_a_session_on_another_policy_never_gets_the_plan_made_under_the_first",)),
     Mutation("plan_cache_shared_by_analysts",
              "one analyst's sessions are served plans another analyst's queries made (their texts leak by timing)",
@@ -1298,6 +1298,12 @@ MUTATIONS: tuple[Mutation, ...] = (
              "then fails (DP901) in some or all draws",
              (Patch("dpsql/pipeline/decide.py", "        if not scale_fits(a, sens[a.primitive]):", "        if False:"),),
              ("tests/test_noise_scale_limit.py::test_a_scale_past_2_57_is_refused_before_the_charge",)),
+    Mutation("session_kappa_above_the_policy",
+             "SET dpsql.max_groups = k replaces the policy's κ instead of capping it: a k above the policy's lets "
+             "a unit keep more groups than the data owner allows, at a per-unit loss the policy never states",
+             (Patch("dpsql/sql/session_cap.py", "    if cap is not None and table.max_groups is not None and cap < table.max_groups:",
+                    "    if cap is not None and table.max_groups is not None:"),),
+             ("tests/test_max_groups_setting.py::test_a_kappa_at_or_above_the_policys_changes_nothing",)),
 )
 
 

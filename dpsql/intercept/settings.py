@@ -13,8 +13,11 @@ charge nothing. DuckDB's own settings stay refused (DP102).
                                       released before (on, the default: pipeline/reuse.py)
     SET dpsql.series_limit = separate a series limit as two releases even when its ranking can be read
                                       off the outer answer (derived, the default: intercept/series_derived.py)
+    SET dpsql.max_groups = 5          on a table with many rows per unit, keep at most 5 of a unit's
+                                      groups (never more than the policy's κ: sql/session_cap.py)
     RESET dpsql.moe                   back to the default (also rho, epsilon, weights, error_columns,
-                                      clamp_negative, reuse, all; the last three to the connection's options)
+                                      clamp_negative, reuse, max_groups, all; the output options to the
+                                      connection's)
     SHOW dpsql.rho                    the current value
     SHOW dpsql.budget                 this analyst's budget: spent, left, total, in ρ and δ, and the
                                       (ε, δ) guarantee of what was spent — read, never charged
@@ -73,8 +76,21 @@ def _set_output(session: Session, name: str, raw: str | None) -> None:
         session.output = replace(session.output, clamp_negative=on)
 
 
+def _set_cap(session: Session, raw: str | None) -> None:
+    """SET (``raw``) or RESET (None) dpsql.max_groups: a whole number of groups, at least 1."""
+    value = None if raw is None else _unquote(raw.strip())
+    if value is not None and not (re.fullmatch(r"[0-9]{1,9}", value) and int(value) >= 1):
+        raise QueryRefused(f"dpsql.max_groups takes a whole number of groups, 1 or more, not {raw!r}", code="DP119",
+                           hint="e.g. SET dpsql.max_groups = 5: each following query on a table with many rows per "
+                                "unit keeps at most 5 of a unit's groups (RESET dpsql.max_groups: the policy's).")
+    session.set_max_groups(None if value is None else int(value))
+
+
 def _show(session: Session, name: str) -> str:
     st = session.settings
+    if name == "max_groups":
+        cap = session.policy.max_groups_cap
+        return "policy" if cap is None else str(cap)
     if name == "error_columns":
         return shown(session.output.error_columns)
     if name == "clamp_negative":
@@ -100,7 +116,7 @@ def _show(session: Session, name: str) -> str:
 def _unknown(name: str) -> QueryRefused:
     return QueryRefused(f"unknown dpsql setting {name!r}", code="DP119",
                         hint="settings: rho, epsilon, moe, moe_count, moe_<measure>, weights, error_columns, "
-                             "clamp_negative, reuse, series_limit, mechanism and budget (SHOW only).")
+                             "clamp_negative, reuse, series_limit, max_groups, mechanism and budget (SHOW only).")
 
 
 def _apply(session: Session, name: str, raw: str) -> Settings:
@@ -151,6 +167,8 @@ def handle(session: Session, sql: str) -> Result | None:
         name = m.group(1).lower()
         if name in OUTPUT_SETTINGS:
             _set_output(session, name, m.group(2))
+        elif name == "max_groups":
+            _set_cap(session, m.group(2))
         else:
             session.settings = _apply(session, name, m.group(2))
         return public_result(session, ["setting", "value"], ["VARCHAR", "VARCHAR"], [(f"dpsql.{name}", _show(session, name))])
@@ -158,10 +176,13 @@ def handle(session: Session, sql: str) -> Result | None:
         name = m.group(1).lower()
         if name in OUTPUT_SETTINGS:
             _set_output(session, name, None)
+        elif name == "max_groups":
+            _set_cap(session, None)
         else:
             session.settings = _reset(session, name)
             if name == "all":
                 session.output = session.default_output
+                _set_cap(session, None)
         return public_result(session, ["setting", "value"], ["VARCHAR", "VARCHAR"], [(f"dpsql.{name}", "default")])
     if m := _SHOW.match(sql):
         name = m.group(1).lower()

@@ -23,6 +23,7 @@ from dpsql.policy.model import Policy, Selection
 from dpsql.privacy.allocate import EXPONENTIAL, Allocation, Settings, allocate, scale_fits
 from dpsql.privacy.budget import fmt, fmt_up, parse_rho
 from dpsql.sql.plan import Plan, Primitive, count_sensitivity
+from dpsql.sql.session_cap import SESSION_CAP
 
 #: the count of units taken from truncated-geometric partition selection (paper 002 Theorem 6)
 TSGD = "truncated_geometric"
@@ -293,7 +294,9 @@ def _per_unit(table: Any, term: dict[str, Any], rho_sel: Fraction, quantiles: bo
            "unit_bound": "none (no max_splits)" if bound is None else fmt(bound), "unit_bound_exact": str(bound)}
     if term["scale"] == "1":
         out["group_rho_exact"] = str(rho - rho_sel)  # paid in each group; the selection's part once
-    if table.max_groups_set:  # κ is the declared κ_C of this set of key columns (max_groups_by)
+    if table.max_groups_set == (SESSION_CAP,):  # κ is the session's SET dpsql.max_groups
+        out["max_groups_from"] = SESSION_CAP
+    elif table.max_groups_set:  # κ is the declared κ_C of this set of key columns (max_groups_by)
         out["max_groups_by"] = " × ".join(table.max_groups_set)  # several: κ is the product of theirs
     if quantiles and term["scale"] == "1":  # r: the rows a quantile samples per (unit, group), in ε/r
         out["quantile_rows"] = table.quantile_rows

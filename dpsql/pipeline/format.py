@@ -128,7 +128,8 @@ def explanation(ex: Explanation) -> str:
         extra = f"  with {t['splits']}, thresholds {t['thresholds']}" if t["scale"] != "1" else ""
         lines.append(f"  + {t['rho']} * {t['scale']}{extra}")
         if "unit_bound" in t:  # many rows per unit (sql/units.py)
-            of = f" (max_groups_by {t['max_groups_by']})" if "max_groups_by" in t else ""
+            of = f" (max_groups_by {t['max_groups_by']})" if "max_groups_by" in t else \
+                f" ({t['max_groups_from']})" if "max_groups_from" in t else ""
             lines.append(f"    per (unit, group): a unit's P(u) sums it over its at most {t['max_groups']} groups{of}, "
                          f"at most {t['unit_bound']}")
             if "quantile_rows" in t:  # the r of this grouping (quantile_rows_by), its quantiles at epsilon/r

@@ -385,6 +385,8 @@ class Policy:
     #: else None: with the path and the resolved Parquet locations it identifies the policy, so
     #: sessions of one process can share plans (:mod:`dpsql.session`)
     digest: str | None = field(default=None, compare=False, repr=False)
+    #: a session's ``SET dpsql.max_groups`` (never from the file): each grouping's κ is at most it
+    max_groups_cap: int | None = None
 
     def table(self, name: str) -> TablePolicy | None:
         return self.tables.get(name.lower())

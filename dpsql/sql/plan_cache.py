@@ -8,9 +8,10 @@ with a session per client, no longer re-plans each query (5-30 ms of sqlglot wor
 (ρ, weights, MOE targets) and the public domain are applied after, on every query.
 
 A context names what the plan depends on besides the text: the policy file's SHA-256, path and
-resolved Parquet locations, and the schema's tables, column types and NOT NULL columns. A policy
-not read from a file (``parse_policy``) has no digest: its session gets a context of its own
-(an object that compares by identity and is kept alive by the entries that hold it).
+resolved Parquet locations, the session's ``SET dpsql.max_groups`` (``sql/session_cap.py``), and
+the schema's tables, column types and NOT NULL columns. A policy not read from a file
+(``parse_policy``) has no digest: its session gets a context of its own (an object that compares
+by identity and is kept alive by the entries that hold it).
 
 The analyst is in the context too, though the plan does not depend on it: a plan found in the
 cache answers faster than one made, so a shared entry would let one analyst of a wire server
@@ -42,7 +43,7 @@ def context(policy: Policy, schema: dict[str, dict[str, str]], not_null: dict[st
     session)."""
     if policy.digest is None:
         return object()
-    parts = (analyst, policy.digest, str(policy.path), sorted(policy.parquet.items()),
+    parts = (analyst, policy.digest, str(policy.path), policy.max_groups_cap, sorted(policy.parquet.items()),
              [(t, sorted(cols.items())) for t, cols in sorted(schema.items())],
              [(t, sorted(cols)) for t, cols in sorted(not_null.items())])
     return hashlib.sha256(repr(parts).encode()).hexdigest()

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from dpsql.policy.model import Policy
+from dpsql.sql.session_cap import cap_table
 from dpsql.sql.aggregates import FinishRewriter
 from dpsql.sql.finish_forms import base_sql, forms
 from dpsql.sql.keys import group_keys
@@ -60,6 +61,7 @@ def build_plan(select: exp.Select, sql: str, policy: Policy, schema: dict[str, d
         where_expr = exp.and_(*([where_expr] if where_expr is not None else []), *filters)
     if table.many_rows:
         table = units.grouping_table(table, policy, keys, scopes.joins)  # κ of this grouping (max_groups_by)
+        table = cap_table(table, policy)  # at most the session's SET dpsql.max_groups
         units.check_plan(scopes, select, table, policy, keys)
 
     rewriter = FinishRewriter(scopes, table, keys, not_null)
