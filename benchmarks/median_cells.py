@@ -6,11 +6,14 @@ sources of a cell's miss and to try levers before building one:
 
 * **bias** of bounding a unit to r values per group: the mechanism's noiseless target (the
   candidates of least score) against the truth (DuckDB's MEDIAN over every flight);
-* **sampling**: dpsql reads a keyed sample of at most r of an aircraft's flights in a cell (a
-  uniformly random subset for an ideal hash: modelled with numpy permutations, ``--salts`` of
-  them); the alternative *weighted* form reads every flight at weight min(1, r/n) (n: the
-  aircraft's flights in the cell) — a unit's total weight is at most r, the sample's sensitivity,
-  with no sampling noise;
+* **sampling**: dpsql reads a keyed sample of at most r of an aircraft's flights in a cell,
+  the first r by HASH(unit, group, value, salt), then value (sql/units.py): equal values hash
+  alike, so a unit's flights at one delay are taken or left as one block (form ``keyed``: the
+  distinct values in random order, each with all its flights, cut at r; ``--salts`` orders).
+  Form ``sample`` is a uniformly random subset of r flights instead (what a tie-breaker among
+  equal values would give), and form ``weight`` reads every flight at weight min(1, r/n) (n: the
+  aircraft's flights in the cell) — a unit's total weight is at most r, the sample's
+  sensitivity, with no sampling noise;
 * **noise**: the exponential mechanism over the one-a-minute grid [-120, 1440] at ε/r, ε = √(8ρ)
   (privacy/quantile.py: P(c) ∝ exp(−ε·s(c)/2r), s(c) = |#{x < c} − #{x > c}|).
 
@@ -21,7 +24,7 @@ and the share of cell-runs within 0.218 (half of Tumult's 0.436 by origin × car
 exceed one half for the goal to be met. ``--cells`` prints each cell.
 
     python -m benchmarks.median_cells --db /tmp/m_study/flights.duckdb --by origin,carrier \
-        --rho 0.0166667 --r 1,5,10,20,40 --forms weight,sample
+        --rho 0.0166667 --r 1,5,10,20,40 --forms keyed,sample,weight
 """
 
 from __future__ import annotations
@@ -73,7 +76,15 @@ def distribution(units: dict[str, np.ndarray], r: int, eps: float, form: str, sa
         return em(s, eps / r), (s == s.min()) / (s == s.min()).sum()
     out, target = np.zeros(len(GRID)), np.zeros(len(GRID))
     for _ in range(salts):
-        s = scores(np.concatenate([v[rng.permutation(len(v))[:r]] for v in units.values()]))
+        if form == "keyed":  # dpsql's order: HASH(unit, group, value, salt), then value: equal values as one block
+            picked = []
+            for v in units.values():
+                distinct, counts = np.unique(v, return_counts=True)
+                order = rng.permutation(len(distinct))
+                picked.append(np.repeat(distinct[order], counts[order])[:r])
+            s = scores(np.concatenate(picked))
+        else:
+            s = scores(np.concatenate([v[rng.permutation(len(v))[:r]] for v in units.values()]))
         out += em(s, eps / r)
         target += (s == s.min()) / (s == s.min()).sum()
     return out / salts, target / salts
@@ -111,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--by", default="origin,carrier")
     ap.add_argument("--rho", default="0.0166667", help="ρ of the MEDIAN (comma-separated for several)")
     ap.add_argument("--r", default="10,40")
-    ap.add_argument("--forms", default="weight,sample")
+    ap.add_argument("--forms", default="keyed,sample,weight")
     ap.add_argument("--salts", type=int, default=20)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--cells", action="store_true")
