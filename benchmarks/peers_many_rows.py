@@ -66,7 +66,8 @@ AGGS = ("count", "avg_arr_delay", "sum_distance", "median_dep_delay")
 #: Public per-flight magnitudes that set the thresholds: a typical domestic flight from New York is
 #: about 1,000 miles; a delay's typical magnitude 30 minutes; MEDIAN's grid a day of delay.
 MILES, MINUTES, DELAY_RANGE = 1000, 30, (-120, 1440)
-#: MEDIAN's grid points over DELAY_RANGE (``--median-points``; empty: the policy default, 1,000)
+#: MEDIAN's grid points over DELAY_RANGE (``--median-points``; empty: the policy default, every
+#: minute of the range: 1,561)
 MEDIAN_POINTS: list[int] = []
 
 
@@ -402,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--selection-share", type=Fraction, default=Fraction(1, 4),
                     help="dest: the selection's share of RHO_UNIT, ε_s²/2 (default 1/4); the rest is the cells' noise")
     ap.add_argument("--median-points", type=int, default=None,
-                    help="points of MEDIAN's public grid over -120..1440 minutes (1561: one a minute; default 1,000)")
+                    help="points of MEDIAN's public grid over -120..1440 minutes (default: the policy's, one a minute over this range, 1,561)")
     args = ap.parse_args(argv)
     MEDIAN_POINTS[:] = [args.median_points] if args.median_points else []
     global SELECTION

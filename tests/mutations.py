@@ -238,6 +238,13 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/sql/units.py", "limit, grouped, agg = t.quantile_rows,", "limit, grouped, agg = t.quantile_rows + 10**6,"),),
              (f"{MANYQ}::test_the_bounded_histogram_and_distinct_count_equal_the_python_oracle",
               f"{MANYQ}::test_the_heavy_unit_adds_r_values_to_each_of_kappa_groups")),
+    Mutation("many_rows_quantile_tie_rank_across_units",
+             "the row number joined to a sampled value's hash counts every unit's rows of that value, not the unit's own: "
+             "a unit's sample then depends on other units' rows, and removing one unit changes others' samples",
+             (Patch("dpsql/sql/units.py", "ROW_NUMBER() OVER (PARTITION BY {part}, {v}) AS __k",
+                    "ROW_NUMBER() OVER (PARTITION BY {v}) AS __k"),),
+             (f"{MANYQ}::test_the_bounded_histogram_and_distinct_count_equal_the_python_oracle",
+              f"{MANYR}::test_each_grouping_samples_its_own_r_as_the_two_level_oracle")),
     Mutation("many_rows_quantile_epsilon_not_divided",
              "the exponential mechanism runs at ε although one unit moves a group's score by r·Δ (ε·r-DP per group)",
              (Patch("dpsql/pipeline/decide.py", "return replace(a, em_epsilon=a.em_epsilon / plan.table.quantile_rows)",

@@ -5,7 +5,8 @@ least r_C of a declared set C whose columns the query's bare keys fix, else the 
 
 The oracle is a second implementation in plain Python over the rows (two levels: the κ groups a
 unit keeps by the keyed hash of (unit, keys, salt), then per kept (unit, group) the r values of
-smallest keyed hash of (unit, keys, value, salt)); the hashes are DuckDB's HASH read from the file
+smallest keyed hash of (unit, keys, value, n, salt), n numbering a unit's rows of one value in
+the group); the hashes are DuckDB's HASH read from the file
 by plain queries, and which r applies is written here from the rule, not read from dpsql.
 """
 
@@ -48,9 +49,10 @@ def _oracle(db: Path, rows: list[tuple], keys: list[str], salt: int, r: int) -> 
     raw = duckdb.connect(str(db), read_only=True)
     group_hash = {tuple(x[:-1]): x[-1] for x in raw.execute(
         f"SELECT DISTINCT pid, {ks}, HASH(pid, {ks}, {salt}) FROM visits WHERE pid IS NOT NULL").fetchall()}
-    value_hash = {tuple(x[:-1]): x[-1] for x in raw.execute(
-        f"SELECT DISTINCT pid, {ks}, amount, HASH(pid, {ks}, amount, {salt}) FROM visits "
-        "WHERE pid IS NOT NULL AND amount IS NOT NULL").fetchall()}
+    value_hash = {tuple(x[:-1]): x[-1] for x in raw.execute(  # (unit, keys, value, n): the n-th row of that value
+        f"SELECT pid, {ks}, amount, n, HASH(pid, {ks}, amount, n, {salt}) FROM (SELECT pid, {ks}, amount, "
+        f"CAST(ROW_NUMBER() OVER (PARTITION BY pid, {ks}, amount) AS BIGINT) AS n FROM visits "
+        "WHERE pid IS NOT NULL AND amount IS NOT NULL)").fetchall()}
     raw.close()
     per_unit: dict[object, dict[tuple, list[int]]] = {}
     for row in rows:
@@ -64,8 +66,9 @@ def _oracle(db: Path, rows: list[tuple], keys: list[str], salt: int, r: int) -> 
     for u, groups in per_unit.items():
         kept = sorted(groups, key=lambda g: group_hash[(u, *g)])[:KAPPA]  # 64-bit hashes: no ties here
         for g in kept:
-            sample = sorted(groups[g], key=lambda v: (value_hash[(u, *g, v)], v))[:r]
-            out.setdefault(g, Counter()).update(sample)
+            each = [(v, n) for v, count in Counter(groups[g]).items() for n in range(1, count + 1)]
+            sample = sorted(each, key=lambda vn: (value_hash[(u, *g, *vn)], vn[0]))[:r]
+            out.setdefault(g, Counter()).update(v for v, _ in sample)
     return out
 
 

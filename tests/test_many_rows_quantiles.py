@@ -5,7 +5,9 @@ Each kept (unit, group) record adds a keyed sample of its rows: at most ``quanti
 non-NULL values of the measure to the group's quantile histogram, at most ``row_threshold`` = R
 distinct non-NULL values of the column to its COUNT(DISTINCT). The oracles here are plain Python
 over the rows: the κ groups a unit keeps and the sample are chosen by DuckDB's HASH of (unit,
-group, salt) and (unit, group, value, salt), read from the file by plain queries; everything
+group, salt) and (unit, group, value, n, salt) for a quantile (n numbering the unit's rows of one
+value in the group) or (unit, group, value, salt) for COUNT(DISTINCT), read from the file by plain
+queries; everything
 else (grouping, NULLs, ordering ties, bins, distinct values, the exponential mechanism's
 distribution and its ε) is written here from the definitions, not read from dpsql.
 """
@@ -87,9 +89,10 @@ def _oracle(db: Path, rows: list[tuple], salt: int, r: int, c: int, key: str = "
     raw = duckdb.connect(str(db), read_only=True)
     group_hash = dict(((u, g), h) for u, g, h in raw.execute(
         f"SELECT DISTINCT pid, {key}, HASH(pid, {key}, {salt}) FROM visits WHERE pid IS NOT NULL").fetchall())
-    value_hash = dict(((u, g, v), h) for u, g, v, h in raw.execute(
-        f"SELECT DISTINCT pid, {key}, amount, HASH(pid, {key}, amount, {salt}) FROM visits "
-        "WHERE pid IS NOT NULL AND amount IS NOT NULL").fetchall())
+    value_hash = dict(((u, g, v, n), h) for u, g, v, n, h in raw.execute(  # a unit's n-th row of value v in group g
+        f"SELECT pid, {key}, amount, n, HASH(pid, {key}, amount, n, {salt}) FROM (SELECT pid, {key}, amount, "
+        f"CAST(ROW_NUMBER() OVER (PARTITION BY pid, {key}, amount) AS BIGINT) AS n FROM visits "
+        "WHERE pid IS NOT NULL AND amount IS NOT NULL)").fetchall())
     other_hash = dict(((u, g, s), h) for u, g, s, h in raw.execute(
         f"SELECT DISTINCT pid, {key}, {other}, HASH(pid, {key}, {other}, {salt}) FROM visits "
         f"WHERE pid IS NOT NULL AND {other} IS NOT NULL").fetchall())
@@ -106,9 +109,10 @@ def _oracle(db: Path, rows: list[tuple], salt: int, r: int, c: int, key: str = "
         for u, g in kept:
             if g != group:
                 continue
-            mine = sorted((row[2] for row in rows if (row[0], row[k]) == (u, g) and row[2] is not None),
-                          key=lambda a: (value_hash[(u, g, a)], a))
-            values.update(mine[:r])
+            mine = Counter(row[2] for row in rows if (row[0], row[k]) == (u, g) and row[2] is not None)
+            each = sorted(((a, n) for a, count in mine.items() for n in range(1, count + 1)),
+                          key=lambda an: (value_hash[(u, g, *an)], an[0]))
+            values.update(a for a, _ in each[:r])
             distinct = sorted({row[o] for row in rows if (row[0], row[k]) == (u, g) and row[o] is not None},
                               key=lambda s: (other_hash[(u, g, s)], s))
             seen |= set(distinct[:c])
@@ -232,6 +236,21 @@ def _eps(rho: Fraction) -> Fraction:
     while (e + Fraction(1, 10**6)) ** 2 / 8 <= rho:
         e += Fraction(1, 10**6)
     return e
+
+
+def test_the_sample_is_of_rows_not_of_distinct_values(tmp_path):
+    """400 aircraft-like units, each with 9 rows of 5 and 1 row of 100 in one group, r = 1: a
+    uniform sample of a unit's rows is 100 with probability 1/10 (about 40 of the 400 values), so
+    the 75th percentile is 5 (100 would need more than 100 of them: Binomial(400, 1/10) is there
+    with probability below 1e-20). A sample of the distinct values (equal values hashed alike, as
+    before the row number joined the hash) is 100 half the time: the 75th percentile was 100."""
+    rows = [(u, "A", 5, "s1") for u in range(400) for _ in range(9)] + [(u, "A", 100, "s1") for u in range(400)]
+    db, policy = _database(tmp_path, rows, extra="quantile_rows = 1", rho="1e6")
+    for seed in (1, 2, 3):
+        with dpsql.connect(db, policy, _random_source=seeded_random(seed)) as con:
+            cur = con.cursor()
+            cur.execute(f"SELECT QUANTILE_CONT(amount, 0.75) FROM visits WHERE amount > -{seed} AND region = 'A'")
+            assert cur.fetchall() == [(5,)]
 
 
 def test_the_sampler_receives_epsilon_over_r(tmp_path, monkeypatch):

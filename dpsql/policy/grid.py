@@ -4,12 +4,16 @@
     threshold = 10000
     range = [0, 100000000]   # public: the lowest and highest value a quantile may return
     grid = "log"             # candidates evenly spaced in log scale (default "linear")
-    points = 1000            # how many candidates (default 1000)
+    points = 1000            # how many candidates (default: below)
 
 The grid is public, like the threshold: the data owner declares it from what is known about the
 measure (``dpsql init`` drafts powers of ten around the column's values, for review). Without ``range``,
 MEDIAN / QUANTILE_CONT of the measure are refused at planning. Values outside the range count
 at its ends (a median below 0 is reported as 0).
+
+Without ``points``, a linear range of at most MAX_GRID_POINTS values (in granularity units) has
+every one as a candidate (a whole-minute median can then be answered exactly), any other grid
+GRID_POINTS: :func:`default_points`, public (range, scale and granularity only).
 """
 
 from __future__ import annotations
@@ -56,7 +60,17 @@ def quantile_grid(mdoc: dict[str, Any], granularity: Fraction, where: str, mfiel
         raise err("grid", f"must be one of {', '.join(repr(s) for s in GRID_SCALES)}")
     if scale == "log" and lo < 0:
         raise err("grid", "'log' needs a range that starts at 0 or above (use 'linear' for measures that can be negative)")
-    points = mdoc.get("points", GRID_POINTS)
+    points = mdoc.get("points", default_points(lo, hi, scale))
     if isinstance(points, bool) or not isinstance(points, int) or not 2 <= points <= MAX_GRID_POINTS:
         raise err("points", f"must be a whole number from 2 to {MAX_GRID_POINTS}")
     return QuantileGrid(lo, hi, scale, points)
+
+
+def default_points(lo: int, hi: int, scale: str) -> int:
+    """A grid's points when the policy writes none (public: the range's ends in granularity units
+    and its scale): every value of a linear range that holds at most MAX_GRID_POINTS of them, so
+    that each value the measure can take is a candidate (1,000 points over the 1,561 minutes of
+    [-120, 1440] are 1.56 minutes apart and miss 561 of them, -2 among them), else GRID_POINTS
+    (a log grid, or a range too long to hold every value)."""
+    values = hi - lo + 1
+    return values if scale == "linear" and values <= MAX_GRID_POINTS else GRID_POINTS

@@ -33,8 +33,9 @@ class ThresholdOverride:
 
 #: how a quantile grid's candidates are spaced between its ends
 GRID_SCALES = ("linear", "log")
-#: candidates of a quantile grid by default, and at most (the exact query bins each value into
-#: them with a tree of comparisons of depth log2(points): ``sql/quantiles.py``)
+#: candidates of a quantile grid by default (a linear range of at most MAX_GRID_POINTS values
+#: gets every value instead: ``policy/grid.py`` default_points), and at most (the exact query
+#: bins each value into them with a tree of comparisons of depth log2(points): ``sql/quantiles.py``)
 GRID_POINTS, MAX_GRID_POINTS = 1000, 10_000
 
 

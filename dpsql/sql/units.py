@@ -283,9 +283,12 @@ def _sampled_sql(plan: Plan, names: list[str]) -> tuple[str, dict[int, str]]:
     rows of the kept (unit, group) records — a row is in one iff DENSE_RANK of its group among
     its unit's groups, in the bounding's own order, is at most κ (the same κ groups, row by row) —
     then per (unit, group) a keyed sample: at most ``quantile_rows`` non-NULL values of the
-    measure, or at most ``row_threshold`` distinct non-NULL values of the column, the smallest by
-    HASH(unit, keys, value, salt), ties by the value (tied rows are equal in every column read:
-    the sample is a function of the salt and the unit's own rows). Then per group the histogram
+    measure, the smallest by HASH(unit, keys, value, k, salt) where k numbers the unit's rows of
+    that value in the group (1, 2, ...: without it equal values hashed alike and were taken or
+    left as one block, a sample of the distinct values rather than of the rows), or at most
+    ``row_threshold`` distinct non-NULL values of the column by HASH(unit, keys, value, salt);
+    ties by the value (rows of one value are equal in every column read, so which gets which k
+    does not matter: the sample is a function of the salt and the unit's own rows). Then per group the histogram
     (``quantiles.histogram_sql``) or COUNT(DISTINCT). Returns the WITH clauses (after ``__kept``)
     and per such primitive the name of the step that holds its column ``__p<i>``."""
     t, by = plan.table, ", ".join(names)
@@ -308,8 +311,13 @@ def _sampled_sql(plan: Plan, names: list[str]) -> tuple[str, dict[int, str]]:
         else:
             assert t.row_threshold is not None, "planning refuses COUNT(DISTINCT col) without a row threshold"
             limit, grouped, agg = t.row_threshold, f" GROUP BY {', '.join([*names, '__unit', v])}", f"COUNT(DISTINCT {v})"
-        sql += (f",\n{step} AS (\n  SELECT {', '.join([*names, '__unit', v])} FROM __in_kept WHERE {v} IS NOT NULL{grouped}\n"
-                f"  QUALIFY ROW_NUMBER() OVER (PARTITION BY {part} ORDER BY HASH({part}, {v}, {SALT}), {v}) <= {limit}\n),\n"
+        cols, source, tie = ', '.join([*names, '__unit', v]), "__in_kept", ""
+        if p.kind == "quantile":  # each row its own hash: __k numbers the unit's rows of one value in the group
+            sql += (f",\n{step}k AS (\n  SELECT {cols}, ROW_NUMBER() OVER (PARTITION BY {part}, {v}) AS __k "
+                    f"FROM __in_kept WHERE {v} IS NOT NULL\n)")
+            source, tie = f"{step}k", ", __k"
+        sql += (f",\n{step} AS (\n  SELECT {cols} FROM {source} WHERE {v} IS NOT NULL{grouped}\n"
+                f"  QUALIFY ROW_NUMBER() OVER (PARTITION BY {part} ORDER BY HASH({part}, {v}{tie}, {SALT}), {v}) <= {limit}\n),\n"
                 f"__h{i} AS (SELECT {', '.join([*names, f'{agg} AS {_q(primitive_column(i))}'])} FROM {step}"
                 f"{' GROUP BY ' + by if names else ''})")
         steps[i] = f"__h{i}"
