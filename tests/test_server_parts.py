@@ -85,6 +85,51 @@ def test_binary_values_read_back_by_psycopg(value, oid, loader):
     assert text.load(pgtypes.encode(value, oid, binary=False)) == value
 
 
+def _data_rows_read(data: bytes) -> list[list[bytes | None]]:
+    """DataRow messages read as the protocol's chapter 55 lays them out, written here apart from
+    the server's code: 'D', length (itself included), a 16-bit count, each value's 32-bit length
+    (-1: NULL) and bytes."""
+    rows, at = [], 0
+    while at < len(data):
+        assert data[at:at + 1] == b"D"
+        end = at + 1 + int.from_bytes(data[at + 1:at + 5], "big")
+        count, at = int.from_bytes(data[at + 5:at + 7], "big"), at + 7
+        row: list[bytes | None] = []
+        for _ in range(count):
+            n, at = int.from_bytes(data[at:at + 4], "big", signed=True), at + 4
+            row.append(None if n == -1 else data[at:at + n])
+            at += max(n, 0)
+        assert at == end
+        rows.append(row)
+    return rows
+
+
+def test_answer_rows_are_data_rows_psycopg_reads_back():
+    """The rows of an answer in one pass (text and binary columns, the cells every answer has —
+    text, whole numbers, floats — and the rarer ones: a float in an integer column, NaN, ±inf,
+    NULL, booleans, decimals), read by psycopg's own loaders."""
+    from psycopg import adapters
+    from psycopg.pq import Format
+
+    oids = [pgtypes.TEXT, pgtypes.INT8, pgtypes.FLOAT8, pgtypes.INT8, pgtypes.FLOAT8, pgtypes.BOOL, pgtypes.NUMERIC,
+            pgtypes.FLOAT8]
+    loaders = ["text", "int8", "float8", "int8", "float8", "bool", "numeric", "float8"]
+    rows = [("Zürich", 12345678901, 0.1, 3.0, float("nan"), True, Decimal("-1.50"), 2.5),
+            ("", -7, -1e300, None, float("inf"), False, None, float("-inf")),
+            (None, 0, 12.0, -2.0, None, None, Decimal("0"), 1e-7)]
+    for formats in ([0] * 8, [1] * 8, [0, 1, 0, 1, 1, 0, 1, 0]):
+        got = _data_rows_read(pgtypes.data_rows(rows, oids, formats))
+        assert len(got) == len(rows)
+        for row, cells in zip(rows, got):
+            for value, cell, name, fmt in zip(row, cells, loaders, formats):
+                if value is None:
+                    assert cell is None
+                    continue
+                oid = adapters.types[name].oid
+                back = adapters.get_loader(oid, Format.BINARY if fmt else Format.TEXT)(oid).load(cell)
+                assert back == value or (value != value and back != back), (value, cell, fmt)
+
+
 def test_parameters_are_read_by_their_type():
     assert pgtypes.decode(b"42", pgtypes.INT4, False) == 42
     assert pgtypes.decode((42).to_bytes(8, "big"), pgtypes.INT8, True) == 42

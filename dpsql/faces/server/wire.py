@@ -111,6 +111,13 @@ async def read_message(reader: asyncio.StreamReader) -> tuple[bytes, Payload]:
     return kind, Payload(await reader.readexactly(length - 4))
 
 
+def buffered(reader: asyncio.StreamReader) -> bool:
+    """Whether a whole message already waits in ``reader``'s buffer (a client sends a query's
+    Parse, Bind, Describe, Execute and Sync at once): reading it cannot block."""
+    buf = getattr(reader, "_buffer", None)
+    return buf is not None and len(buf) >= 5 and len(buf) >= 1 + int.from_bytes(buf[1:5], "big")
+
+
 # ---------------------------------------------------------------------------- backend messages
 def message(kind: bytes, body: bytes = b"") -> bytes:
     return kind + struct.pack("!i", len(body) + 4) + body
@@ -157,11 +164,19 @@ def row_description(fields: Iterable[tuple[str, int, int, int]]) -> bytes:
     return message(b"T", body)
 
 
+_INT32 = struct.Struct("!i").pack
+_NULL = _INT32(-1)
+
+
 def data_row(values: Iterable[bytes | None]) -> bytes:
-    values = list(values)
-    parts = [struct.pack("!h", len(values))]
+    parts, n = [b""], 0
     for v in values:
-        parts.append(struct.pack("!i", -1) if v is None else struct.pack("!i", len(v)) + v)
+        n += 1
+        if v is None:
+            parts.append(_NULL)
+        else:
+            parts += (_INT32(len(v)), v)
+    parts[0] = struct.pack("!h", n)
     return message(b"D", b"".join(parts))
 
 
