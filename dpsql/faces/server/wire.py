@@ -164,22 +164,6 @@ def row_description(fields: Iterable[tuple[str, int, int, int]]) -> bytes:
     return message(b"T", body)
 
 
-_INT32 = struct.Struct("!i").pack
-_NULL = _INT32(-1)
-
-
-def data_row(values: Iterable[bytes | None]) -> bytes:
-    parts, n = [b""], 0
-    for v in values:
-        n += 1
-        if v is None:
-            parts.append(_NULL)
-        else:
-            parts += (_INT32(len(v)), v)
-    parts[0] = struct.pack("!h", n)
-    return message(b"D", b"".join(parts))
-
-
 def command_complete(tag: str) -> bytes:
     return message(b"C", cstr(tag))
 
