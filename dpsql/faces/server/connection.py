@@ -344,8 +344,8 @@ class Connection(ExtendedProtocol):
         """``fn`` (:func:`answer` or :func:`describe`) of one statement in a worker thread, stopped
         by a cancel request, the statement timeout or the client's going; errors as ErrorResponses."""
         self.cancelled = ""
-        task = self.statement = asyncio.ensure_future(self.server.in_thread(
-            fn, sql, values, self.session, self.catalog, self.pg, self.server.served.private_tables))
+        task = self.statement = self.server.submit(
+            fn, sql, values, self.session, self.catalog, self.pg, self.server.served.private_tables)
         try:
             await self._wait(task)
             return task.result()

@@ -91,8 +91,21 @@ def data_rows(rows: Iterable[Sequence[Any]], oids: list[int], formats: list[int]
         parts, n = [b""], 0
         for value, oid, b in zip(row, oids, binary):
             n += 1
-            data = value.encode("utf-8") if type(value) is str and not b else encode(value, oid, b)
-            parts += (_NULL,) if data is None else (_INT32(len(data)), data)
+            kind = type(value)  # the usual text cells inline, exactly as :func:`encode` writes them
+            if b or value is None:
+                data = encode(value, oid, b)
+                if data is None:
+                    parts.append(_NULL)
+                    continue
+            elif kind is str:
+                data = value.encode("utf-8")
+            elif kind is int:
+                data = b"%d" % value
+            elif kind is float and oid not in _INTEGERS and math.isfinite(value):
+                data = b"%r" % value
+            else:
+                data = _text(value, oid).encode("utf-8")
+            parts += (_INT32(len(data)), data)
         parts[0] = struct.pack("!h", n)
         body = b"".join(parts)
         out += (b"D", _INT32(len(body) + 4), body)
