@@ -20,7 +20,7 @@ from scramp import ScramClient
 from dpsql.errors import DpsqlError
 from dpsql.faces.server import pgtypes
 from dpsql.faces.server.scram import ScramError, ScramServer
-from dpsql.faces.server.statements import route, split, to_qmark
+from dpsql.faces.server.statements import Scans, route, split, to_qmark
 from dpsql.faces.server.users import UserStore, UserStoreError
 from dpsql.session import Session
 from dpsql.testing import seeded_random
@@ -60,6 +60,33 @@ def test_parameters_become_qmarks_in_order_of_appearance():
 ])
 def test_routing(sql, way):
     assert route(sql, PRIVATE) == way
+
+
+def test_a_connections_scans_are_the_scans_of_each_text_and_its_own():
+    """The memo of a connection's texts (statements.Scans) gives what each scan gives, each under
+    its own kind; it forgets the least recent past KEPT, never keeps a text past LONGEST, and one
+    connection's memo is not another's."""
+    texts = ["SELECT state, COUNT(*) FROM establishments GROUP BY state; SELECT 1",
+             "SELECT * FROM states WHERE x = $2 AND y = $1", "SET dpsql.rho = 0.5", "BEGIN", "SELECT version()"]
+    scans, calls = Scans(), []
+
+    def counted(kind, sql, scan):
+        return scans.get(kind, sql, lambda: (calls.append((kind, sql)), scan())[1])
+
+    for _ in range(2):
+        for sql in texts:
+            assert counted("split", sql, lambda: tuple(split(sql))) == tuple(split(sql))
+            assert counted("route", sql, lambda: route(sql, PRIVATE)) == route(sql, PRIVATE)
+            assert counted("qmark", sql, lambda: to_qmark(sql)) == to_qmark(sql)
+    assert len(calls) == 3 * len(texts)  # the second round scanned nothing
+    assert Scans().get("route", texts[0], lambda: "fresh") == "fresh"  # another connection's memo
+    long_text = "SELECT 1" + " " * Scans.LONGEST
+    for _ in range(2):
+        counted("split", long_text, lambda: tuple(split(long_text)))
+    assert calls.count(("split", long_text)) == 2
+    for i in range(Scans.KEPT):
+        scans.get("split", f"SELECT {i}", lambda: ())
+    assert scans.get("route", texts[0], lambda: "forgotten") == "forgotten"
 
 
 def test_a_name_in_a_string_does_not_make_a_statement_private():

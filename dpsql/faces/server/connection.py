@@ -32,7 +32,7 @@ from dpsql.faces.server.extended import ExtendedProtocol, Portal, Prepared
 from dpsql.faces.server.scram import ScramError, ScramServer
 from dpsql.faces.server.pgsession import REPORTED, PgSettings
 from dpsql.faces.server.startup_options import apply_options
-from dpsql.faces.server.statements import split
+from dpsql.faces.server.statements import Scans, split
 from dpsql.faces.server.wire import ProtocolViolation
 
 if TYPE_CHECKING:
@@ -59,6 +59,7 @@ class Connection(ExtendedProtocol):
         self.catalog = server.served.catalog.view()  # the public catalog twin; interrupts reach ours only
         self.statement: asyncio.Future[Answer] | None = None  # the statement running in a worker
         self.cancelled = ""  # why it was interrupted, if it was
+        self.scans = Scans()  # this connection's texts, scanned once (statements.Scans)
         self.held: list[bytes] = []  # extended-protocol replies not yet written (:meth:`_hold`)
         self.held_bytes = 0
 
@@ -298,7 +299,7 @@ class Connection(ExtendedProtocol):
     # ------------------------------------------------------------------ simple protocol
     async def _simple(self, text: str) -> None:
         self.server.log(self.pg.user, "query", text)
-        statements = split(text)
+        statements = self.scans.get("split", text, lambda: tuple(split(text)))
         if not statements:
             await self._send(wire.EMPTY_QUERY, wire.ready_for_query(self.pg.status))
             return
@@ -338,7 +339,8 @@ class Connection(ExtendedProtocol):
         assert self.session is not None and self.pg is not None
         if self.pg.status == "E" and sql.split()[0].lower() not in ("rollback", "abort", "commit", "end"):
             raise StatementError("25P02", "current transaction is aborted, commands ignored until end of transaction block")
-        return await self._in_worker(functools.partial(answer, guard=self.server.served.check_ledger), sql, values, offset)
+        return await self._in_worker(functools.partial(answer, guard=self.server.served.check_ledger, scans=self.scans),
+                                     sql, values, offset)
 
     async def _in_worker(self, fn: Any, sql: str, values: list[Any], offset: int = 0) -> Any:
         """``fn`` (:func:`answer` or :func:`describe`) of one statement in a worker thread, stopped

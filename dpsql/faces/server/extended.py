@@ -21,7 +21,7 @@ from dpsql.faces.server.answers import Answer, StatementError, describe
 from dpsql.faces.server.host import Host
 from dpsql.faces.server.params import infer_types, placeholder_value
 from dpsql.faces.server.pgsession import PgSettings
-from dpsql.faces.server.statements import parameter_numbers, split
+from dpsql.faces.server.statements import Scans, parameter_numbers, split
 
 #: the most parameters a statement may have (a Bind counts them in 16 bits, as PostgreSQL does)
 MAX_PARAMETERS = 65535
@@ -52,6 +52,7 @@ class ExtendedProtocol:
     pg: PgSettings
     statements: dict[str, Prepared]
     portals: dict[str, Portal]
+    scans: Scans
     shapes: OrderedDict[tuple[str, tuple[int, ...]], tuple[list[str], list[str]] | None]  # least recent first
 
     async def _hold(self, *messages: bytes) -> None:
@@ -73,11 +74,11 @@ class ExtendedProtocol:
         self.server.log(self.pg.user, "parse", sql)
         if name and name in self.statements:
             raise StatementError("42P05", f'prepared statement "{name}" already exists')
-        statements = split(sql)
+        statements = self.scans.get("split", sql, lambda: tuple(split(sql)))
         if len(statements) > 1:
             raise StatementError("42601", "cannot insert multiple commands into a prepared statement")
         sql = statements[0] if statements else ""
-        count = max(parameter_numbers(sql), default=0)
+        count = self.scans.get("last $n", sql, lambda: max(parameter_numbers(sql), default=0))
         if count > MAX_PARAMETERS:
             raise StatementError("42P02", f"there is no parameter ${count}: a statement has at most {MAX_PARAMETERS}")
         given = oids + [0] * (count - len(oids))
