@@ -269,15 +269,15 @@ class Session:
         (:mod:`dpsql.sql.plan_cache`): both are functions of the text, the policy and the schema
         alone, which do not change while the session is open (the file is read-only, the policy
         loaded once). Settings (ρ, weights, MOE targets) are applied afterwards, on every query.
-        A query with parameters is planned afresh, as its text does not say its values."""
-        if parameters is None and (hit := plan_cache.get(self._plan_context, sql)) is not None:
+        A query with parameters is kept under its text and its values (plan_cache.key)."""
+        if (key := plan_cache.key(sql, parameters)) is not None and (hit := plan_cache.get(self._plan_context, key)):
             return hit
         from dpsql.sql.rewrite import exact_sql
 
         plan = self.plan(sql, parameters)
         planned = (plan, exact_sql(plan, self.schema[plan.table.name]))
-        if parameters is None:
-            plan_cache.put(self._plan_context, sql, planned)
+        if key is not None:
+            plan_cache.put(self._plan_context, key, planned)
         return planned
 
     def recorded(self, sql: str) -> tuple[Plan, str] | None:

@@ -48,6 +48,23 @@ def test_parameters_are_bound_on_every_run(con):
     assert con.execute(sql, ["CA"]).fetchall()[0][0] > 10 * max(wy, 1)
 
 
+def test_parameter_values_are_part_of_the_plans_key(con, monkeypatch):
+    """A parameterised query is planned once per text and values (each value by its type and
+    repr: 1, 1.0 and True are three plans); values not in a list or tuple are planned each time
+    (and still bound: a generator is read once, by the plan)."""
+    calls = _counting(con.session, monkeypatch)
+    sql = "SELECT COUNT(*) FROM establishments WHERE employees > ?"
+    for values in ([1], [1], (1,), [1.0], [True], [1.0], [2], [True]):
+        con.execute(sql, values).fetchall()
+    assert len(calls) == 4  # 1, 1.0, True, 2
+    assert plan_cache.key(sql, [1]) == plan_cache.key(sql, (1,)) != plan_cache.key(sql, [1.0])
+    assert plan_cache.key(sql, iter([1])) is None and plan_cache.key(sql, [[1, 2]]) is None
+    con.execute(sql, (v for v in [5])).fetchall()
+    con.execute(sql, (v for v in [5])).fetchall()
+    assert len(calls) == 6
+    assert plan_cache.key(sql, ["x" * plan_cache.TEXT]) is None
+
+
 def test_the_probes_parse_a_statement_once_per_analyst():
     probes._parsed_cached.cache_clear()
     sql = "SELECT state, COUNT(*) FROM establishments GROUP BY state -- not a probe"

@@ -20,7 +20,7 @@ from scramp import ScramClient
 from dpsql.errors import DpsqlError
 from dpsql.faces.server import pgtypes
 from dpsql.faces.server.scram import ScramError, ScramServer
-from dpsql.faces.server.statements import route, split, to_qmark
+from dpsql.faces.server.statements import Scans, route, split, to_qmark
 from dpsql.faces.server.users import UserStore, UserStoreError
 from dpsql.session import Session
 from dpsql.testing import seeded_random
@@ -62,6 +62,33 @@ def test_routing(sql, way):
     assert route(sql, PRIVATE) == way
 
 
+def test_a_connections_scans_are_the_scans_of_each_text_and_its_own():
+    """The memo of a connection's texts (statements.Scans) gives what each scan gives, each under
+    its own kind; it forgets the least recent past KEPT, never keeps a text past LONGEST, and one
+    connection's memo is not another's."""
+    texts = ["SELECT state, COUNT(*) FROM establishments GROUP BY state; SELECT 1",
+             "SELECT * FROM states WHERE x = $2 AND y = $1", "SET dpsql.rho = 0.5", "BEGIN", "SELECT version()"]
+    scans, calls = Scans(), []
+
+    def counted(kind, sql, scan):
+        return scans.get(kind, sql, lambda: (calls.append((kind, sql)), scan())[1])
+
+    for _ in range(2):
+        for sql in texts:
+            assert counted("split", sql, lambda: tuple(split(sql))) == tuple(split(sql))
+            assert counted("route", sql, lambda: route(sql, PRIVATE)) == route(sql, PRIVATE)
+            assert counted("qmark", sql, lambda: to_qmark(sql)) == to_qmark(sql)
+    assert len(calls) == 3 * len(texts)  # the second round scanned nothing
+    assert Scans().get("route", texts[0], lambda: "fresh") == "fresh"  # another connection's memo
+    long_text = "SELECT 1" + " " * Scans.LONGEST
+    for _ in range(2):
+        counted("split", long_text, lambda: tuple(split(long_text)))
+    assert calls.count(("split", long_text)) == 2
+    for i in range(Scans.KEPT):
+        scans.get("split", f"SELECT {i}", lambda: ())
+    assert scans.get("route", texts[0], lambda: "forgotten") == "forgotten"
+
+
 def test_a_name_in_a_string_does_not_make_a_statement_private():
     """psql's \\d NAME puts the name in a regex literal: that is a catalog query."""
     assert route("SELECT c.oid FROM pg_class c WHERE c.relname OPERATOR(pg_catalog.~) '^(devices)$'", PRIVATE) == "catalog"
@@ -83,6 +110,51 @@ def test_binary_values_read_back_by_psycopg(value, oid, loader):
     assert load.load(pgtypes.encode(value, oid, binary=True)) == value
     text = adapters.get_loader(adapters.types[loader].oid, Format.TEXT)(adapters.types[loader].oid)
     assert text.load(pgtypes.encode(value, oid, binary=False)) == value
+
+
+def _data_rows_read(data: bytes) -> list[list[bytes | None]]:
+    """DataRow messages read as the protocol's chapter 55 lays them out, written here apart from
+    the server's code: 'D', length (itself included), a 16-bit count, each value's 32-bit length
+    (-1: NULL) and bytes."""
+    rows, at = [], 0
+    while at < len(data):
+        assert data[at:at + 1] == b"D"
+        end = at + 1 + int.from_bytes(data[at + 1:at + 5], "big")
+        count, at = int.from_bytes(data[at + 5:at + 7], "big"), at + 7
+        row: list[bytes | None] = []
+        for _ in range(count):
+            n, at = int.from_bytes(data[at:at + 4], "big", signed=True), at + 4
+            row.append(None if n == -1 else data[at:at + n])
+            at += max(n, 0)
+        assert at == end
+        rows.append(row)
+    return rows
+
+
+def test_answer_rows_are_data_rows_psycopg_reads_back():
+    """The rows of an answer in one pass (text and binary columns, the cells every answer has —
+    text, whole numbers, floats — and the rarer ones: a float in an integer column, NaN, ±inf,
+    NULL, booleans, decimals), read by psycopg's own loaders."""
+    from psycopg import adapters
+    from psycopg.pq import Format
+
+    oids = [pgtypes.TEXT, pgtypes.INT8, pgtypes.FLOAT8, pgtypes.INT8, pgtypes.FLOAT8, pgtypes.BOOL, pgtypes.NUMERIC,
+            pgtypes.FLOAT8]
+    loaders = ["text", "int8", "float8", "int8", "float8", "bool", "numeric", "float8"]
+    rows = [("Zürich", 12345678901, 0.1, 3.0, float("nan"), True, Decimal("-1.50"), 2.5),
+            ("", -7, -1e300, None, float("inf"), False, None, float("-inf")),
+            (None, 0, 12.0, -2.0, None, None, Decimal("0"), 1e-7)]
+    for formats in ([0] * 8, [1] * 8, [0, 1, 0, 1, 1, 0, 1, 0]):
+        got = _data_rows_read(pgtypes.data_rows(rows, oids, formats))
+        assert len(got) == len(rows)
+        for row, cells in zip(rows, got):
+            for value, cell, name, fmt in zip(row, cells, loaders, formats):
+                if value is None:
+                    assert cell is None
+                    continue
+                oid = adapters.types[name].oid
+                back = adapters.get_loader(oid, Format.BINARY if fmt else Format.TEXT)(oid).load(cell)
+                assert back == value or (value != value and back != back), (value, cell, fmt)
 
 
 def test_parameters_are_read_by_their_type():

@@ -433,6 +433,17 @@ def test_extended_protocol_mistakes_are_errors_and_the_connection_goes_on(srv):
     assert len(srv.charges(user)) == 1  # only the query that ran
 
 
+def test_replies_are_written_at_sync_or_flush(srv):
+    """Replies to an extended query's messages are held until Sync, as PostgreSQL's are; a Flush
+    sends what is held without ending the query."""
+    with srv.login(new_user(srv, "flusher")) as raw:
+        raw.send(_parse("", "SELECT 42 AS x") + _bind("", []) + frame(b"H"))
+        assert [raw.read()[0], raw.read()[0]] == [b"1", b"2"]  # ParseComplete, BindComplete: no Sync yet
+        raw.send(frame(b"D", b"P\0") + EXECUTE + SYNC)
+        got = raw.read_until(b"Z")
+        assert [kind for kind, _ in got] == [b"T", b"D", b"C", b"Z"] and b"42" in got[1][1]
+
+
 def test_a_shape_is_remembered_per_text_and_parameter_types(srv):
     """Describe plans a text once per connection and parameter types: the same text with other
     parameter types is described afresh, and a repeated private query is released once (the repeat

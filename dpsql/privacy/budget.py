@@ -103,7 +103,15 @@ def fmt_up(value: float | Fraction, digits: int = 6) -> str:
 def _rounded(f: Fraction, digits: int, direction: Any) -> str:
     if f <= 0:
         return "0" if f == 0 else "-" + _rounded(-f, digits, math.ceil if direction is math.floor else math.floor)
+    n, d = f.numerator, f.denominator  # in integers: the same numbers as Fractions, a fifth of the time
     e = math.floor(math.log10(f))
-    e += (Fraction(10) ** (e + 1) <= f) - (Fraction(10) ** e > f)  # log10 of a float may be off by one
-    step = Fraction(10) ** (e - digits + 1)
-    return f"{float(direction(f / step) * step):.{digits}g}"
+    e += _at_least(n, d, e + 1) - (not _at_least(n, d, e))  # log10 of a float may be off by one
+    k = e - digits + 1  # the step is 10**k; f / step = p / q exactly
+    p, q = (n, d * 10 ** k) if k >= 0 else (n * 10 ** -k, d)
+    steps = p // q if direction is math.floor else -(-p // q)
+    return f"{float(steps * 10 ** k) if k >= 0 else steps / 10 ** -k:.{digits}g}"  # int / int: correctly rounded
+
+
+def _at_least(n: int, d: int, e: int) -> bool:
+    """Whether n / d >= 10**e, exactly."""
+    return n >= d * 10 ** e if e >= 0 else n * 10 ** -e >= d

@@ -5,7 +5,10 @@ A plan and its exact SQL are functions of the query text, the policy and the sch
 no budget. So a session opened on the same policy file and database schema as an earlier one
 finds its plans already made — a BI tool that opens a connection per query, or a wire server
 with a session per client, no longer re-plans each query (5-30 ms of sqlglot work). Settings
-(ρ, weights, MOE targets) and the public domain are applied after, on every query.
+(ρ, weights, MOE targets) and the public domain are applied after, on every query. A query with
+``?`` values is kept under its text and its values (:func:`key`): the plan binds them as
+literals, so the same values give the same plan (a dashboard's filter sent again, a driver's
+parameters), other values another one.
 
 A context names what the plan depends on besides the text: the policy file's SHA-256, path and
 resolved Parquet locations, the session's ``SET dpsql.max_groups`` (``sql/session_cap.py``), and
@@ -21,9 +24,12 @@ share plans (a BI tool connecting per query as one user is the case this serves)
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import threading
 from collections import OrderedDict
+from collections.abc import Hashable
+from decimal import Decimal
 from typing import Any
 
 from dpsql.policy.model import Policy
@@ -35,7 +41,10 @@ SIZE = 512
 TEXT = 8192
 
 _lock = threading.Lock()
-_plans: OrderedDict[tuple[Any, str], tuple[Plan, str]] = OrderedDict()
+_plans: OrderedDict[tuple[Any, Hashable], tuple[Plan, str]] = OrderedDict()
+
+#: ? values a plan is kept for: those :func:`dpsql.sql.query.literal` binds as one literal each
+_PLAIN = frozenset((type(None), bool, int, float, str, Decimal, datetime.date, datetime.datetime, datetime.time, bytes))
 
 
 def context(policy: Policy, schema: dict[str, dict[str, str]], not_null: dict[str, set[str]], analyst: str) -> Any:
@@ -49,8 +58,22 @@ def context(policy: Policy, schema: dict[str, dict[str, str]], not_null: dict[st
     return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
-def get(ctx: Any, sql: str) -> tuple[Plan, str] | None:
-    """The remembered plan and exact SQL of ``sql`` in ``ctx``, or None."""
+def key(sql: str, parameters: Any) -> Hashable | None:
+    """What the plan of ``sql`` with ``parameters`` is kept under: the text alone, or with ?
+    values the text and each value's type and repr — the plan binds them into its tree as
+    literals, so it is a function of them and the text (``1``, ``1.0`` and ``True`` are three
+    keys). None (planned each time): values in something other than a list or tuple (an
+    iterator must not be read here), a value of another type, or a key longer than ``TEXT``."""
+    if parameters is None:
+        return sql
+    if type(parameters) not in (list, tuple) or any(type(v) not in _PLAIN for v in parameters):
+        return None
+    values = tuple((type(v).__qualname__, repr(v)) for v in parameters)
+    return (sql, values) if len(sql) + sum(len(r) for _, r in values) <= TEXT else None
+
+
+def get(ctx: Any, sql: Hashable) -> tuple[Plan, str] | None:
+    """The remembered plan and exact SQL under ``sql`` (:func:`key`) in ``ctx``, or None."""
     with _lock:
         hit = _plans.get((ctx, sql))
         if hit is not None:
@@ -58,9 +81,9 @@ def get(ctx: Any, sql: str) -> tuple[Plan, str] | None:
         return hit
 
 
-def put(ctx: Any, sql: str, planned: tuple[Plan, str]) -> None:
-    """Remember a plan made without parameters (a parametrised text does not say its values)."""
-    if len(sql) > TEXT:
+def put(ctx: Any, sql: Hashable, planned: tuple[Plan, str]) -> None:
+    """Remember a plan under ``sql`` (:func:`key`; a bare text longer than ``TEXT`` is not kept)."""
+    if isinstance(sql, str) and len(sql) > TEXT:
         return
     with _lock:
         _plans[(ctx, sql)] = planned

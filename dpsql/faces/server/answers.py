@@ -22,7 +22,7 @@ from dpsql.backends import CatalogQueryError, PublicCatalog
 from dpsql.errors import DpsqlError
 from dpsql.faces.server.pgcatalog import PgCatalog
 from dpsql.faces.server.pgsession import PgSettings, SessionCommandError
-from dpsql.faces.server.statements import route, to_qmark
+from dpsql.faces.server.statements import Scans, route, to_qmark
 from dpsql.pipeline.format import footer
 from dpsql.intercept import answer as intercept_answer
 from dpsql.intercept import execute
@@ -110,20 +110,20 @@ TOO_DEEP = ("54001", "stack depth limit exceeded",
 
 
 def answer(sql: str, parameters: list[Any], session: Session, catalog: PublicCatalog, pg: PgSettings,
-           private_tables: set[str], guard: Callable[[], None] | None = None) -> Answer:
+           private_tables: set[str], guard: Callable[[], None] | None = None, scans: Scans | None = None) -> Answer:
     """Run one statement (``$n`` parameters, values in order of their numbers); ``guard`` is
-    called before the private pipeline runs (the server's ledger check: it raises to refuse). A
-    statement nested too deep for the parser is an ERROR (54001, as PostgreSQL), never the
-    connection's end."""
+    called before the private pipeline runs (the server's ledger check: it raises to refuse);
+    ``scans``: the connection's memo of its texts' routes. A statement nested too deep for the
+    parser is an ERROR (54001, as PostgreSQL), never the connection's end."""
     try:
-        return _answer(sql, parameters, session, catalog, pg, private_tables, guard)
+        return _answer(sql, parameters, session, catalog, pg, private_tables, guard, scans or Scans())
     except RecursionError:
         raise StatementError(*TOO_DEEP) from None
 
 
 def _answer(sql: str, parameters: list[Any], session: Session, catalog: PublicCatalog, pg: PgSettings,
-            private_tables: set[str], guard: Callable[[], None] | None) -> Answer:
-    way = route(sql, private_tables)
+            private_tables: set[str], guard: Callable[[], None] | None, scans: Scans) -> Answer:
+    way = scans.get("route", sql, lambda: route(sql, private_tables))
     if way == "session":
         try:
             tag, columns, rows, report = pg.run(sql)
@@ -133,7 +133,7 @@ def _answer(sql: str, parameters: list[Any], session: Session, catalog: PublicCa
     if way == "catalog":
         names, types, rows = _catalog(sql, parameters, catalog, pg)
         return Answer(names or None, types, rows, f"SELECT {len(rows)}" if names else "SELECT 0")
-    qmark, order = to_qmark(sql)
+    qmark, order = scans.get("qmark", sql, lambda: _qmark(sql))
     values = [_value(parameters, n) for n in order] if order else None
     if guard is not None:
         guard()  # the server's ledger is still the one it adopted
@@ -199,6 +199,11 @@ def _catalog(sql: str, parameters: list[Any], catalog: PublicCatalog, pg: PgSett
             raise StatementError("42P01", f'relation "{missing.group(1)}" does not exist',
                                  "the tables served are the policy's: \\dt lists them.") from None
         raise StatementError(getattr(exc, "sqlstate", "42000"), first) from None
+
+
+def _qmark(sql: str) -> tuple[str, tuple[int, ...]]:
+    qmark, order = to_qmark(sql)
+    return qmark, tuple(order)
 
 
 def _value(parameters: list[Any], number: int) -> Any:

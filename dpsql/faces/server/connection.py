@@ -32,7 +32,7 @@ from dpsql.faces.server.extended import ExtendedProtocol, Portal, Prepared
 from dpsql.faces.server.scram import ScramError, ScramServer
 from dpsql.faces.server.pgsession import REPORTED, PgSettings
 from dpsql.faces.server.startup_options import apply_options
-from dpsql.faces.server.statements import split
+from dpsql.faces.server.statements import Scans, split
 from dpsql.faces.server.wire import ProtocolViolation
 
 if TYPE_CHECKING:
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 
 #: how often a running statement checks the statement timeout and whether its client is still there
 CHECK_EVERY = 0.1
+#: bytes of extended-protocol replies held before they are written anyway (else until Sync or Flush)
+HOLD_AT = 65536
 
 
 class Connection(ExtendedProtocol):
@@ -57,6 +59,9 @@ class Connection(ExtendedProtocol):
         self.catalog = server.served.catalog.view()  # the public catalog twin; interrupts reach ours only
         self.statement: asyncio.Future[Answer] | None = None  # the statement running in a worker
         self.cancelled = ""  # why it was interrupted, if it was
+        self.scans = Scans()  # this connection's texts, scanned once (statements.Scans)
+        self.held: list[bytes] = []  # extended-protocol replies not yet written (:meth:`_hold`)
+        self.held_bytes = 0
 
     # ------------------------------------------------------------------ life
     async def serve(self) -> None:
@@ -108,8 +113,21 @@ class Connection(ExtendedProtocol):
                 pass
 
     async def _send(self, *messages: bytes) -> None:
+        """Write ``messages`` after any held replies, and wait while the client's buffer is full."""
+        if self.held:
+            messages, self.held, self.held_bytes = (*self.held, *messages), [], 0
         self.writer.write(b"".join(messages))
         await self.writer.drain()
+
+    async def _hold(self, *messages: bytes) -> None:
+        """Replies to Parse, Bind, Describe, Execute and Close, written at the next Sync or Flush
+        (or :meth:`_send`, or once ``HOLD_AT`` bytes wait), as PostgreSQL's backend does: one write
+        per query instead of five (a client wanting a reply before its Sync sends Flush, as the
+        protocol requires)."""
+        self.held.extend(messages)
+        self.held_bytes += sum(len(m) for m in messages)
+        if self.held_bytes >= HOLD_AT:
+            await self._send()
 
     def cancel(self) -> None:
         """A CancelRequest for this connection: interrupt the running statement, if any."""
@@ -232,12 +250,15 @@ class Connection(ExtendedProtocol):
     async def _loop(self) -> None:
         skipping = False  # after an error in the extended protocol: discard until Sync
         while True:
-            try:
-                # a deadline on this task, not wait_for's task and timer per message (5 a query)
-                async with asyncio.timeout(self.server.idle_timeout):
-                    kind, body = await wire.read_message(self.reader)
-            except TimeoutError:
-                raise Fatal("57P05", "terminating connection due to idle-session timeout") from None
+            if wire.buffered(self.reader):  # the rest of a query's messages came with its first: no wait
+                kind, body = await wire.read_message(self.reader)
+            else:
+                try:
+                    # a deadline on this task, not wait_for's task and timer per message
+                    async with asyncio.timeout(self.server.idle_timeout):
+                        kind, body = await wire.read_message(self.reader)
+                except TimeoutError:
+                    raise Fatal("57P05", "terminating connection due to idle-session timeout") from None
             if kind == b"X":
                 return
             if kind == b"Q":
@@ -262,9 +283,9 @@ class Connection(ExtendedProtocol):
                 elif kind == b"C":
                     what, name = body.byte(), body.cstring()
                     (self.statements if what == b"S" else self.portals).pop(name, None)
-                    await self._send(wire.CLOSE_COMPLETE)
+                    await self._hold(wire.CLOSE_COMPLETE)
                 elif kind == b"H":
-                    await self.writer.drain()
+                    await self._send()
                 elif kind in (b"d", b"c", b"f"):
                     continue  # COPY data outside a COPY: ignored, as PostgreSQL does
                 else:
@@ -278,7 +299,7 @@ class Connection(ExtendedProtocol):
     # ------------------------------------------------------------------ simple protocol
     async def _simple(self, text: str) -> None:
         self.server.log(self.pg.user, "query", text)
-        statements = split(text)
+        statements = self.scans.get("split", text, lambda: tuple(split(text)))
         if not statements:
             await self._send(wire.EMPTY_QUERY, wire.ready_for_query(self.pg.status))
             return
@@ -298,35 +319,35 @@ class Connection(ExtendedProtocol):
                 out.append(wire.notice_response({"S": "NOTICE", "V": "NOTICE", "C": "00000", "M": ans.notice}))
             if copy is not None:
                 out += await self.server.in_thread(copy_out.messages, copy, ans.columns or [], ans.types, ans.rows)
-                await self._send(*out)
+                await self._hold(*out)
                 continue
             if ans.columns is not None:
                 oids = [pgtypes.oid_of(t) for t in ans.types]
                 out.append(wire.row_description((n, o, pgtypes.size_of(o), 0) for n, o in zip(ans.columns, oids)))
                 out.append(await self._rows(ans.rows, oids, [0] * len(oids)))
             out.append(wire.command_complete(ans.tag))
-            await self._send(*out)
+            await self._hold(*out)  # written with ReadyForQuery (or an error), as PostgreSQL does
         await self._send(wire.ready_for_query(self.pg.status))
 
     async def _rows(self, rows: list[tuple[Any, ...]], oids: list[int], formats: list[int]) -> bytes:
-        def encode() -> bytes:
-            return b"".join(wire.data_row(pgtypes.encode(v, o, f == 1) for v, o, f in zip(row, oids, formats))
-                            for row in rows)
-        return encode() if len(rows) < 2000 else await self.server.in_thread(encode)
+        if len(rows) < 2000:
+            return pgtypes.data_rows(rows, oids, formats)
+        return await self.server.in_thread(pgtypes.data_rows, rows, oids, formats)
 
     async def _run(self, sql: str, values: list[Any], offset: int = 0) -> Answer:
         """Answer one statement in a worker thread, honouring cancel requests and the timeout."""
         assert self.session is not None and self.pg is not None
         if self.pg.status == "E" and sql.split()[0].lower() not in ("rollback", "abort", "commit", "end"):
             raise StatementError("25P02", "current transaction is aborted, commands ignored until end of transaction block")
-        return await self._in_worker(functools.partial(answer, guard=self.server.served.check_ledger), sql, values, offset)
+        return await self._in_worker(functools.partial(answer, guard=self.server.served.check_ledger, scans=self.scans),
+                                     sql, values, offset)
 
     async def _in_worker(self, fn: Any, sql: str, values: list[Any], offset: int = 0) -> Any:
         """``fn`` (:func:`answer` or :func:`describe`) of one statement in a worker thread, stopped
         by a cancel request, the statement timeout or the client's going; errors as ErrorResponses."""
         self.cancelled = ""
-        task = self.statement = asyncio.ensure_future(self.server.in_thread(
-            fn, sql, values, self.session, self.catalog, self.pg, self.server.served.private_tables))
+        task = self.statement = self.server.submit(
+            fn, sql, values, self.session, self.catalog, self.pg, self.server.served.private_tables)
         try:
             await self._wait(task)
             return task.result()

@@ -21,7 +21,7 @@ from dpsql.faces.server.answers import Answer, StatementError, describe
 from dpsql.faces.server.host import Host
 from dpsql.faces.server.params import infer_types, placeholder_value
 from dpsql.faces.server.pgsession import PgSettings
-from dpsql.faces.server.statements import parameter_numbers, split
+from dpsql.faces.server.statements import Scans, parameter_numbers, split
 
 #: the most parameters a statement may have (a Bind counts them in 16 bits, as PostgreSQL does)
 MAX_PARAMETERS = 65535
@@ -52,9 +52,10 @@ class ExtendedProtocol:
     pg: PgSettings
     statements: dict[str, Prepared]
     portals: dict[str, Portal]
+    scans: Scans
     shapes: OrderedDict[tuple[str, tuple[int, ...]], tuple[list[str], list[str]] | None]  # least recent first
 
-    async def _send(self, *messages: bytes) -> None:
+    async def _hold(self, *messages: bytes) -> None:
         raise NotImplementedError
 
     async def _run(self, sql: str, values: list[Any], offset: int = 0) -> Answer:
@@ -73,17 +74,17 @@ class ExtendedProtocol:
         self.server.log(self.pg.user, "parse", sql)
         if name and name in self.statements:
             raise StatementError("42P05", f'prepared statement "{name}" already exists')
-        statements = split(sql)
+        statements = self.scans.get("split", sql, lambda: tuple(split(sql)))
         if len(statements) > 1:
             raise StatementError("42601", "cannot insert multiple commands into a prepared statement")
         sql = statements[0] if statements else ""
-        count = max(parameter_numbers(sql), default=0)
+        count = self.scans.get("last $n", sql, lambda: max(parameter_numbers(sql), default=0))
         if count > MAX_PARAMETERS:
             raise StatementError("42P02", f"there is no parameter ${count}: a statement has at most {MAX_PARAMETERS}")
         given = oids + [0] * (count - len(oids))
         inferred = await self.server.in_thread(infer_types, sql, given, self.server.served.column_type) if 0 in given else given
         self.statements[name] = Prepared(sql, inferred)
-        await self._send(wire.PARSE_COMPLETE)
+        await self._hold(wire.PARSE_COMPLETE)
 
     async def _bind(self, body: wire.Payload) -> None:
         portal, name = body.cstring(), body.cstring()
@@ -101,7 +102,7 @@ class ExtendedProtocol:
         except pgtypes.ParameterError as exc:
             raise StatementError("22P02", str(exc)) from None
         self.portals[portal] = Portal(stmt, values, results)
-        await self._send(wire.BIND_COMPLETE)
+        await self._hold(wire.BIND_COMPLETE)
 
     def _statement(self, name: str) -> Prepared:
         if name not in self.statements:
@@ -138,13 +139,13 @@ class ExtendedProtocol:
             cols = await self._describe_columns(portal.statement, portal.values)
             out, formats = [], portal.formats
         if cols is None:
-            await self._send(*out, wire.NO_DATA)
+            await self._hold(*out, wire.NO_DATA)
             return
         oids = [pgtypes.oid_of(t) for t in cols[1]]
         fmt = _formats(formats, len(oids))
         if what == b"P":
             self.portals[name].oids = oids
-        await self._send(*out, wire.row_description((n, o, pgtypes.size_of(o), f) for n, o, f in zip(cols[0], oids, fmt)))
+        await self._hold(*out, wire.row_description((n, o, pgtypes.size_of(o), f) for n, o, f in zip(cols[0], oids, fmt)))
 
     async def _execute(self, body: wire.Payload) -> None:
         name, limit = body.cstring(), body.int32()
@@ -153,7 +154,7 @@ class ExtendedProtocol:
             raise StatementError("34000", f'portal "{name}" does not exist')
         portal = self.portals[name]
         if not portal.statement.sql:
-            await self._send(wire.EMPTY_QUERY)
+            await self._hold(wire.EMPTY_QUERY)
             return
         if portal.answer is None:
             portal.answer = await self._run(portal.statement.sql, portal.values)
@@ -167,9 +168,9 @@ class ExtendedProtocol:
             out.append(await self._rows(ans.rows[portal.sent:end], oids, _formats(portal.formats, len(oids))))
             portal.sent = end
             if end < len(ans.rows):
-                await self._send(*out, wire.PORTAL_SUSPENDED)
+                await self._hold(*out, wire.PORTAL_SUSPENDED)
                 return
-        await self._send(*out, wire.command_complete(ans.tag))
+        await self._hold(*out, wire.command_complete(ans.tag))
 
 
 def _formats(codes: list[int], n: int) -> list[int]:

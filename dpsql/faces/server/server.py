@@ -218,7 +218,11 @@ class Server:
     async def in_thread(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` in a worker thread; a KeyboardInterrupt there (an interrupted statement)
         comes back as :class:`~dpsql.faces.server.host.Interrupted`."""
-        return await asyncio.get_running_loop().run_in_executor(self.pool, functools.partial(_uninterrupted, fn, *args))
+        return await self.submit(fn, *args)
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """:meth:`in_thread` as a future, submitted now (a statement's: no task to wrap it)."""
+        return asyncio.get_running_loop().run_in_executor(self.pool, functools.partial(_uninterrupted, fn, *args))
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()

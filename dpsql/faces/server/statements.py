@@ -19,7 +19,9 @@ the pipeline.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -147,3 +149,32 @@ def _reads_no_private(sql: str, private_tables: set[str]) -> bool:
     if len(trees) != 1 or trees[0] is None:
         return False
     return not any(t.name.lower() in private_tables for t in trees[0].find_all(exp.Table))
+
+
+class Scans:
+    """One connection's scans of the texts it was sent (:func:`split`, :func:`route`,
+    :func:`to_qmark`: functions of the text alone, and of the server's fixed private tables), so
+    that a client sending the same query again does not scan it again. Per connection, never for
+    the process: a connection is one analyst, and a memo shared by analysts would let one of them
+    learn, by timing, which texts another had sent (as dpsql/sql/plan_cache.py). The least
+    recently used of ``KEPT`` are dropped; a text longer than ``LONGEST`` is scanned each time.
+    Values kept are immutable (tuples)."""
+
+    KEPT = 256
+    LONGEST = 8192
+
+    def __init__(self) -> None:
+        self._kept: OrderedDict[tuple[str, str], Any] = OrderedDict()
+
+    def get(self, kind: str, sql: str, scan: Callable[[], Any]) -> Any:
+        """``scan()``'s result for ``sql``, remembered under ``kind`` (which scan it is)."""
+        if len(sql) > self.LONGEST:
+            return scan()
+        key = (kind, sql)
+        if key in self._kept:
+            self._kept.move_to_end(key)
+            return self._kept[key]
+        out = self._kept[key] = scan()
+        if len(self._kept) > self.KEPT:
+            self._kept.popitem(last=False)
+        return out

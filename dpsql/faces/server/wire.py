@@ -111,6 +111,13 @@ async def read_message(reader: asyncio.StreamReader) -> tuple[bytes, Payload]:
     return kind, Payload(await reader.readexactly(length - 4))
 
 
+def buffered(reader: asyncio.StreamReader) -> bool:
+    """Whether a whole message already waits in ``reader``'s buffer (a client sends a query's
+    Parse, Bind, Describe, Execute and Sync at once): reading it cannot block."""
+    buf = getattr(reader, "_buffer", None)
+    return buf is not None and len(buf) >= 5 and len(buf) >= 1 + int.from_bytes(buf[1:5], "big")
+
+
 # ---------------------------------------------------------------------------- backend messages
 def message(kind: bytes, body: bytes = b"") -> bytes:
     return kind + struct.pack("!i", len(body) + 4) + body
@@ -155,14 +162,6 @@ def row_description(fields: Iterable[tuple[str, int, int, int]]) -> bytes:
     for name, oid, size, fmt in fields:
         body += cstr(name) + struct.pack("!ihihih", 0, 0, oid, size, -1, fmt)
     return message(b"T", body)
-
-
-def data_row(values: Iterable[bytes | None]) -> bytes:
-    values = list(values)
-    parts = [struct.pack("!h", len(values))]
-    for v in values:
-        parts.append(struct.pack("!i", -1) if v is None else struct.pack("!i", len(v)) + v)
-    return message(b"D", b"".join(parts))
 
 
 def command_complete(tag: str) -> bytes:
