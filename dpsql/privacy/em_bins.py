@@ -1,7 +1,7 @@
 """A quantile's values counted into its grid's bins, exactly, for many groups at once (issue 34).
 
-The exact query of a quantile-only plan hands each group's values over as an int64 array
-(``sql/quantiles.py`` values_sql, ``backends/duckdb_arrays.py``); :func:`value_positions` finds
+The exact query of a quantile-only plan hands each group's values over as an int32 or int64
+array (``sql/quantiles.py`` values_sql, ``backends/duckdb_arrays.py``); :func:`value_positions` finds
 each value's position among the grid's candidates with two integer comparisons after a table
 look-up (no search, no logarithm), :func:`value_chunks` counts a few groups at a time, and
 :func:`value_runs` hands each chunk to ``em_runs.py``'s scoring. The counts equal the exact
@@ -31,7 +31,7 @@ def runs_from_values(values: list[Any], grid: QuantileGrid, q: Fraction) -> Runs
 
 def value_entries(values: list[Any], grid: QuantileGrid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(group, position, count) of every bin that holds a value of ``values`` (each group's values,
-    ``sql/quantiles.py`` values_sql: an int64 array or a list; None for a group without one),
+    ``sql/quantiles.py`` values_sql: an int32 or int64 array, or a list; None for a group without one),
     ordered by group then position (``em_runs.positions``' half steps): the groups' sparse histograms,
     the same counts as the exact query's ``HISTOGRAM`` form (tests/test_quantile_binned.py):
     :func:`value_chunks`' counts, all groups at once."""
@@ -59,7 +59,8 @@ def value_chunks(values: list[Any], grid: QuantileGrid) -> Iterator[tuple[int, i
     :data:`SPARSE` times the values (reading mostly empty counters would cost more).
     At most :data:`VALUES_AT_ONCE` values are counted at once (a bigger group alone, in slices),
     so the arrays a job adds to the values themselves stay bounded whatever the rows."""
-    arrays = [_EMPTY if v is None else np.asarray(v, dtype=np.int64) for v in values]
+    arrays = [_NONE if v is None else v if isinstance(v, np.ndarray) and v.dtype in _INTS else np.asarray(v, dtype=np.int64)
+              for v in values]
     sizes = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
     ends, width = np.cumsum(sizes), 2 * len(grid.candidates()) + 1
     start = 0
@@ -148,6 +149,9 @@ def value_positions(v: np.ndarray, grid: QuantileGrid) -> np.ndarray:
 _TABLES: dict[Any, Any] = {}
 _MISSING = object()
 _EMPTY = np.empty(0, dtype=np.int64)
+_NONE = np.empty(0, dtype=np.int32)  # a group without a value (int32: joins int32 lists unwidened)
+#: the arrays counted as they come (values_sql's INTEGER or BIGINT lists); anything else as int64
+_INTS = (np.dtype(np.int32), np.dtype(np.int64))
 #: values counted into bins at once (:func:`value_entries`): its arrays hold ~5 int64 a value
 VALUES_AT_ONCE = 1 << 22
 #: the most (group, position) counters :func:`value_entries` counts a chunk of groups into
