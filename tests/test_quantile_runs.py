@@ -209,17 +209,19 @@ def test_value_entries_count_each_group_into_the_histograms_bins(grid, at_once, 
 
 @pytest.mark.parametrize("q,eps", [(Fraction(1, 2), Fraction(1)), (Fraction(9, 10), Fraction(1, 4)),
                                    (Fraction(1, 4), Fraction(3))])
-def test_draws_of_many_groups_from_values_follow_the_naive_mechanism(q, eps, monkeypatch, runs_form):
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_draws_of_many_groups_from_values_follow_the_naive_mechanism(q, eps, dtype, monkeypatch, runs_form):
     """quantile.draw over each group's values (the path a quantile-only query takes), in chunks
     of a few groups (SCORE_ENTRIES made small, so that a chunk's boundary that shifted a group
-    would draw it from its neighbour's distribution): the same χ² test per group."""
+    would draw it from its neighbour's distribution): the same χ² test per group; the values as
+    int64 or as int32 arrays (values_sql's INTEGER lists)."""
     monkeypatch.setattr(quantile, "SCORE_ENTRIES", 40)
     grid = QuantileGrid(0, 1000, "log", 30)
     r = random.Random(5)
     shapes = [[int(r.expovariate(1 / 40)) for _ in range(60)], [7] * 30, [3, 900], [],
               [int(r.gauss(300, 50)) for _ in range(15)]]
     n = 4000
-    values = [np.array(v, dtype=np.int64) if v else None for v in shapes]
+    values = [np.array(v, dtype=dtype) if v else None for v in shapes]
     draws = np.array(quantile.draw(values * n, grid, q, eps, seeded_random(21), values=True)).reshape(n, len(shapes))
     for g, group in enumerate(shapes):
         stat, dof = _chi2(draws[:, g], _naive_em(group, grid, q, eps))
