@@ -84,7 +84,9 @@ def _count_slices(a: np.ndarray, grid: QuantileGrid, width: int) -> np.ndarray:
 
 
 def _count_groups(arrays: list[np.ndarray], sizes: np.ndarray, grid: QuantileGrid, width: int) -> np.ndarray:
-    if int(sizes.sum()) >= BIG_GROUP * len(arrays):  # big groups: each in place, no copy nor repeat
+    # big groups: each in place, no copy nor repeat. A choice by sizes that changes nothing
+    # released: the same positions, so the same counters, either way
+    if int(sizes.sum()) >= BIG_GROUP * len(arrays):
         key = np.empty(int(sizes.sum()), dtype=np.int64)
         ends = np.cumsum(sizes).tolist()
         for r, a in enumerate(arrays):
