@@ -58,7 +58,7 @@ GROUP BY "state", CASE WHEN "age" BETWEEN 0 AND 100 THEN "age" END;
 # title: median of age by age decade
 # execute: true
 SELECT age // 10 * 10 AS decade, MEDIAN(age) FROM persons GROUP BY 1;
-WITH __q1 AS (SELECT TRY(CASE WHEN "age" BETWEEN 0 AND 100 THEN "age" END // 10 * 10) AS "__k0", CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS BIGINT) AS __qw FROM "persons")
+WITH __q1 AS (SELECT TRY(CASE WHEN "age" BETWEEN 0 AND 100 THEN "age" END // 10 * 10) AS "__k0", TRY_CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS INTEGER) AS __qw FROM "persons")
 SELECT "__k0", LIST(__qw) FILTER (WHERE __qw IS NOT NULL) AS "__p0"
 FROM __q1
 GROUP BY "__k0";

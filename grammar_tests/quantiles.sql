@@ -1,14 +1,14 @@
 # title: median of a measure
 # execute: true
 SELECT MEDIAN(age) FROM persons;
-WITH __q1 AS (SELECT CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS BIGINT) AS __qw FROM "persons")
+WITH __q1 AS (SELECT TRY_CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS INTEGER) AS __qw FROM "persons")
 SELECT LIST(__qw) FILTER (WHERE __qw IS NOT NULL) AS "__p0"
 FROM __q1;
 
 # title: median per public key
 # execute: true
 SELECT sex, MEDIAN(age) FROM persons GROUP BY sex;
-WITH __q1 AS (SELECT "sex" AS "sex", CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS BIGINT) AS __qw FROM "persons")
+WITH __q1 AS (SELECT "sex" AS "sex", TRY_CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS INTEGER) AS __qw FROM "persons")
 SELECT "sex", LIST(__qw) FILTER (WHERE __qw IS NOT NULL) AS "__p0"
 FROM __q1
 GROUP BY "sex";
@@ -16,7 +16,7 @@ GROUP BY "sex";
 # title: quantile_cont
 # execute: true
 SELECT state, QUANTILE_CONT(age, 0.9) AS p90 FROM persons GROUP BY state;
-WITH __q1 AS (SELECT "state" AS "state", CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS BIGINT) AS __qw FROM "persons")
+WITH __q1 AS (SELECT "state" AS "state", TRY_CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS INTEGER) AS __qw FROM "persons")
 SELECT "state", LIST(__qw) FILTER (WHERE __qw IS NOT NULL) AS "__p0"
 FROM __q1
 GROUP BY "state";
@@ -24,28 +24,28 @@ GROUP BY "state";
 # title: quantile_disc reads as the same quantile
 # execute: true
 SELECT QUANTILE_DISC(age, 0.25) FROM persons;
-WITH __q1 AS (SELECT CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS BIGINT) AS __qw FROM "persons")
+WITH __q1 AS (SELECT TRY_CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS INTEGER) AS __qw FROM "persons")
 SELECT LIST(__qw) FILTER (WHERE __qw IS NOT NULL) AS "__p0"
 FROM __q1;
 
 # title: quantile alias
 # execute: true
 SELECT QUANTILE(age, 0.75) FROM persons;
-WITH __q1 AS (SELECT CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS BIGINT) AS __qw FROM "persons")
+WITH __q1 AS (SELECT TRY_CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS INTEGER) AS __qw FROM "persons")
 SELECT LIST(__qw) FILTER (WHERE __qw IS NOT NULL) AS "__p0"
 FROM __q1;
 
 # title: approx_quantile
 # execute: true
 SELECT APPROX_QUANTILE(age, 0.5) FROM persons;
-WITH __q1 AS (SELECT CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS BIGINT) AS __qw FROM "persons")
+WITH __q1 AS (SELECT TRY_CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS INTEGER) AS __qw FROM "persons")
 SELECT LIST(__qw) FILTER (WHERE __qw IS NOT NULL) AS "__p0"
 FROM __q1;
 
 # title: percentile_cont within group
 # execute: true
 SELECT sex, PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY age) FROM persons GROUP BY sex;
-WITH __q1 AS (SELECT "sex" AS "sex", CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS BIGINT) AS __qw FROM "persons")
+WITH __q1 AS (SELECT "sex" AS "sex", TRY_CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS INTEGER) AS __qw FROM "persons")
 SELECT "sex", LIST(__qw) FILTER (WHERE __qw IS NOT NULL) AS "__p0"
 FROM __q1
 GROUP BY "sex";
@@ -53,14 +53,14 @@ GROUP BY "sex";
 # title: percentile_disc within group descending asks for one minus q
 # execute: true
 SELECT PERCENTILE_DISC(0.9) WITHIN GROUP (ORDER BY age DESC) FROM persons;
-WITH __q1 AS (SELECT CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS BIGINT) AS __qw FROM "persons")
+WITH __q1 AS (SELECT TRY_CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS INTEGER) AS __qw FROM "persons")
 SELECT LIST(__qw) FILTER (WHERE __qw IS NOT NULL) AS "__p0"
 FROM __q1;
 
 # title: median and quantile_cont at one half share a primitive
 # execute: true
 SELECT MEDIAN(age), QUANTILE_CONT(age, 0.5) FROM persons;
-WITH __q1 AS (SELECT CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS BIGINT) AS __qw FROM "persons")
+WITH __q1 AS (SELECT TRY_CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS INTEGER) AS __qw FROM "persons")
 SELECT LIST(__qw) FILTER (WHERE __qw IS NOT NULL) AS "__p0"
 FROM __q1;
 
@@ -74,7 +74,7 @@ GROUP BY "sex";
 # title: median in having and order by
 # execute: true
 SELECT state, MEDIAN(age) AS m FROM persons GROUP BY state HAVING MEDIAN(age) > 30 ORDER BY m DESC LIMIT 5;
-WITH __q1 AS (SELECT "state" AS "state", CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS BIGINT) AS __qw FROM "persons")
+WITH __q1 AS (SELECT "state" AS "state", TRY_CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS INTEGER) AS __qw FROM "persons")
 SELECT "state", LIST(__qw) FILTER (WHERE __qw IS NOT NULL) AS "__p0"
 FROM __q1
 GROUP BY "state";
@@ -82,7 +82,7 @@ GROUP BY "state";
 # title: median with a where filter
 # execute: true
 SELECT sex, MEDIAN(age) FROM persons WHERE state IN ('CA', 'TX') GROUP BY sex;
-WITH __q1 AS (SELECT "sex" AS "sex", CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS BIGINT) AS __qw FROM "persons" WHERE "state" IN ('CA', 'TX'))
+WITH __q1 AS (SELECT "sex" AS "sex", TRY_CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS INTEGER) AS __qw FROM "persons" WHERE "state" IN ('CA', 'TX'))
 SELECT "sex", LIST(__qw) FILTER (WHERE __qw IS NOT NULL) AS "__p0"
 FROM __q1
 GROUP BY "sex";
@@ -90,7 +90,7 @@ GROUP BY "sex";
 # title: median per region of a joined public table
 # execute: true
 SELECT s.region, MEDIAN(p.age) FROM persons p JOIN states s ON p.state = s.code GROUP BY s.region;
-WITH __q1 AS (SELECT "__j1_region" AS "__j1_region", CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS BIGINT) AS __qw FROM "persons" INNER JOIN (SELECT "code" AS "__j1_code", "region" AS "__j1_region" FROM "states") AS "__j1" ON "state" = "__j1_code")
+WITH __q1 AS (SELECT "__j1_region" AS "__j1_region", TRY_CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS INTEGER) AS __qw FROM "persons" INNER JOIN (SELECT "code" AS "__j1_code", "region" AS "__j1_region" FROM "states") AS "__j1" ON "state" = "__j1_code")
 SELECT "__j1_region", LIST(__qw) FILTER (WHERE __qw IS NOT NULL) AS "__p0"
 FROM __q1
 GROUP BY "__j1_region";
@@ -98,7 +98,7 @@ GROUP BY "__j1_region";
 # title: median arithmetic
 # execute: true
 SELECT sex, MEDIAN(age) + 1 AS next_birthday FROM persons GROUP BY sex;
-WITH __q1 AS (SELECT "sex" AS "sex", CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS BIGINT) AS __qw FROM "persons")
+WITH __q1 AS (SELECT "sex" AS "sex", TRY_CAST(CASE WHEN "age" < -1 THEN -1 WHEN "age" > 101 THEN 101 ELSE "age" END AS INTEGER) AS __qw FROM "persons")
 SELECT "sex", LIST(__qw) FILTER (WHERE __qw IS NOT NULL) AS "__p0"
 FROM __q1
 GROUP BY "sex";

@@ -20,7 +20,10 @@ from dpsql.testing import seeded_random
 from tests.test_many_rows import assert_refused_by_the_final_check
 
 GRIDS = [QuantileGrid(0, 10**8, "log", 1000), QuantileGrid(0, 100, "log", 30), QuantileGrid(-50, 50, "linear", 7),
-         QuantileGrid(-2**62, 2**62, "linear", 1000), QuantileGrid(0, 2**62, "log", 200), QuantileGrid(3, 5, "linear", 3)]
+         QuantileGrid(-2**62, 2**62, "linear", 1000), QuantileGrid(0, 2**62, "log", 200), QuantileGrid(3, 5, "linear", 3),
+         # c_0 − 1 and c_{m−1} + 1 at INTEGER's ends exactly (INTEGER lists), then one past either end (BIGINT)
+         QuantileGrid(-2**31 + 1, 2**31 - 2, "linear", 5), QuantileGrid(-2**31 + 1, 2**31 - 1, "linear", 5),
+         QuantileGrid(-2**31, 2**31 - 2, "linear", 5)]
 
 
 def _hostile(grid: QuantileGrid) -> list[int | None]:
@@ -87,32 +90,45 @@ def test_value_counts_equal_the_histograms_on_hostile_doubles():
 
 
 def test_fetch_arrays_reads_the_other_columns_as_fetchall_does():
-    """fetch_arrays: the same rows as fetchall, lists as int64 arrays (NULL: None), through numpy
-    for text, integer and boolean keys, through fetchall for a DATE, a DECIMAL, a TIMESTAMP."""
+    """fetch_arrays: the same rows as fetchall, lists as int64 arrays (int32 for INTEGER lists;
+    NULL: None), through numpy for text, integer and boolean keys, through fetchall for a DATE, a
+    DECIMAL, a TIMESTAMP."""
     con = duckdb.connect()
     con.execute("CREATE TABLE t (s VARCHAR, i BIGINT, j INTEGER, b BOOLEAN, d DATE, e DECIMAL(9, 2), ts TIMESTAMP, v BIGINT)")
     con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [["a", 1, 1, True, "2020-01-01", 1.25, "2020-01-01 10:00:00", 5], ["a", 1, 1, True, "2020-01-01", 1.25, "2020-01-01 10:00:00", 7],
                      [None, None, None, None, None, None, None, 3], ["b", 2**62, -2, False, "1970-01-02", -0.5, "1960-01-01 00:00:01", None]])
-    for cols in ("s, i, j, b", "s, i, j, b, d", "e, s", "ts"):
-        sql = f"SELECT {cols}, LIST(v) FILTER (WHERE v IS NOT NULL), COUNT(*) FROM t GROUP BY ALL ORDER BY ALL"
+    for (cols, v, dtype) in [(c, v, d) for c in ("s, i, j, b", "s, i, j, b, d", "e, s", "ts")
+                             for v, d in (("v", np.int64), ("TRY_CAST(v % 2**31 AS INTEGER)", np.int32))]:
+        sql = f"SELECT {cols}, LIST({v}) FILTER (WHERE v IS NOT NULL), COUNT(*) FROM t GROUP BY ALL ORDER BY ALL"
         want = con.execute(sql).fetchall()
         got = fetch_arrays(con.execute(sql))
         assert [r[:-2] + r[-1:] for r in got] == [r[:-2] + r[-1:] for r in want]
         assert [None if r[-2] is None else (r[-2].dtype, sorted(r[-2].tolist())) for r in got] \
-            == [None if r[-2] is None else (np.dtype(np.int64), sorted(r[-2])) for r in want]
+            == [None if r[-2] is None else (np.dtype(dtype), sorted(r[-2])) for r in want]
         assert all(type(a) is type(b) for r, w in zip(got, want) for a, b in zip(r[:-2], w[:-2]))
 
 
-def test_values_sql_passes_the_final_check_and_tampered_forms_do_not():
+def test_values_sql_lists_integers_only_when_the_grids_ends_fit_one():
+    """INTEGER lists exactly when c_0 − 1 and c_{m−1} + 1 fit 32 bits (public: the grid's), else
+    BIGINT; the counts of both are checked against DuckDB's histogram by the hostile tests above."""
+    for grid, int32 in zip(GRIDS, [True, True, True, False, False, True, True, False, False]):
+        sql = values_sql([("g", "g")], "v", "t", grid.candidates(), ["p"], "n")
+        assert ("AS INTEGER) AS __qw" in sql, "AS BIGINT) AS __qw" in sql) == (int32, not int32)
+
+
+@pytest.mark.parametrize("grid", [QuantileGrid(0, 10**8, "log", 1000), QuantileGrid(0, 2**62, "log", 200)],
+                         ids=["integer", "bigint"])
+def test_values_sql_passes_the_final_check_and_tampered_forms_do_not(grid):
     """The values form is total by the rules the final check already had (a clamp of the value by
-    integer literals, a cast of it to BIGINT, LIST with FILTER, COUNT): tampering is refused."""
-    grid = QuantileGrid(0, 10**8, "log", 1000)
+    integer literals, a cast of it to BIGINT or a TRY_CAST to INTEGER, LIST with FILTER, COUNT):
+    tampering is refused."""
     sql = values_sql([("g", "g")], "v", "t", grid.candidates(), ["p"], "n")
     types = {"g": "INTEGER", "v": "BIGINT"}
     check_final(sql, types)
     tampered = [
-        sql.replace("AS BIGINT) AS __qw", "AS INTEGER) AS __qw", 1),  # a cast that fails past 2^31
+        sql.replace("AS BIGINT) AS __qw", "AS INTEGER) AS __qw", 1)  # a cast that fails past 2^31
+        if "AS BIGINT) AS __qw" in sql else sql.replace("TRY_CAST(CASE", "CAST(CASE", 1),
         sql.replace("ELSE v END", "ELSE v * 3 END", 1),  # a product that overflows
         sql.replace("LIST(__qw)", "LIST(__qw // 0)", 1),
         sql.replace("FILTER (WHERE __qw IS NOT NULL)", "FILTER (WHERE __qw // 0 > 1)", 1),

@@ -173,28 +173,34 @@ def test_counters_whose_scores_could_pass_int64_are_not_scored_densely():
 
 
 @pytest.mark.parametrize("at_once", [None, 1, 7, 64])
-@pytest.mark.parametrize("counting", ["counters", "one group's counters", "sort"])
+@pytest.mark.parametrize("counting", ["counters", "one group's counters", "groups in place", "sort"])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
 @pytest.mark.parametrize("grid", [*GRIDS, QuantileGrid(3, 5, "linear", 3), QuantileGrid(-2**62, 2**62, "linear", 100),
                                   QuantileGrid(0, 2**62, "log", 200), QuantileGrid(2**60, 2**60 + 300, "linear", 301)])
-def test_value_entries_count_each_group_into_the_histograms_bins(grid, at_once, counting, monkeypatch):
+def test_value_entries_count_each_group_into_the_histograms_bins(grid, at_once, counting, dtype, monkeypatch):
     """em_bins.value_entries against bins counted here one value at a time, whatever the values
     counted at once (one group in slices, groups counted by bincount — several groups' counters
-    at once or one group's — or by sorting), for random int64s, every bound and its neighbours,
-    int64's extremes; through the bucket table of value_positions, or (the last grid: adjacent
-    integers near 2^60, which no double's leading bits separate) its binary search."""
+    at once or one group's, each group's positions found in place — or by sorting), for random
+    int64s, every bound and its neighbours, int64's extremes; through the bucket table of
+    value_positions, or (the last grid: adjacent integers near 2^60, which no double's leading
+    bits separate) its binary search. As int32 arrays too (values_sql's INTEGER lists): the values
+    clamped to int32's range, compared with candidates that fit int32 or not."""
     if at_once:
         monkeypatch.setattr(em_bins, "VALUES_AT_ONCE", at_once)
     monkeypatch.setattr(em_bins, "SPARSE", 0 if counting == "sort" else 10**9)
     if counting == "one group's counters":
         monkeypatch.setattr(em_bins, "COUNTERS", 1)
+    monkeypatch.setattr(em_bins, "BIG_GROUP", 1 if counting == "groups in place" else 10**9)
     assert (em_bins._table(grid) is None) == (grid.lo == 2**60)
     r = random.Random(2)
     rng = np.random.default_rng(2)
     groups = [_hostile(grid, r, 50), [], [b + d for b in grid.bounds() for d in (-1, 0, 1)],
               rng.integers(-2**63, 2**63 - 1, 500, dtype=np.int64).tolist(), [grid.lo] * 40, _hostile(grid, r, 9)]
+    if dtype == np.int32:
+        groups = [[min(max(v, -2**31), 2**31 - 1) for v in g] for g in groups]
     cands = grid.candidates()
     key_of = {2 * i: c - 1 for i, c in enumerate(cands)} | {2 * i + 1: c for i, c in enumerate(cands)} | {2 * len(cands): 2**63 - 1}
-    group, pos, counts = em_bins.value_entries([np.array(g, dtype=np.int64) for g in groups], grid)
+    group, pos, counts = em_bins.value_entries([np.array(g, dtype=dtype) for g in groups], grid)
     assert np.all(np.diff(group * (2 * len(cands) + 1) + pos) > 0)  # ordered by group, then position
     for g, values in enumerate(groups):
         mine = group == g
@@ -203,17 +209,19 @@ def test_value_entries_count_each_group_into_the_histograms_bins(grid, at_once, 
 
 @pytest.mark.parametrize("q,eps", [(Fraction(1, 2), Fraction(1)), (Fraction(9, 10), Fraction(1, 4)),
                                    (Fraction(1, 4), Fraction(3))])
-def test_draws_of_many_groups_from_values_follow_the_naive_mechanism(q, eps, monkeypatch, runs_form):
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_draws_of_many_groups_from_values_follow_the_naive_mechanism(q, eps, dtype, monkeypatch, runs_form):
     """quantile.draw over each group's values (the path a quantile-only query takes), in chunks
     of a few groups (SCORE_ENTRIES made small, so that a chunk's boundary that shifted a group
-    would draw it from its neighbour's distribution): the same χ² test per group."""
+    would draw it from its neighbour's distribution): the same χ² test per group; the values as
+    int64 or as int32 arrays (values_sql's INTEGER lists)."""
     monkeypatch.setattr(quantile, "SCORE_ENTRIES", 40)
     grid = QuantileGrid(0, 1000, "log", 30)
     r = random.Random(5)
     shapes = [[int(r.expovariate(1 / 40)) for _ in range(60)], [7] * 30, [3, 900], [],
               [int(r.gauss(300, 50)) for _ in range(15)]]
     n = 4000
-    values = [np.array(v, dtype=np.int64) if v else None for v in shapes]
+    values = [np.array(v, dtype=dtype) if v else None for v in shapes]
     draws = np.array(quantile.draw(values * n, grid, q, eps, seeded_random(21), values=True)).reshape(n, len(shapes))
     for g, group in enumerate(shapes):
         stat, dof = _chi2(draws[:, g], _naive_em(group, grid, q, eps))

@@ -9,8 +9,8 @@ What phases 2-3 hold, for every aggregate:
   in, so the whole query holds at most one entry per row, whatever the grid. DuckDB's own
   ``HISTOGRAM(v, bounds)`` kept every bound in every group: ~80 KB a group on the demo's grid,
   no bound at all over a private key. A query of quantiles of one measure instead hands each
-  group's values over (``quantiles.values_sql``, issue 34): one BIGINT a row in DuckDB, as its own
-  MEDIAN holds, and one int64 a non-NULL row in numpy while ``em_bins.value_entries`` counts them
+  group's values over (``quantiles.values_sql``, issue 34): one INTEGER (or BIGINT) a row in DuckDB,
+  as its own MEDIAN holds, and one int32 (or int64) a non-NULL row in numpy while ``em_bins`` counts them
   (its working arrays: at most ``VALUES_AT_ONCE`` values at once). Every state is thus at most
   proportional to the rows read, as for any GROUP BY; DuckDB's ``memory_limit`` is the budget
   below and it spills to its temporary folder beyond it (``backends/duckdb.py``).

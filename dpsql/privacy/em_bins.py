@@ -1,7 +1,7 @@
 """A quantile's values counted into its grid's bins, exactly, for many groups at once (issue 34).
 
-The exact query of a quantile-only plan hands each group's values over as an int64 array
-(``sql/quantiles.py`` values_sql, ``backends/duckdb_arrays.py``); :func:`value_positions` finds
+The exact query of a quantile-only plan hands each group's values over as an int32 or int64
+array (``sql/quantiles.py`` values_sql, ``backends/duckdb_arrays.py``); :func:`value_positions` finds
 each value's position among the grid's candidates with two integer comparisons after a table
 look-up (no search, no logarithm), :func:`value_chunks` counts a few groups at a time, and
 :func:`value_runs` hands each chunk to ``em_runs.py``'s scoring. The counts equal the exact
@@ -31,7 +31,7 @@ def runs_from_values(values: list[Any], grid: QuantileGrid, q: Fraction) -> Runs
 
 def value_entries(values: list[Any], grid: QuantileGrid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(group, position, count) of every bin that holds a value of ``values`` (each group's values,
-    ``sql/quantiles.py`` values_sql: an int64 array or a list; None for a group without one),
+    ``sql/quantiles.py`` values_sql: an int32 or int64 array, or a list; None for a group without one),
     ordered by group then position (``em_runs.positions``' half steps): the groups' sparse histograms,
     the same counts as the exact query's ``HISTOGRAM`` form (tests/test_quantile_binned.py):
     :func:`value_chunks`' counts, all groups at once."""
@@ -59,7 +59,8 @@ def value_chunks(values: list[Any], grid: QuantileGrid) -> Iterator[tuple[int, i
     :data:`SPARSE` times the values (reading mostly empty counters would cost more).
     At most :data:`VALUES_AT_ONCE` values are counted at once (a bigger group alone, in slices),
     so the arrays a job adds to the values themselves stay bounded whatever the rows."""
-    arrays = [_EMPTY if v is None else np.asarray(v, dtype=np.int64) for v in values]
+    arrays = [_NONE if v is None else v if isinstance(v, np.ndarray) and v.dtype in _INTS else np.asarray(v, dtype=np.int64)
+              for v in values]
     sizes = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
     ends, width = np.cumsum(sizes), 2 * len(grid.candidates()) + 1
     start = 0
@@ -83,8 +84,16 @@ def _count_slices(a: np.ndarray, grid: QuantileGrid, width: int) -> np.ndarray:
 
 
 def _count_groups(arrays: list[np.ndarray], sizes: np.ndarray, grid: QuantileGrid, width: int) -> np.ndarray:
-    key = value_positions(np.concatenate(arrays), grid)
-    key += np.repeat(np.arange(len(arrays), dtype=np.int64) * width, sizes)
+    # big groups: each in place, no copy nor repeat. A choice by sizes that changes nothing
+    # released: the same positions, so the same counters, either way
+    if int(sizes.sum()) >= BIG_GROUP * len(arrays):
+        key = np.empty(int(sizes.sum()), dtype=np.int64)
+        ends = np.cumsum(sizes).tolist()
+        for r, a in enumerate(arrays):
+            value_positions(a, grid, key[ends[r] - a.size:ends[r]], r * width)
+    else:
+        key = value_positions(np.concatenate(arrays), grid)
+        key += np.repeat(np.arange(len(arrays), dtype=np.int64) * width, sizes)
     return np.bincount(key, minlength=len(arrays) * width)
 
 
@@ -108,10 +117,10 @@ def value_runs(values: list[Any], grid: QuantileGrid, q: Fraction) -> Iterator[t
     m = len(grid.candidates())
     for a, b, count in value_chunks(values, grid):
         n = count()
-        yield a, b, dense_runs(n, b - a, m, q) if isinstance(n, np.ndarray) and fits_dense(n, b - a, m, q) else n
+        yield a, b, dense_runs(n, b - a, m, q, own=True) if isinstance(n, np.ndarray) and fits_dense(n, b - a, m, q) else n
 
 
-def value_positions(v: np.ndarray, grid: QuantileGrid) -> np.ndarray:
+def value_positions(v: np.ndarray, grid: QuantileGrid, out: np.ndarray | None = None, offset: int = 0) -> np.ndarray:
     """The position of each value among the candidates, as ``em_runs.positions`` gives its bin's:
     2i + 1 for a value equal to c_i, else 2i for i = #{c < v} (2m above c_{m−1}).
 
@@ -125,43 +134,56 @@ def value_positions(v: np.ndarray, grid: QuantileGrid) -> np.ndarray:
     last candidate (i_b = m) holds only values above c_{m−1}: it is given i_b = m − 1 and
     c' = c_{m−1} (both comparisons true). A grid whose candidates the buckets cannot separate
     takes a binary search (``searchsorted``, 3x slower). In slices of :data:`SLICE` values, so
-    that the steps' arrays stay in the processor's cache."""
+    that the steps' arrays stay in the processor's cache; int32 values are compared with the
+    candidates as int32 (when they all fit one: the same comparisons, 4x faster than int32
+    against int64). Into ``out`` (int64) if given, each plus ``offset``."""
     table = _table(grid)
-    out = np.empty(v.shape, dtype=np.int64)
+    out = np.empty(v.shape, dtype=np.int64) if out is None else out
     if table is None:
         c = np.array(grid.candidates(), dtype=np.int64)
         i = np.searchsorted(c, v, side="left")
         np.multiply(i, 2, out=out)
         out += c[np.minimum(i, c.size - 1)] == v
+        out += offset
         return out
-    base, cand, bucket = table
+    base, cand, cand32, bucket = table
+    cand = cand32 if v.dtype == np.int32 and cand32 is not None else cand
+    ge, gt = np.empty(min(SLICE, v.size), dtype=bool), np.empty(min(SLICE, v.size), dtype=bool)
     for k in range(0, v.size, SLICE):
         x = v[k:k + SLICE]
         b = bucket(x)
         c = np.take(cand, b)
+        at, above = np.greater_equal(x, c, out=ge[:x.size]).view(np.uint8), np.greater(x, c, out=gt[:x.size]).view(np.uint8)
+        at += above  # [v >= c'] + [v > c'], in bytes (one cast to int64 below, not two)
         p = np.take(base, b, out=out[k:k + SLICE])
-        p += x >= c
-        p += x > c
+        p += at
+        if offset:
+            p += offset
     return out
 
 
 _TABLES: dict[Any, Any] = {}
 _MISSING = object()
 _EMPTY = np.empty(0, dtype=np.int64)
+_NONE = np.empty(0, dtype=np.int32)  # a group without a value (int32: joins int32 lists unwidened)
+#: the arrays counted as they come (values_sql's INTEGER or BIGINT lists); anything else as int64
+_INTS = (np.dtype(np.int32), np.dtype(np.int64))
 #: values counted into bins at once (:func:`value_entries`): its arrays hold ~5 int64 a value
 VALUES_AT_ONCE = 1 << 22
 #: the most (group, position) counters :func:`value_entries` counts a chunk of groups into
 COUNTERS = 1 << 18
 #: :func:`value_entries` sorts rather than counts past this many counters a value
 SPARSE = 32
+#: :func:`_count_groups` finds each group's positions in place from this many values a group on
+BIG_GROUP = 1 << 12
 #: values :func:`value_positions` computes at once (each step's array fits in the cache)
 SLICE = 1 << 15
 #: the most leading bits of the float's fraction a bucket may use (a table of 64 · 2^k entries)
 _MAX_BITS = 12
 
 
-def _table(grid: QuantileGrid) -> tuple[np.ndarray, np.ndarray, Any] | None:
-    """(2·i_b per bucket, c' per bucket, β) for :func:`value_positions`, or None when no β of at
+def _table(grid: QuantileGrid) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, Any] | None:
+    """(2·i_b per bucket, c' per bucket, c' as int32 if every candidate fits one, β) for :func:`value_positions`, or None when no β of at
     most :data:`_MAX_BITS` leading bits gives each candidate its own bucket. β(v): v as a double
     minus c_0 − 1 (rounding to a double and subtracting a constant are non-decreasing), clamped to
     [1, c_{m−1} − c_0 + 2], read as its bits shifted to keep the exponent and k bits of the
@@ -188,7 +210,8 @@ def _table(grid: QuantileGrid) -> tuple[np.ndarray, np.ndarray, Any] | None:
             i = np.searchsorted(cb, np.arange(int(bucket(np.array([2**63 - 1]))[0]) + 1), side="left")
             last = i == m
             i[last] = m - 1
-            table = ((2 * i).astype(np.int64), cands[i], bucket)
+            c32 = cands[i].astype(np.int32) if -2**31 <= cands[0] and cands[-1] < 2**31 else None
+            table = ((2 * i).astype(np.int64), cands[i], c32, bucket)
             break
     if len(_TABLES) >= 64:
         _TABLES.clear()

@@ -145,39 +145,39 @@ def _dense_runs(ekey: np.ndarray, counts: np.ndarray, g: int, m: int, q: Fractio
     distinct keys r · (2m + 1) + p, in int64 (the caller's checks: no score reaches 2^62)."""
     n = np.zeros(g * (2 * m + 1), dtype=np.int64)
     n[ekey] = counts
-    return dense_runs(n, g, m, q)
+    return dense_runs(n, g, m, q, own=True)
 
 
-def dense_runs(n: np.ndarray, g: int, m: int, q: Fraction) -> Runs:
+def dense_runs(n: np.ndarray, g: int, m: int, q: Fraction, own: bool = False) -> Runs:
     """The runs of g groups from their counts n (a g × (2m + 1) array, or flat: group r's count at
-    position p is n[r · (2m + 1) + p]): candidate i has B_i = #{x < c_i} = Σ n over p <= 2i (a
-    cumulated sum of the pairs n[2i − 1] + n[2i]) and #{x > c_i} = T − B_i − n[2i + 1], so its
-    score is |b · B_i + a · n[2i + 1] − a · T|; a run starts at 0 and wherever the score changes.
-    In int64: the caller keeps b · T below 2^61 (:func:`fits_dense`), so no score passes 2^62."""
+    position p is n[r · (2m + 1) + p]): with C_p = Σ n over positions <= p (a cumulated sum of each
+    group's counters), candidate i has B_i = #{x < c_i} = C_{2i}, #{x = c_i} = C_{2i+1} − C_{2i}
+    and #{x > c_i} = T − C_{2i+1} (T = C_{2m}), so its score |b · B_i + a · #{x = c_i} − a · T| is
+    |(b − a) · C_{2i} + a · C_{2i+1} − a · T|; a run starts at 0 and wherever the score changes.
+    In int64: the caller keeps b · T below 2^61 (:func:`fits_dense`), so no score passes 2^62.
+    ``own``: n is the caller's to overwrite (the sums are made in place)."""
     n = n.reshape(g, 2 * m + 1)
     a, b = q.numerator, q.denominator
+    c = np.cumsum(n, axis=1, out=n if own else None)  # C
     s = np.empty((g, m), dtype=np.int64)
-    s[:, 0] = n[:, 0]
-    np.add(n[:, 1:2 * m - 1:2], n[:, 2:2 * m:2], out=s[:, 1:])
-    np.cumsum(s, axis=1, out=s)  # B_i
-    total = s[:, -1] + n[:, 2 * m - 1] + n[:, 2 * m]
-    s *= b
-    s += a * n[:, 1:2 * m:2]
-    s -= (a * total)[:, None]
+    if b - a == a:  # the median: C_{2i} + C_{2i+1} in one pass
+        np.add(c[:, 0:2 * m:2], c[:, 1:2 * m:2], out=s)
+    else:
+        np.multiply(c[:, 0:2 * m:2], b - a, out=s)
+        s += a * c[:, 1:2 * m:2]
+    s -= (a * c[:, 2 * m])[:, None]
     np.abs(s, out=s)
     change = np.empty((g, m), dtype=bool)
     change[:, 0] = True
     np.not_equal(s[:, 1:], s[:, :-1], out=change[:, 1:])
-    per = np.count_nonzero(change, axis=1)
     at = np.flatnonzero(change)
-    first = np.zeros(g + 1, dtype=np.int64)
-    np.cumsum(per, out=first[1:])
-    owner = np.repeat(np.arange(g, dtype=np.int64), per)
+    first = np.searchsorted(at, np.arange(g + 1, dtype=np.int64) * m)  # a group's runs: its changes
+    owner = np.repeat(np.arange(g, dtype=np.int64), np.diff(first))
     starts = at - owner * m
     nxt = np.append(starts[1:], m)
     nxt[first[1:] - 1] = m  # a group's last run ends at m
     d = s.ravel()[at]
-    d -= s.min(axis=1)[owner]
+    d -= np.minimum.reduceat(d, first[:-1])[owner]  # each group's least score is one of its runs'
     return Runs(first, starts, nxt - starts, d)
 
 
