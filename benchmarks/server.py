@@ -17,7 +17,9 @@ queries per second, and each query's median and 95th-percentile latency under th
 Connection setup (TCP, SCRAM, the server opening a session) is timed apart. The server's CPU
 time per answer (from /proc) is set beside raw DuckDB's for the same query: the CPU time of this
 process (``time.process_time``, DuckDB's threads included) per ``execute`` + ``fetchall`` on a
-raw read-only connection, measured with nothing else running in it. The 1-minute load average
+raw read-only connection, measured with nothing else running in it, and beside raw DuckDB's at
+the same concurrency (the same number of threads of this process, each with its own cursor on
+the raw connection, back to back for ``--seconds``: :func:`raw_load`). The 1-minute load average
 is printed beside each table.
 
 Every private answer is charged durably before it is returned (a SQLite commit with
@@ -162,6 +164,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 log(f"{n} client(s) for {args.seconds} s ...")
                 loads.append(load(lambda: srv.connect("bench", options="-c dpsql.reuse=off"), sql, n, args.seconds, srv.process.pid))
                 loads[-1]["load"] = os.getloadavg()[0]
+                loads[-1]["raw_cpu_n"] = raw_load(raw, sql, n, args.seconds)  # raw DuckDB at the same concurrency
             raw.close()
             wire.close()
             simple.connection.close()
@@ -170,6 +173,34 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "latency": {k: statistics.median(v) for k, v in lat.items()}, "n": args.queries,
             "setup": statistics.median(setup), "loads": loads, "charged": charged, "machine": machine_info(),
             "raw_cpu": raw_cpu, "load_latency": load_latency}
+
+
+def raw_load(raw: Any, sql: str, clients: int, seconds: float) -> float:
+    """Raw DuckDB's CPU per query at the same concurrency as a load step: ``clients`` threads of
+    this process, each with its own cursor on the raw read-only connection, sending ``sql`` back
+    to back for ``seconds``; this process's CPU time (every thread's, DuckDB's included) per query.
+    With many clients DuckDB's own CPU per query grows (its threads and the clients' contend for
+    two cores), so the server's figure at N clients is set beside raw DuckDB's at N clients too."""
+    go, stop, done = threading.Barrier(clients + 1), threading.Event(), [0] * clients
+
+    def client(i: int) -> None:
+        cur = raw.cursor()
+        go.wait()
+        while not stop.is_set():
+            cur.execute(sql).fetchall()
+            done[i] += 1
+        cur.close()
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    go.wait()
+    c0 = time.process_time()
+    time.sleep(seconds)
+    stop.set()
+    for t in threads:
+        t.join()
+    return (time.process_time() - c0) / max(1, sum(done))
 
 
 def raw_cpu_per_query(run_query: Callable[[], Any], n: int) -> float:
@@ -196,13 +227,16 @@ def render(res: dict[str, Any]) -> str:
         out.append(f"| {name} | {ms(t)} | {added} |")
     out += ["", f"Connection setup (TCP, SCRAM-SHA-256, the server opening a session): {ms(res['setup'])} ms median.", "",
             f"Raw DuckDB's CPU per query (this process, the exact query): {ms(res['raw_cpu'])} ms.", "",
-            "| clients | queries/s | median ms | p95 ms | server CPU ms per query | ÷ raw DuckDB's CPU | load |",
-            "|---:|---:|---:|---:|---:|---:|---:|"]
+            "| clients | queries/s | median ms | p95 ms | server CPU ms per query | ÷ raw DuckDB's CPU | "
+            "raw DuckDB's CPU ms per query, same clients | ÷ it | load |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for ld in res["loads"]:
         cpu = ms(ld["server_cpu"]) if ld["server_cpu"] is not None else "?"
         ratio = f"{ld['server_cpu'] / res['raw_cpu']:.2f}×" if ld["server_cpu"] is not None and res["raw_cpu"] else "?"
+        rn = ld.get("raw_cpu_n")
+        ratio_n = f"{ld['server_cpu'] / rn:.2f}×" if ld["server_cpu"] is not None and rn else "?"
         out.append(f"| {ld['clients']} | {ld['qps']:.0f} | {ms(ld['median'])} | {ms(ld['p95'])} | {cpu} | {ratio} "
-                   f"| {ld.get('load', 0):.1f} |")
+                   f"| {ms(rn) if rn else '?'} | {ratio_n} | {ld.get('load', 0):.1f} |")
     out += ["", f"{res['charged']:,} answers charged to the server's ledger, each committed before it was sent.",
             "", *(f"* {line}" for line in res["machine"])]
     return "\n".join(out)
