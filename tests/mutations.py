@@ -297,6 +297,17 @@ MUTATIONS: tuple[Mutation, ...] = (
                     "select_kappa(n, sel.epsilon, sel.delta, 1, rng)"),),
              (f"{MANY}::test_selection_runs_at_epsilon_over_kappa",
               f"{MANY}::test_optimal_selection_rate_with_kappa_three_matches_theorem_1")),
+    # phase 1 of a κ > 1 selection, bounded (task P): the tail's integral bound and the exact table's cap
+    Mutation("selection_tail_bound_below_the_sum",
+             "the Gaussian thresholding tail past 2^18 integrates from a + 1/2, below the mass it bounds: t too low",
+             (Patch("dpsql/privacy/selection_gauss.py", "    b = a - 0.5 if a - 0.5 >= s else a - 1",
+                    "    b = a + 0.5 if a - 0.5 >= s else a - 1"),),
+             ("tests/test_selection_tail.py::test_the_integral_bound_is_sound_and_within_1e_5_of_the_sum",)),
+    Mutation("selection_table_cap_not_checked_in_phase_1",
+             "a selection epsilon too small for pi_opt's exact table reaches the release and fails after the rows (DP901)",
+             (Patch("dpsql/pipeline/decide.py", "        if not table_fits(sel.epsilon, sel.delta):", "        if False:"),),
+             ("tests/test_selection_tail.py::test_hostile_selection_policies_are_planned_in_bounded_time_and_memory"
+              "[1e-6-1e-6-1-charge-DP213]",)),
     # κ per grouping (max_groups_by: policy/model.py grouping_kappa, sql/units.py grouping_table)
     Mutation("kappa_set_ignored",
              "a grouping by a declared set's columns is bounded, selected and accounted at the table's κ, not its κ_C",
@@ -327,8 +338,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("kappa_discrete_threshold_delta_not_split",
              "discrete Gaussian thresholding gives each of a unit's κ new groups the whole threshold δ",
              (Patch("dpsql/privacy/selection_gauss.py",
-                    "p_max = -math.expm1(math.log1p(-threshold_delta) / kappa) * (1 - _SLACK)",
-                    "p_max = threshold_delta"),),
+                    "    return -math.expm1(math.log1p(-threshold_delta) / kappa) * (1 - _SLACK)",
+                    "    return threshold_delta"),),
              (f"{KAPPA}::test_discrete_thresholding_parameters_and_charge",
               f"{MANY}::test_gaussian_thresholding_runs_with_its_stated_parameters_and_charge",
               f"{CHARGE}::test_charge_calibration_spends_the_selection_charge_and_no_more")),

@@ -148,14 +148,34 @@ def selection_cost(plan: Plan, sel: Selection) -> tuple[Fraction, Fraction]:
     """(ρ, δ) a query's partition selection is charged: ε²/2 and δ, as (ε, δ)-DP is δ-approximate
     ε²/2-zCDP; for units in κ = max_groups > 1 groups, the charge of the method
     :func:`dpsql.privacy.selection_gauss.plan` picks (π_opt at (ε/κ, δ/κ): ε²/2 and δ; discrete
-    Gaussian thresholding: κ/(2σ²) and δ_thr). Public: the policy and the table only."""
+    Gaussian thresholding: κ/(2σ²) and δ_thr). Public: the policy and the table only.
+
+    Raises:
+        QueryRefused: DP213 when the policy's (ε, δ, κ) ask a selection phase 1 cannot plan in
+            bounded time and memory, or the release could not run (π_opt's exact table past its
+            cap): free, nothing read (docs/partition_selection.md, "Bounded in phase 1")."""
     k = plan.table.max_groups or 1
     if k > 1:
-        from dpsql.privacy.selection_gauss import plan as kappa_plan
+        from dpsql.privacy.selection_gauss import plan as kappa_plan, refusal
 
+        if (why := refusal(sel.epsilon, sel.delta, k, sel.kappa_rule)) is not None:
+            raise _unplannable(why)
         how = kappa_plan(sel.epsilon, sel.delta, k, sel.kappa_rule)
         return how.rho, how.delta
+    if sel.method == "optimal":
+        from dpsql.privacy.selection import table_fits
+
+        if not table_fits(sel.epsilon, sel.delta):
+            raise _unplannable(f"selection.epsilon = {float(sel.epsilon):.3g} is too small for the exact table of the "
+                               "optimal partition selection (it would need more than 250,000 steps)")
     return sel.epsilon**2 / 2, sel.delta
+
+
+def _unplannable(why: str) -> QueryRefused:
+    return QueryRefused(f"this query's partition selection cannot run: {why}", code="DP213",
+                        hint="the data owner raises selection.epsilon (or selection.delta, or lowers max_groups) in the "
+                             "policy; group by a key with a public keyset instead. The policy alone decides this: "
+                             "nothing was read or charged.")
 
 
 def selection_params(plan: Plan, policy: Policy) -> dict[str, Any]:

@@ -68,7 +68,7 @@ from dpsql.privacy.selection_numbers import (
     _privacy_params,
 )
 
-__all__ = ["recurrence_probability", "select"]
+__all__ = ["recurrence_probability", "select", "table_fits"]
 
 _P = 128  # q(n) of the exact table is a multiple of 2^-128
 _LOW_BITS = _P - 63  # bits of q below the 63 compared with the first uniform word
@@ -90,6 +90,15 @@ class _Table:
     t: tuple[int, ...]
     hi: np.ndarray  # t[n] >> 65, the first 63 bits of q(n); 0 at ``ones`` (not used there)
     ones: int
+
+
+def table_fits(eps: Fraction, delta: Fraction) -> bool:
+    """Whether π_opt's exact table at (ε, δ) fits :data:`_MAX_TABLE` steps: public, decided in
+    phase 1 (``decide.selection_cost``, DP213) from n2 of Theorem 1, so a tiny ε is refused free
+    instead of failing in the release after the rows are read (DP901, charged)."""
+    if delta >= 1:
+        return True
+    return _anchors(_float_down(eps), _float_down(delta))[2] + 3 <= _MAX_TABLE
 
 
 @functools.lru_cache(maxsize=64)
