@@ -167,3 +167,25 @@ def test_hostile_selection_policies_are_planned_in_bounded_time_and_memory(tmp_p
         assert out["rows"] == 0 and out["charges"] == 1 and isinstance(out["explain"], int)
     else:
         assert out["charges"] == 0 and out["explain"] == "DP213" and "nothing was read or charged" in out["text"]
+
+
+def test_the_analysis_midpoints_bisect_to_the_scan():
+    """The same pattern in the analysis (Figure 4's comparison, the benchmarks): the continuous
+    Gaussian thresholding's mid-point scanned threshold + 40σ counts, the truncated geometric's
+    2k + 3 ≈ 2 ln(1/δ)/ε. Both now bisect; a scan here finds the same n at three levels."""
+    from dpsql.privacy.selection_analysis import _MAX_SCAN, midpoint
+    from dpsql.privacy.selection_kappa import gaussian_thresholding
+    from dpsql.privacy.tsgd import tsgd_release_probability, tsgd_threshold
+
+    for eps, delta, kappa in ((Fraction(1), Fraction(1, 10**5), 4), (Fraction(1, 10), Fraction(1, 10**6), 35),
+                              (Fraction(1, 100), Fraction(1, 10**6), 100)):
+        g = gaussian_thresholding(eps, delta, kappa)
+        p = g.keep_probability(np.arange(0, math.ceil(g.threshold + 40.0 * g.sigma) + 2, dtype=np.int64))
+        for level in (0.05, 0.5, 0.95):
+            assert g.midpoint(level) == int(np.argmax(p >= level)), (eps, delta, kappa, level)
+    eps, delta = Fraction(1, 10**5), Fraction(1, 10**9)
+    k = tsgd_threshold(eps, delta)
+    assert 2 * k + 3 > _MAX_SCAN
+    p = tsgd_release_probability(np.arange(0, 2 * k + 3, dtype=np.int64), eps, delta)
+    for level in (0.05, 0.5, 0.95):
+        assert midpoint(eps, delta, "truncated_geometric", level=level) == int(np.argmax(p >= level))

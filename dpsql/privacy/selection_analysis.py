@@ -132,8 +132,17 @@ def midpoint(epsilon: Real, delta: Real, method: str = "optimal", *, level: floa
         return max(1, math.ceil(x))
     if method == "truncated_geometric":
         k = tsgd_threshold(eps, d)
-        ns = np.arange(0, 2 * k + 3, dtype=np.int64)
-        return int(np.argmax(tsgd_release_probability(ns, eps, d) >= level))
+        if 2 * k + 3 <= _MAX_SCAN:
+            ns = np.arange(0, 2 * k + 3, dtype=np.int64)
+            return int(np.argmax(tsgd_release_probability(ns, eps, d) >= level))
+        lo, hi = 0, 2 * k + 2  # bisect past the scan's cap: the release probability is non-decreasing in n
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if tsgd_release_probability(np.array([mid], dtype=np.int64), eps, d)[0] >= level:
+                hi = mid
+            else:
+                lo = mid
+        return hi
     raise ValueError(f"method must be one of {METHODS}")
 
 
