@@ -297,6 +297,12 @@ MUTATIONS: tuple[Mutation, ...] = (
                     "select_kappa(n, sel.epsilon, sel.delta, 1, rng)"),),
              (f"{MANY}::test_selection_runs_at_epsilon_over_kappa",
               f"{MANY}::test_optimal_selection_rate_with_kappa_three_matches_theorem_1")),
+    Mutation("selection_tsgd_refusal_not_checked_in_phase_1",
+             "a truncated geometric selection whose sampler cannot run (ε ≪ δ, or 1/ε past 2^57 or 62 bits) reaches the release",
+             (Patch("dpsql/pipeline/decide.py", "        if (why := tsgd_refusal(sel.epsilon, sel.delta)) is not None:",
+                    "        if False:"),),
+             ("tests/test_selection_tail.py::test_hostile_selection_policies_are_planned_in_bounded_time_and_memory"
+              "[1.2345678901234567e-5-1e-6-1-charge-DP213-truncated_geometric]",)),
     # geometric mode on many rows per unit: the pure-ε statement per unit E(u) (docs/privacy.md, "Pure ε per unit")
     Mutation("unit_epsilon_bound_not_summed_over_groups",
              "the receipt's pure-ε bound per unit forgets that a unit pays in each of its κ groups",
@@ -324,7 +330,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              "a selection epsilon too small for pi_opt's exact table reaches the release and fails after the rows (DP901)",
              (Patch("dpsql/pipeline/decide.py", "        if not table_fits(sel.epsilon, sel.delta):", "        if False:"),),
              ("tests/test_selection_tail.py::test_hostile_selection_policies_are_planned_in_bounded_time_and_memory"
-              "[1e-6-1e-6-1-charge-DP213]",)),
+              "[1e-6-1e-6-1-charge-DP213-optimal]",)),
     # κ per grouping (max_groups_by: policy/model.py grouping_kappa, sql/units.py grouping_table)
     Mutation("kappa_set_ignored",
              "a grouping by a declared set's columns is bounded, selected and accounted at the table's κ, not its κ_C",

@@ -116,10 +116,10 @@ _CHILD = textwrap.dedent("""
     from test_many_rows import ROWS_T, _database
     from dpsql.testing import seeded_random
     from pathlib import Path
-    eps, delta, kappa, rule = {args!r}
+    eps, delta, kappa, rule, method = {args!r}
     db, policy = _database(Path({tmp!r}), [(u, "A", 1, "s" + str(u % 3)) for u in range(300)],
                            table="max_groups = " + str(kappa) + "\\nrow_threshold = " + str(ROWS_T))
-    text = policy.read_text().replace('kappa_rule = "paper"', 'kappa_rule = "' + rule + '"')
+    text = policy.read_text().replace('kappa_rule = "paper"', 'kappa_rule = "' + rule + '"\\nmethod = "' + method + '"')
     policy.write_text(text.replace("[selection]\\nepsilon = 1\\n", "[selection]\\nepsilon = " + eps + "\\ndelta = " + delta + "\\n"))
     con = dpsql.connect(db, policy, _random_source=seeded_random(3))
     cur = con.cursor()
@@ -141,7 +141,7 @@ _CHILD = textwrap.dedent("""
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("eps, delta, kappa, rule, kind", [
+@pytest.mark.parametrize("eps, delta, kappa, rule, kind, method", [(*c, "optimal")[:6] for c in [
     ("1e-6", "1e-6", 1000, "charge", "answer"),  # σ ≈ 3.2·10⁷: 12.6 GiB before
     ("1e-6", "1e-6", 1000, "paper", "answer"),  # 3.6 GiB before
     ("1e-5", "1e-6", 8, "charge", "answer"),  # σ ≈ 2.8·10⁵: minutes of linear search before
@@ -150,12 +150,18 @@ _CHILD = textwrap.dedent("""
     ("1e-12", "1e-6", 1000000000000, "charge", "DP213"),  # huge κ: σ = 10¹⁸
     ("0.5", "1e-300", 1000, "charge", "DP213"),  # a per-group tail below 1e-250
     ("1", "1e-200", 4611686018427387904, "charge", "answer"),  # κ = 2⁶², σ = 2³¹: π_opt's n1 is past 2⁶² before
-])
-def test_hostile_selection_policies_are_planned_in_bounded_time_and_memory(tmp_path, eps, delta, kappa, rule, kind):
+    # κ = 1, the truncated geometric: redraws ~2·10⁶ times per group at ε = 1e-12 (hung), and a scale
+    # 1/ε of more than 62 bits failed in the sampler after the rows (DP901, charged)
+    ("1e-12", "1e-6", 1, "charge", "DP213", "truncated_geometric"),
+    ("1.2345678901234567e-5", "1e-6", 1, "charge", "DP213", "truncated_geometric"),
+    ("1e-18", "1e-6", 1, "charge", "DP213", "truncated_geometric"),
+    ("1.2345678901234567", "1e-6", 1, "charge", "answer", "truncated_geometric"),  # k = 11: all three kept
+]])
+def test_hostile_selection_policies_are_planned_in_bounded_time_and_memory(tmp_path, eps, delta, kappa, rule, kind, method):
     """Each policy in a child process limited to 3 GiB of address space and 120 s: the query is
-    answered (three groups of 100 units are below every such threshold: none released) or refused
+    answered (three groups of 100 units: below the thresholds of the tiny ε, none released) or refused
     in phase 1 with DP213, and a refusal charges nothing; EXPLAIN agrees."""
-    code = _CHILD.format(tests=str(HERE), args=(eps, delta, kappa, rule), tmp=str(tmp_path))
+    code = _CHILD.format(tests=str(HERE), args=(eps, delta, kappa, rule, method), tmp=str(tmp_path))
     env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=110, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -164,7 +170,8 @@ def test_hostile_selection_policies_are_planned_in_bounded_time_and_memory(tmp_p
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["kind"] == kind, out
     if kind == "answer":
-        assert out["rows"] == 0 and out["charges"] == 1 and isinstance(out["explain"], int)
+        assert out["charges"] == 1 and isinstance(out["explain"], int)
+        assert out["rows"] == (3 if method == "truncated_geometric" else 0)  # groups of 100 units: kept at ε = 1.23
     else:
         assert out["charges"] == 0 and out["explain"] == "DP213" and "nothing was read or charged" in out["text"]
 

@@ -163,6 +163,11 @@ def selection_cost(plan: Plan, sel: Selection) -> tuple[Fraction, Fraction]:
             raise _unplannable(why)
         how = kappa_plan(sel.epsilon, sel.delta, k, sel.kappa_rule)
         return how.rho, how.delta
+    if sel.method == "truncated_geometric":
+        from dpsql.privacy.tsgd import refusal as tsgd_refusal
+
+        if (why := tsgd_refusal(sel.epsilon, sel.delta)) is not None:
+            raise _unplannable(why)
     if sel.method == "optimal":
         from dpsql.privacy.selection import table_fits
 
