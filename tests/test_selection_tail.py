@@ -156,6 +156,11 @@ _CHILD = textwrap.dedent("""
     ("1.2345678901234567e-5", "1e-6", 1, "charge", "DP213", "truncated_geometric"),
     ("1e-18", "1e-6", 1, "charge", "DP213", "truncated_geometric"),
     ("1.2345678901234567", "1e-6", 1, "charge", "answer", "truncated_geometric"),  # k = 11: all three kept
+    # ε too large: e^ε overflowed in phase 1 (decimal.Overflow, OverflowError: foreign exceptions)
+    ("1e15", "1e-6", 1, "charge", "DP213"),
+    ("1e15", "1e-6", 1000, "charge", "DP213"),
+    ("1e6", "1e-6", 1000, "paper", "DP213"),
+    ("1e15", "1e-6", 1, "charge", "DP213", "truncated_geometric"),
 ]])
 def test_hostile_selection_policies_are_planned_in_bounded_time_and_memory(tmp_path, eps, delta, kappa, rule, kind, method):
     """Each policy in a child process limited to 3 GiB of address space and 120 s: the query is

@@ -172,16 +172,16 @@ def selection_cost(plan: Plan, sel: Selection) -> tuple[Fraction, Fraction]:
         from dpsql.privacy.selection import table_fits
 
         if not table_fits(sel.epsilon, sel.delta):
-            raise _unplannable(f"selection.epsilon = {float(sel.epsilon):.3g} is too small for the exact table of the "
-                               "optimal partition selection (it would need more than 250,000 steps)")
+            raise _unplannable(f"selection.epsilon = {float(sel.epsilon):.3g} is outside what the exact table of the optimal "
+                               "partition selection handles (more than 250,000 steps when small, above 65,536)")
     return sel.epsilon**2 / 2, sel.delta
 
 
 def _unplannable(why: str) -> QueryRefused:
     return QueryRefused(f"this query's partition selection cannot run: {why}", code="DP213",
-                        hint="the data owner raises selection.epsilon (or selection.delta, or lowers max_groups) in the "
-                             "policy; group by a key with a public keyset instead. The policy alone decides this: "
-                             "nothing was read or charged.")
+                        hint="the data owner changes selection.epsilon (the message says which way), selection.delta or "
+                             "max_groups in the policy; or group by a key with a public keyset. The policy alone decides "
+                             "this: nothing was read or charged.")
 
 
 def selection_params(plan: Plan, policy: Policy) -> dict[str, Any]:

@@ -274,7 +274,11 @@ def refusal(epsilon: Fraction, delta: Fraction, kappa: int, rule: str = "charge"
     if _p_max(kappa, _float_down(delta)) < _MIN_TAIL:
         return (f"selection.delta = {float(delta):.3g} with max_groups = {kappa} asks a per-group tail below "
                 f"{_MIN_TAIL:.0e}, which dpsql cannot bound soundly in floats")
-    how = plan(epsilon, delta, kappa, rule)
+    try:
+        how = plan(epsilon, delta, kappa, rule)
+    except ArithmeticError:  # e^ε: [BW18]'s in floats ("paper", ε of several hundred), Theorem 1's in decimals
+        return (f"selection.epsilon = {float(epsilon):.3g} is too large to calibrate the selection "
+                '(e^epsilon overflows; with kappa_rule = "paper" from a few hundred): use a smaller epsilon')
     if how.method == "gaussian" and how.gaussian.sigma2 >= _MAX_SIGMA2:
         return f"the Gaussian thresholding at selection.epsilon = {float(epsilon):.3g} needs a noise of sigma 2^57 or more"
     return None

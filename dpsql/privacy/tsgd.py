@@ -159,7 +159,10 @@ def refusal(epsilon: Fraction, delta: Fraction) -> str | None:
     if epsilon.numerator >= 2**62 or epsilon.denominator >= 2**62 or epsilon.denominator >= 2**57 * epsilon.numerator:
         return (f"selection.epsilon = {float(epsilon):.17g} makes the truncated geometric noise's scale 1/epsilon "
                 "2^57 or more, or a fraction of more than 62 bits: write a simpler epsilon")
-    k = _tsgd_threshold(epsilon, delta)
+    try:
+        k = _tsgd_threshold(epsilon, delta)
+    except ArithmeticError:  # e^ε past the decimals' range (ε of about 2.3·10⁶ and more)
+        return f"selection.epsilon = {float(epsilon):.3g} is too large for the truncated geometric's threshold (e^epsilon overflows)"
     e = float(epsilon)
     if -math.expm1(-(k + 1) * e) + math.exp(-(k + 1) * e) * math.expm1(-e) / (1 + math.exp(-e)) < MIN_ACCEPTANCE:
         return (f"selection.epsilon = {e:.3g} is so far below selection.delta = {float(delta):.3g} that the truncated "
