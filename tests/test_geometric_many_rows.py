@@ -139,3 +139,17 @@ def test_dpsql_policy_evaluates_e_of_u_for_a_unit(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "pure ε-DP per unit (geometric): E(u) = Σ_g 0.4·|A_g(u)|  +  0.2·(groups of u)" in p.stdout
     assert f"pure epsilon-DP (geometric): E(u) = {_fmt_up(want)}" in p.stdout and want == 5
+
+
+def test_a_selection_alone_states_its_epsilon(tmp_path):
+    """SELECT DISTINCT of a private key draws no noise: E(u) is the selection's ε alone (π_opt at
+    κ = 3, ε = 1), and `dpsql policy`'s formula still states E(u) for the table."""
+    db, policy = _geometric(_database(tmp_path, _rows()))
+    receipt, _, _ = _terms(db, policy, "SELECT DISTINCT shop FROM visits")
+    assert _bounds(receipt) == {"1": "1"}
+    from dpsql.privacy import policy_function as pf
+
+    con = dpsql.connect(db, policy)
+    formula = pf.formula(pf.collect(con.session.ledger.history()))
+    con.close()
+    assert formula["visits"].endswith("E(u) = 0·(groups of u) + 1")

@@ -20,7 +20,7 @@ from dpsql.pipeline import domain, memory
 from dpsql.pipeline.domain import Blocks
 from dpsql.errors import QueryCostCapError, QueryRefused
 from dpsql.policy.model import Policy, Selection
-from dpsql.privacy.allocate import EXPONENTIAL, Allocation, Settings, allocate, scale_fits
+from dpsql.privacy.allocate import EXPONENTIAL, GEOMETRIC, Allocation, Settings, allocate, scale_fits
 from dpsql.privacy.budget import fmt, fmt_up, parse_rho
 from dpsql.privacy.policy_function import unit_epsilon
 from dpsql.sql.plan import Plan, Primitive, count_sensitivity
@@ -273,7 +273,7 @@ def policy_terms(plan: Plan, allocs: list[Allocation], policy: Policy) -> tuple[
     split_selection = sel is not None and splits_selected(plan, policy)
     terms: list[dict[str, Any]] = []
     split_rho = sum_rho + (sel.epsilon**2 / 2 if split_selection else 0)
-    pure = all(a.epsilon is not None for a in allocs if a.mechanism != TSGD) and any(a.epsilon is not None for a in allocs)
+    pure = policy.mechanism == GEOMETRIC  # every release pure ε-DP: counts and sums geometric, quantiles at their ε
     if split_rho:
         thresholds: dict[str, Any] = {}
         for name in plan.split_measures:
