@@ -183,8 +183,10 @@ def _guarantee_line(what: str, s: dict[str, str]) -> str:
 
 
 def policy(args: argparse.Namespace) -> int:
+    from fractions import Fraction
+
     from dpsql.privacy import policy_function as pf
-    from dpsql.privacy.budget import fmt
+    from dpsql.privacy.budget import fmt, fmt_up
 
     _, _, _, books = open_books(args)
     try:  # everything released from this data set, embedded and served
@@ -203,6 +205,9 @@ def policy(args: argparse.Namespace) -> int:
                              code="DP119")
         total, lines = pf.evaluate(terms, table, record) if table is not None else (0, [])
         out["record"] = {"table": table, "values": record, "P": fmt(total), "terms": lines}
+        if table is not None and pf.pure_formula(formulas.get(table, "")):  # geometric mode, many rows: E(u)
+            out["record"]["E"] = fmt_up(sum((Fraction(ln["epsilon_exact"]) for ln in lines if "epsilon_exact" in ln),
+                                            Fraction(0)))
     if args.json:
         print(fmt_mod.to_json(out))
         return 0
@@ -217,6 +222,8 @@ def policy(args: argparse.Namespace) -> int:
             print(f"  {line['why']}")
         which = "P(u)" if formulas.get(rec["table"], "").startswith("P(u)") else "P(r)"  # type: ignore[index]
         print(f"  {which} = {rec['P']}")  # type: ignore[index]
+        if "E" in rec:  # type: ignore[operator]
+            print(f"  pure epsilon-DP (geometric): E(u) = {rec['E']}")  # type: ignore[index]
     return 0
 
 

@@ -20,8 +20,9 @@ from dpsql.pipeline import domain, memory
 from dpsql.pipeline.domain import Blocks
 from dpsql.errors import QueryCostCapError, QueryRefused
 from dpsql.policy.model import Policy, Selection
-from dpsql.privacy.allocate import EXPONENTIAL, Allocation, Settings, allocate, scale_fits
+from dpsql.privacy.allocate import EXPONENTIAL, GEOMETRIC, Allocation, Settings, allocate, scale_fits
 from dpsql.privacy.budget import fmt, fmt_up, parse_rho
+from dpsql.privacy.policy_function import unit_epsilon
 from dpsql.sql.plan import Plan, Primitive, count_sensitivity
 from dpsql.sql.session_cap import SESSION_CAP
 
@@ -149,14 +150,39 @@ def selection_cost(plan: Plan, sel: Selection) -> tuple[Fraction, Fraction]:
     """(ρ, δ) a query's partition selection is charged: ε²/2 and δ, as (ε, δ)-DP is δ-approximate
     ε²/2-zCDP; for units in κ = max_groups > 1 groups, the charge of the method
     :func:`dpsql.privacy.selection_gauss.plan` picks (π_opt at (ε/κ, δ/κ): ε²/2 and δ; discrete
-    Gaussian thresholding: κ/(2σ²) and δ_thr). Public: the policy and the table only."""
+    Gaussian thresholding: κ/(2σ²) and δ_thr). Public: the policy and the table only.
+
+    Raises:
+        QueryRefused: DP213 when the policy's (ε, δ, κ) ask a selection phase 1 cannot plan in
+            bounded time and memory, or the release could not run (π_opt's exact table past its
+            cap): free, nothing read (docs/partition_selection.md, "Bounded in phase 1")."""
     k = plan.table.max_groups or 1
     if k > 1:
-        from dpsql.privacy.selection_gauss import plan as kappa_plan
+        from dpsql.privacy.selection_gauss import plan as kappa_plan, refusal
 
+        if (why := refusal(sel.epsilon, sel.delta, k, sel.kappa_rule)) is not None:
+            raise _unplannable(why)
         how = kappa_plan(sel.epsilon, sel.delta, k, sel.kappa_rule)
         return how.rho, how.delta
+    if sel.method == "truncated_geometric":
+        from dpsql.privacy.tsgd import refusal as tsgd_refusal
+
+        if (why := tsgd_refusal(sel.epsilon, sel.delta)) is not None:
+            raise _unplannable(why)
+    if sel.method == "optimal":
+        from dpsql.privacy.selection import table_fits
+
+        if not table_fits(sel.epsilon, sel.delta):
+            raise _unplannable(f"selection.epsilon = {float(sel.epsilon):.3g} is outside what the exact table of the optimal "
+                               "partition selection handles (more than 250,000 steps when small, above 65,536)")
     return sel.epsilon**2 / 2, sel.delta
+
+
+def _unplannable(why: str) -> QueryRefused:
+    return QueryRefused(f"this query's partition selection cannot run: {why}", code="DP213",
+                        hint="the data owner changes selection.epsilon (the message says which way), selection.delta or "
+                             "max_groups in the policy; or group by a key with a public keyset. The policy alone decides "
+                             "this: nothing was read or charged.")
 
 
 def selection_params(plan: Plan, policy: Policy) -> dict[str, Any]:
@@ -248,6 +274,7 @@ def policy_terms(plan: Plan, allocs: list[Allocation], policy: Policy) -> tuple[
     split_selection = sel is not None and splits_selected(plan, policy)
     terms: list[dict[str, Any]] = []
     split_rho = sum_rho + (sel.epsilon**2 / 2 if split_selection else 0)
+    pure = policy.mechanism == GEOMETRIC  # every release pure ε-DP: counts and sums geometric, quantiles at their ε
     if split_rho:
         thresholds: dict[str, Any] = {}
         for name in plan.split_measures:
@@ -264,6 +291,8 @@ def policy_terms(plan: Plan, allocs: list[Allocation], policy: Policy) -> tuple[
                          "delta_scale": "(exp(|A(r)|*epsilon)-1)/(exp(epsilon)-1)"})
         if plan.table.max_splits:
             term["max_splits"] = plan.table.max_splits
+        if pure:  # geometric mode: the ε a split pays, kε for k splits (docs/privacy.md, "Pure ε per unit")
+            term["epsilon_exact"] = str(_eps(allocs, True) + (sel.epsilon if split_selection else 0))
         terms.append(term)
     rho_sel, delta_sel = selection_cost(plan, sel) if sel is not None else (Fraction(0), Fraction(0))
     const_rho = count_rho + (rho_sel if sel is not None and not split_selection else 0)
@@ -271,14 +300,39 @@ def policy_terms(plan: Plan, allocs: list[Allocation], policy: Policy) -> tuple[
         term = {"rho": fmt(const_rho), "rho_exact": str(const_rho), "scale": "1", "table": plan.table.name}
         if sel is not None and not split_selection:
             term["delta_exact"] = str(delta_sel)
+        if pure:
+            term["epsilon_exact"] = str(_eps(allocs, False))
         terms.append(term)
     if plan.table.many_rows:
         quantiles = any(p.kind == "quantile" for p in plan.primitives)
-        return tuple(_per_unit(plan.table, t, rho_sel, quantiles) for t in terms)
+        eps_sel = _selection_epsilon(plan, sel) if sel is not None and not split_selection else Fraction(0)
+        return tuple(_per_unit(plan.table, t, rho_sel, quantiles, eps_sel) for t in terms)
     return tuple(terms)
 
 
-def _per_unit(table: Any, term: dict[str, Any], rho_sel: Fraction, quantiles: bool = False) -> dict[str, Any]:
+def _eps(allocs: list[Allocation], split: bool) -> Fraction:
+    """Σ ε of the pure-ε releases of one shape: split (sums, row counts) or constant (counts of units,
+    COUNT(DISTINCT col), quantiles)."""
+    return sum((a.epsilon for a in allocs if a.epsilon is not None and (a.primitive.kind in ("sum", "sumsq")) == split),
+               Fraction(0))
+
+
+def _selection_epsilon(plan: Plan, sel: Selection) -> Fraction | None:
+    """The ε of a units-counting selection's (ε, δ)-DP per unit: π_opt (at (ε/κ, δ/κ) per group for
+    κ > 1: basic composition) and Gaussian thresholding calibrated as the paper does are (ε, δ)-DP;
+    Gaussian thresholding at the charge (``kappa_rule = "charge"``) is only δ-approximate
+    κ/(2σ²)-zCDP: no ε to state (None)."""
+    k = plan.table.max_groups or 1
+    if k == 1:
+        return sel.epsilon
+    from dpsql.privacy.selection_gauss import plan as kappa_plan
+
+    how = kappa_plan(sel.epsilon, sel.delta, k, sel.kappa_rule)
+    return sel.epsilon if how.method == "optimal" or sel.kappa_rule == "paper" else None
+
+
+def _per_unit(table: Any, term: dict[str, Any], rho_sel: Fraction, quantiles: bool = False,
+              eps_sel: Fraction | None = Fraction(0)) -> dict[str, Any]:
     """A term of a table with many rows per unit (sql/units.py) is per (unit, group) record: the
     unit's loss P(u) sums it over the at most κ groups it keeps (docs/privacy.md, "Many rows per
     unit"), so its bound is κ·K²·ρ for a split term (K = max_splits; none without it), κ·ρ for
@@ -294,6 +348,8 @@ def _per_unit(table: Any, term: dict[str, Any], rho_sel: Fraction, quantiles: bo
            "unit_bound": "none (no max_splits)" if bound is None else fmt(bound), "unit_bound_exact": str(bound)}
     if term["scale"] == "1":
         out["group_rho_exact"] = str(rho - rho_sel)  # paid in each group; the selection's part once
+    if "epsilon_exact" in term:  # geometric mode: the pure-ε statement per unit, E(u) (docs/privacy.md)
+        out.update(unit_epsilon(table.max_groups, table.max_splits, term, eps_sel))
     if table.max_groups_set == (SESSION_CAP,):  # κ is the session's SET dpsql.max_groups
         out["max_groups_from"] = SESSION_CAP
     elif table.max_groups_set:  # κ is the declared κ_C of this set of key columns (max_groups_by)
@@ -314,3 +370,4 @@ def selection_info(d: Decision, policy: Policy, released: list[tuple[Any, ...]] 
         info["note"] = (f"at most {d.max_released} groups are shown (dpsql's limit of {domain.MAX_CELLS} cells, "
                         "and of the memory a query may take); more may have been selected")
     return info
+

@@ -132,6 +132,10 @@ def explanation(ex: Explanation) -> str:
                 f" ({t['max_groups_from']})" if "max_groups_from" in t else ""
             lines.append(f"    per (unit, group): a unit's P(u) sums it over its at most {t['max_groups']} groups{of}, "
                          f"at most {t['unit_bound']}")
+            if "unit_epsilon_bound" in t:  # geometric mode: the pure-epsilon statement per unit (docs/privacy.md)
+                lines.append(f"    pure epsilon-DP per unit (geometric): {t['unit_epsilon']}, epsilon = "
+                             f"{fmt_up(Fraction(t.get('group_epsilon_exact', t['epsilon_exact'])))}, at most "
+                             f"{t['unit_epsilon_bound']} (the query's epsilon is per (unit, group) record)")
             if "quantile_rows" in t:  # the r of this grouping (quantile_rows_by), its quantiles at epsilon/r
                 by = f" (quantile_rows_by {t['quantile_rows_by']})" if "quantile_rows_by" in t else ""
                 lines.append(f"    quantiles read at most {t['quantile_rows']} rows of a unit per group{by}")

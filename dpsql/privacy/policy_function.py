@@ -57,6 +57,11 @@ class Term:
     #: the r of the quantiles among these charges (``quantile_rows``: rows of a unit a quantile read
     #: per group, its mechanism at ε/r), each as "r" or "r (set)" of ``quantile_rows_by``
     quantile_rows: tuple[str, ...] = ()
+    #: geometric mode, many rows per unit: Σ ε of these charges per split (split) or per group
+    #: (constant), and the selections' ε paid once; None when a charge has no pure-ε statement
+    #: (Gaussian noise, or Gaussian thresholding at the charge): docs/privacy.md, "Pure ε per unit"
+    epsilon: Fraction | None = None
+    once_epsilon: Fraction = Fraction(0)
 
     @property
     def split(self) -> bool:
@@ -69,10 +74,15 @@ def collect(charges: Iterable[Charged]) -> list[Term]:
     group_rhos: dict[tuple[Any, ...], Fraction] = {}
     deltas: dict[tuple[Any, ...], dict[Fraction | None, Fraction]] = {}
     rows: dict[tuple[Any, ...], set[str]] = {}
+    epsilons: dict[tuple[Any, ...], tuple[Fraction, Fraction] | None] = {}
     for c in charges:
         for t in c.policy_terms:
             shape = (t["table"], tuple(t.get("measures", ())), json.dumps(t.get("thresholds", {}), sort_keys=True),
                      t.get("max_splits"), t.get("max_groups"))
+            e = epsilons.get(shape, (Fraction(0), Fraction(0)))
+            pure = "unit_epsilon_bound_exact" in t and t["unit_epsilon_bound_exact"] != "None"
+            epsilons[shape] = None if e is None or not pure else (
+                e[0] + Fraction(t["epsilon_exact"]), e[1] + Fraction(t.get("selection_epsilon_exact", "0")))
             rhos[shape] = rhos.get(shape, Fraction(0)) + Fraction(t["rho_exact"])
             group_rhos[shape] = group_rhos.get(shape, Fraction(0)) + Fraction(t.get("group_rho_exact", t["rho_exact"]))
             if "quantile_rows" in t:
@@ -86,9 +96,16 @@ def collect(charges: Iterable[Charged]) -> list[Term]:
     for key in sorted(rhos, key=lambda k: (k[0], -len(k[1]), k[1], k[2], k[4] or 0)):
         table, measures, thresholds, max_splits, max_groups = key
         parts = sorted(deltas.get(key, {}).items(), key=lambda kv: (kv[0] is not None, kv[0] or 0))
+        e = epsilons[key]
         out.append(Term(table, rhos[key], measures, thresholds, max_splits, tuple((d, eps) for eps, d in parts),
-                        max_groups, group_rhos[key] if max_groups else None, tuple(sorted(rows.get(key, ())))))
+                        max_groups, group_rhos[key] if max_groups else None, tuple(sorted(rows.get(key, ()))),
+                        e[0] if e else None, e[1] if e else Fraction(0)))
     return out
+
+
+def pure_formula(formula_text: str) -> bool:
+    """Whether a table's formula (:func:`formula`) states a pure-ε E(u) (geometric mode, many rows)."""
+    return "E(u) = " in formula_text
 
 
 def split_formula(term: Term) -> str:
@@ -108,6 +125,7 @@ def formula(terms: list[Term]) -> dict[str, str]:
     """P(r) per table, as text (and δ(r) when partition selections spent δ)."""
     out: dict[str, list[str]] = {}
     dout: dict[str, list[str]] = {}
+    eout: dict[str, list[str | None]] = {}  # geometric mode, many rows: the pure-ε statement E(u)
     for t in terms:
         if t.max_groups:  # many rows per unit: per (unit, group) record, summed over the unit's groups
             once = t.rho - (t.group_rho or 0)
@@ -115,14 +133,20 @@ def formula(terms: list[Term]) -> dict[str, str]:
                      else f"{fmt(t.group_rho or 0)}·(groups of u)" + (f" + {fmt(once)}" if once else ""))
             r = f"; quantiles read at most r = {', '.join(t.quantile_rows)} rows of u per group" if t.quantile_rows else ""
             out.setdefault(t.table, []).append(piece + f" [u in at most {t.max_groups} groups of each query{r}]")
+            eout.setdefault(t.table, []).append(
+                None if t.epsilon is None else f"Σ_g {fmt_up(t.epsilon)}·|A_g(u)|" if t.split
+                else f"{fmt_up(t.epsilon)}·(groups of u)" + (f" + {fmt_up(t.once_epsilon)}" if t.once_epsilon else ""))
         else:
             out.setdefault(t.table, []).append(f"{fmt(t.rho)}·|A(r)|², |A(r)| = {split_formula(t)}" if t.split else fmt(t.rho))
         for d, eps in t.deltas:
             dout.setdefault(t.table, []).append(fmt_up(d) if eps is None or not t.split
                                                 else f"{fmt_up(d)}·(e^(|A(r)|·{fmt_up(eps)})−1)/(e^{fmt_up(eps)}−1)")
     units = {t.table for t in terms if t.max_groups}
+    pure = {table: "  +  ".join(e) for table, e in eout.items() if all(x is not None for x in e)}  # type: ignore[misc]
     return {table: ("P(u) = " if table in units else "P(r) = ") + "  +  ".join(pieces)
-            + (f";  δ(r) = {'  +  '.join(dout[table])}" if table in dout else "") for table, pieces in out.items()}
+            + (f";  δ(r) = {'  +  '.join(dout[table])}" if table in dout else "")
+            + (f";  pure ε-DP per unit (geometric): E(u) = {pure[table]}" if table in pure else "")
+            for table, pieces in out.items()}
 
 
 def evaluate(terms: list[Term], table: str, record: dict[str, str]) -> tuple[Fraction, list[dict[str, Any]]]:
@@ -186,9 +210,11 @@ def _unit_term(t: Term, record: dict[str, str]) -> tuple[Fraction, dict[str, Any
                            "values per measure", code="DP119")
     if not t.split:
         loss = (t.group_rho or Fraction(0)) * groups + t.rho - (t.group_rho or Fraction(0))
-        return loss, {"rho": fmt(t.rho), "splits": None, "loss": fmt(loss),
+        e = None if t.epsilon is None else t.epsilon * groups + t.once_epsilon
+        return loss, {"rho": fmt(t.rho), "splits": None, "loss": fmt(loss), **({"epsilon_exact": str(e)} if e is not None else {}),
                       "why": f"{fmt(loss)} from counts in the unit's {groups} group(s)"
-                             + (" and partition selections (once)" if t.rho != t.group_rho else "")}
+                             + (" and partition selections (once)" if t.rho != t.group_rho else "")
+                             + (f"; pure epsilon E = {fmt_up(e)}" if e is not None else "")}
     thresholds = json.loads(t.thresholds)
     splits = [1] * groups
     for m in t.measures:
@@ -200,9 +226,11 @@ def _unit_term(t: Term, record: dict[str, str]) -> tuple[Fraction, dict[str, Any
             raise QueryRefused(f"{m}={','.join(values)}: not numbers", code="DP119") from None
         splits = [max(a, b) for a, b in zip(splits, group_splits(totals, Fraction(thresholds.get(m, 1)), t.max_splits))]
     loss = unit_policy_loss(t.rho, splits, t.max_groups or len(splits), t.max_splits)
-    return loss, {"rho": fmt(t.rho), "splits": splits, "loss": fmt(loss),
+    e = None if t.epsilon is None else unit_epsilon_loss(t.epsilon, splits, t.max_groups or len(splits), t.max_splits)
+    return loss, {"rho": fmt(t.rho), "splits": splits, "loss": fmt(loss), **({"epsilon_exact": str(e)} if e is not None else {}),
                   "why": f"|A_g(u)| = {', '.join(map(str, splits))} over {groups} group(s); "
-                         f"Σ_g {fmt(t.rho)}·|A_g(u)|² = {fmt(loss)}"}
+                         f"Σ_g {fmt(t.rho)}·|A_g(u)|² = {fmt(loss)}"
+                         + (f"; pure epsilon Σ_g {fmt_up(t.epsilon)}·|A_g(u)| = {fmt_up(e)}" if e is not None else "")}
 
 
 def _threshold(thresholds: dict[str, Any], measure: str, record: dict[str, str]) -> str:
@@ -277,6 +305,41 @@ def unit_policy_loss(rho: Real, splits: Sequence[int], kappa: int,
     return total
 
 
+def unit_epsilon_loss(epsilon: Real, splits: Sequence[int], kappa: int, max_splits: int | None = None) -> Fraction:
+    """E(u) = Σ_g ε·|A_g(u)|, exact: geometric mode's pure-ε loss of a unit (docs/privacy.md, "Pure ε
+    per unit"). Each cell's two-sided geometric noise at b = Δ/ε is ε-DP for a shift of Δ, so
+    |A_g(u)|·ε-DP for the unit's shift of at most |A_g(u)|·Δ (group privacy); independent cells
+    compose by adding ε (basic composition). Same checks as :func:`unit_policy_loss`."""
+    unit_policy_loss(1, splits, kappa, max_splits)  # validates the splits and their number
+    return Fraction(epsilon) * sum(int(a) for a in splits)
+
+
 def unit_policy_bound(rho: Real, kappa: int, max_splits: int) -> Fraction:
     """The largest P(u) of any unit: kappa K^2 rho (kappa groups, each split K = max_splits times)."""
     return _units_kappa(kappa) * int(max_splits) ** 2 * Fraction(rho)
+
+
+def unit_epsilon(kappa: int, max_splits: int | None, term: dict[str, Any], eps_sel: Fraction | None) -> dict[str, Any]:
+    """The receipt's and EXPLAIN's pure-ε statement of a term (``decide.policy_terms``), geometric mode on a table with many rows per unit: a unit's pure-ε loss E(u) = Σ_g ε·|A_g(u)|
+    for the split term (a cell moved by |A_g(u)| splits of noise b = Δ/ε is |A_g(u)|·ε-DP, group
+    privacy; cells add, basic composition), at most κ·K·ε; for the constant term ε per group it is
+    in (counts of units, COUNT(DISTINCT col) at Δ = R, quantiles at ε/r) and the selection's ε once,
+    at most κ·ε + ε_sel. ``eps_sel`` None: the selection is not (ε, δ)-DP (Gaussian thresholding at
+    the charge), so no pure statement covers the constant term."""
+    k, eps = kappa, Fraction(term["epsilon_exact"])
+    if term["scale"] != "1":
+        bound = k * max_splits * eps if max_splits else None
+        return {"unit_epsilon_bound": "none (no max_splits)" if bound is None else fmt_up(bound),
+                "unit_epsilon_bound_exact": str(bound), "unit_epsilon": "E(u) = sum over its groups of epsilon*|A_g(u)|"}
+    group = eps
+    out: dict[str, Any] = {"group_epsilon_exact": str(group)}
+    if eps_sel is None:
+        out.update({"unit_epsilon_bound": "none (the selection is Gaussian thresholding at the charge: zCDP, not epsilon-DP)",
+                    "unit_epsilon_bound_exact": "None"})
+    else:
+        bound = k * group + eps_sel
+        out.update({"unit_epsilon_bound": fmt_up(bound), "unit_epsilon_bound_exact": str(bound)})
+        if eps_sel:
+            out["selection_epsilon_exact"] = str(eps_sel)
+    out["unit_epsilon"] = "E(u) = epsilon per group of the unit" + (", plus the selection's epsilon once" if eps_sel else "")
+    return out

@@ -68,7 +68,7 @@ from dpsql.privacy.selection_numbers import (
     _privacy_params,
 )
 
-__all__ = ["recurrence_probability", "select"]
+__all__ = ["recurrence_probability", "select", "table_fits"]
 
 _P = 128  # q(n) of the exact table is a multiple of 2^-128
 _LOW_BITS = _P - 63  # bits of q below the 63 compared with the first uniform word
@@ -76,6 +76,8 @@ _ONE = 1 << _P
 # Recurrence steps (~2 us each); pi(n) reaches 1 after about min(1/delta, 2 ln(1/delta)/eps)
 # units: 69 000 at eps = 0.001, delta = 1e-15.
 _MAX_TABLE = 250_000
+#: the largest ε whose exact table phase 1 lets the release build (:func:`table_fits`)
+_MAX_EPS = 2**16
 
 
 # ---------------------------------------------------------------------------------------------
@@ -90,6 +92,17 @@ class _Table:
     t: tuple[int, ...]
     hi: np.ndarray  # t[n] >> 65, the first 63 bits of q(n); 0 at ``ones`` (not used there)
     ones: int
+
+
+def table_fits(eps: Fraction, delta: Fraction) -> bool:
+    """Whether π_opt's exact table at (ε, δ) fits :data:`_MAX_TABLE` steps and ε ≤ :data:`_MAX_EPS`:
+    public, decided in phase 1 (``decide.selection_cost``, DP213) from n2 of Theorem 1, so a tiny ε is refused free
+    instead of failing in the release after the rows are read (DP901, charged)."""
+    if eps > _MAX_EPS:  # e^ε of the recurrence's bounds: 10^28,000 digits at the cap, an overflow past ~2.3·10⁶
+        return False
+    if delta >= 1:
+        return True
+    return _anchors(_float_down(eps), _float_down(delta))[2] + 3 <= _MAX_TABLE
 
 
 @functools.lru_cache(maxsize=64)

@@ -112,10 +112,14 @@ def midpoint(epsilon: Real, delta: Real, method: str = "optimal", *, level: floa
         if d >= 1:
             return 1
         eps_f, d_f = _float_down(eps), _float_down(d)
-        _, _, n2 = _anchors(eps_f, d_f)
-        ns = np.arange(0, n2 + 3, dtype=np.int64)
-        p = _pi_float(ns, eps_f, d_f)
-        return int(np.argmax(p >= level))
+        n1, _, n2 = _anchors(eps_f, d_f)
+        if n1 >= 2**62:  # π(n1) is about 1/2 (Theorem 1): the mid-point is past any count a table holds
+            return 2**62
+        if n2 + 3 <= _MAX_SCAN:
+            ns = np.arange(0, n2 + 3, dtype=np.int64)
+            p = _pi_float(ns, eps_f, d_f)
+            return int(np.argmax(p >= level))
+        return _first_reaching(eps_f, d_f, level, min(n2 + 2, 2**62))
     if method == "laplace":
         if level >= 1:
             raise ValueError("Laplace thresholding never reaches probability 1")
@@ -128,9 +132,37 @@ def midpoint(epsilon: Real, delta: Real, method: str = "optimal", *, level: floa
         return max(1, math.ceil(x))
     if method == "truncated_geometric":
         k = tsgd_threshold(eps, d)
-        ns = np.arange(0, 2 * k + 3, dtype=np.int64)
-        return int(np.argmax(tsgd_release_probability(ns, eps, d) >= level))
+        if 2 * k + 3 <= _MAX_SCAN:
+            ns = np.arange(0, 2 * k + 3, dtype=np.int64)
+            return int(np.argmax(tsgd_release_probability(ns, eps, d) >= level))
+        lo, hi = 0, 2 * k + 2  # bisect past the scan's cap: the release probability is non-decreasing in n
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if tsgd_release_probability(np.array([mid], dtype=np.int64), eps, d)[0] >= level:
+                hi = mid
+            else:
+                lo = mid
+        return hi
     raise ValueError(f"method must be one of {METHODS}")
+
+
+#: Up to this many counts, :func:`midpoint` evaluates π at every n (n2 ≈ ln(1/δ)/ε: 10⁶ at ε = 1.4e-5,
+#: δ = 1e-6); beyond, it bisects, so a tiny ε (phase 1 of a κ > 1 selection at ε/κ) costs O(log n2)
+#: evaluations, not an array of n2 floats (12.6 GiB at ε/κ = 1e-9).
+_MAX_SCAN = 2**20
+
+
+def _first_reaching(eps_f: float, d_f: float, level: float, hi: int) -> int:
+    """The smallest n ≤ hi with π(n) ≥ level by bisection (π is non-decreasing in n; ``hi`` itself
+    when no smaller n reaches it: n ≥ 2⁶² never fits a count anyway)."""
+    lo = -1  # π(lo) < level, π(hi) >= level (or hi is the cap)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _pi_float(np.array([mid], dtype=np.int64), eps_f, d_f)[0] >= level:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 # ---------------------------------------------------------------------------------------------

@@ -203,8 +203,14 @@ class GaussianThresholding:
         if not 0 < level < 1:
             raise ValueError("level must be in (0, 1)")
         top = math.ceil(self.threshold + 40.0 * self.sigma) + 2
-        p = self.keep_probability(np.arange(0, top, dtype=np.int64))
-        return int(np.argmax(p >= level))
+        lo, hi = 0, top - 1  # keep_probability is 0 at n = 0 and non-decreasing in n: bisect (O(log top)
+        while hi - lo > 1:   # evaluations, not an array of threshold + 40σ counts: σ is the policy's)
+            mid = (lo + hi) // 2
+            if self.keep_probability(np.array([mid], dtype=np.int64))[0] >= level:
+                hi = mid
+            else:
+                lo = mid
+        return hi
 
     def unit_loss(self, groups: int) -> tuple[Fraction, float]:
         """(rho, delta) a unit in ``groups`` <= kappa groups loses: (groups/(2 sigma^2), exact) and

@@ -45,6 +45,7 @@ from dpsql.privacy.selection_numbers import (
 )
 
 __all__ = [
+    "refusal",
     "tsgd_threshold",
     "sample_truncated_geometric",
     "thresholded_release",
@@ -142,6 +143,31 @@ def sample_truncated_geometric(epsilon: int | Fraction, k: int, rng: RandomSourc
         out[pending[ok]] = x[ok]
         pending = pending[~ok]
     return out
+
+
+#: ``sample_truncated_geometric`` redraws |x| > k from L_Z(1/ε): each round keeps a draw with
+#: probability 1 − 2e^{−(k+1)ε}/(1 + e^{−ε}), about kε when ε ≪ δ (ε = 10⁻¹², δ = 10⁻⁶: 5·10⁻⁷, an
+#: hour per group). Below this acceptance the selection is refused in phase 1 (:func:`refusal`).
+MIN_ACCEPTANCE = 2.0**-10
+
+
+def refusal(epsilon: Fraction, delta: Fraction) -> str | None:
+    """Why the truncated geometric selection at the policy's (ε, δ) cannot run in bounded time, or
+    None: public values only (``decide.selection_cost``, DP213). The sampler takes the scale 1/ε
+    as a fraction of numerator and denominator below 2⁶², below the samplers' 2⁵⁷ (DP212's
+    limit), and rejection keeps a draw with probability at least :data:`MIN_ACCEPTANCE`."""
+    if epsilon.numerator >= 2**62 or epsilon.denominator >= 2**62 or epsilon.denominator >= 2**57 * epsilon.numerator:
+        return (f"selection.epsilon = {float(epsilon):.17g} makes the truncated geometric noise's scale 1/epsilon "
+                "2^57 or more, or a fraction of more than 62 bits: write a simpler epsilon")
+    try:
+        k = _tsgd_threshold(epsilon, delta)
+    except ArithmeticError:  # e^ε past the decimals' range (ε of about 2.3·10⁶ and more)
+        return f"selection.epsilon = {float(epsilon):.3g} is too large for the truncated geometric's threshold (e^epsilon overflows)"
+    e = float(epsilon)
+    if -math.expm1(-(k + 1) * e) + math.exp(-(k + 1) * e) * math.expm1(-e) / (1 + math.exp(-e)) < MIN_ACCEPTANCE:
+        return (f"selection.epsilon = {e:.3g} is so far below selection.delta = {float(delta):.3g} that the truncated "
+                "geometric sampler would redraw its noise more than 1,000 times per group")
+    return None
 
 
 def thresholded_release(n: Counts, epsilon: int | Fraction, delta: int | Fraction,
