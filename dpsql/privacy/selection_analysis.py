@@ -38,6 +38,7 @@ from dpsql.privacy.selection_numbers import (
     _exp_bounds,
     _float_down,
     _privacy_params,
+    first_true,
 )
 from dpsql.privacy.tsgd import tsgd_release_probability, tsgd_threshold
 
@@ -135,14 +136,9 @@ def midpoint(epsilon: Real, delta: Real, method: str = "optimal", *, level: floa
         if 2 * k + 3 <= _MAX_SCAN:
             ns = np.arange(0, 2 * k + 3, dtype=np.int64)
             return int(np.argmax(tsgd_release_probability(ns, eps, d) >= level))
-        lo, hi = 0, 2 * k + 2  # bisect past the scan's cap: the release probability is non-decreasing in n
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if tsgd_release_probability(np.array([mid], dtype=np.int64), eps, d)[0] >= level:
-                hi = mid
-            else:
-                lo = mid
-        return hi
+        # bisect past the scan's cap: the release probability is non-decreasing in n
+        return first_true(lambda n: tsgd_release_probability(np.array([n], dtype=np.int64), eps, d)[0] >= level,
+                           0, 2 * k + 2)
     raise ValueError(f"method must be one of {METHODS}")
 
 
@@ -155,14 +151,7 @@ _MAX_SCAN = 2**20
 def _first_reaching(eps_f: float, d_f: float, level: float, hi: int) -> int:
     """The smallest n ≤ hi with π(n) ≥ level by bisection (π is non-decreasing in n; ``hi`` itself
     when no smaller n reaches it: n ≥ 2⁶² never fits a count anyway)."""
-    lo = -1  # π(lo) < level, π(hi) >= level (or hi is the cap)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if _pi_float(np.array([mid], dtype=np.int64), eps_f, d_f)[0] >= level:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return first_true(lambda n: _pi_float(np.array([n], dtype=np.int64), eps_f, d_f)[0] >= level, -1, hi)
 
 
 # ---------------------------------------------------------------------------------------------

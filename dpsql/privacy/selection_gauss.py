@@ -223,13 +223,9 @@ def _at(sigma2: Fraction, kappa: int, noise_delta: float, threshold_delta: float
         while not passes(hi):
             lo, step = hi, 2 * step
             hi = lo + step
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if passes(mid):
-            hi = mid
-        else:
-            lo = mid
-    return DiscreteThresholding(kappa, sigma2, hi, noise_delta, threshold_delta)
+    from dpsql.privacy.selection_numbers import first_true
+
+    return DiscreteThresholding(kappa, sigma2, first_true(passes, lo, hi), noise_delta, threshold_delta)
 
 
 def _p_max(kappa: int, threshold_delta: float) -> float:

@@ -27,6 +27,7 @@ binary values.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
 from numbers import Rational
@@ -135,3 +136,17 @@ def _dyadic_floor(x: Fraction, bits: int) -> int:
 
 def _dyadic_ceil(x: Fraction, bits: int) -> int:
     return -((-x.numerator << bits) // x.denominator)
+
+
+def first_true(reaches: Callable[[int], bool], lo: int, hi: int) -> int:
+    """The smallest n in (lo, hi] for which the non-decreasing predicate ``reaches`` holds, by
+    bisection (``hi`` when none below it does: the caller's cap or its known passing value; shared by
+    ``selection_gauss``'s threshold search and ``selection_analysis``'s mid-points)."""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if reaches(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
