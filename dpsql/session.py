@@ -111,7 +111,7 @@ class Session:
             check_catalog(self.policy, self.engine, self.schema)
             self.settings = self.default_settings()
             if rho is not None:
-                self.settings = replace(self.settings, rho=parse_rho(rho))
+                self.set_rho(rho)
             self.default_output = output.Output(
                 error_columns=output.error_columns_mode(error_columns) if error_columns is not None else "off",
                 clamp_negative=output.switch(clamp_negative, "clamp_negative") if clamp_negative is not None else False)
@@ -160,6 +160,9 @@ class Session:
         """Held while a statement runs (re-entrant): one statement at a time per session."""
         return self._lock
 
+    def set_rho(self, rho: Any) -> None:
+        self.settings = replace(self.settings, rho=parse_rho(rho))
+
     def set_max_groups(self, k: int | None) -> None:  # SET / RESET dpsql.max_groups (sql/session_cap.py)
         self.policy = replace(self.policy, max_groups_cap=k)
         self._plan_context = plan_cache.context(self.policy, self.schema, self.not_null, self.analyst)  # keyed by the cap
@@ -176,7 +179,6 @@ class Session:
     # ------------------------------------------------------------------ public information only
     def plan(self, sql: str, parameters: Any = None) -> Plan:
         from dpsql.sql.query import plan_query  # sqlglot: not imported to run a recorded plan
-
         return plan_query(sql, parameters, self.policy, self.schema, self.not_null)
 
     def explain(self, sql: str, rho: Any = None, parameters: Any = None, settings: Settings | None = None) -> Explanation:
@@ -191,8 +193,7 @@ class Session:
         return replace(ex, notes=(*ex.notes, reuse.would(answers.find(self.ledger, key, self.output.reuse), key)))
 
     def describe(self, sql: str, parameters: Any = None) -> tuple[list[str], list[str]]:
-        """The names and types of the answer's columns, from the plan alone (a wire client's
-        Describe): charges nothing, reads no private row."""
+        """The answer's column names and types from the plan alone (a wire Describe): charges nothing, reads no row."""
         with self._lock:
             plan, query = self._planned(sql, parameters)
             key_types = self.engine.describe(query)[:len(plan.keys)]
@@ -245,9 +246,8 @@ class Session:
         return replace(d, plan=plan, query=query)
 
     def _check(self, query: str, run: Callable[[], None] | None = None) -> None:
-        """The engine's check on the empty twin (or ``run``, a check of what ``query`` names), once
-        per session, and not at all when an earlier process recorded a pass in the same context
-        (:mod:`dpsql.records.check`)."""
+        """The engine's check on the empty twin (or ``run``, a check of what ``query`` names), once per
+        session; not at all when an earlier process recorded a pass in the same context (records/check.py)."""
         if query in self._twin_checked:
             return
         key = check_record.key(self._plan_context, self.engine.check_identity, query)
