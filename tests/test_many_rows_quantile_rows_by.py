@@ -12,7 +12,6 @@ by plain queries, and which r applies is written here from the rule, not read fr
 
 from __future__ import annotations
 
-import bisect
 import random
 from collections import Counter
 from fractions import Fraction
@@ -23,7 +22,7 @@ import pytest
 
 import dpsql
 from dpsql.testing import seeded_random
-from test_many_rows_quantiles import OTHER, REGIONS, _answer, _database, _eps
+from test_many_rows_quantiles import REGIONS, _answer, _bins, _database, _eps
 
 KAPPA = 3  # max_groups of test_many_rows_quantiles' policy
 BY = 'quantile_rows_by = { region = 2, shop = 4, "region,shop" = 5 }'
@@ -70,14 +69,6 @@ def _oracle(db: Path, rows: list[tuple], keys: list[str], salt: int, r: int) -> 
             sample = sorted(each, key=lambda vn: (value_hash[(u, *g, *vn)], vn[0]))[:r]
             out.setdefault(g, Counter()).update(v for v, _ in sample)
     return out
-
-
-def _bins(values: Counter, bounds: list[int]) -> dict[int, int]:
-    out: Counter = Counter()
-    for v, n in values.items():
-        j = bisect.bisect_left(bounds, v)
-        out[bounds[j] if j < len(bounds) else OTHER] += n
-    return dict(out)
 
 
 #: (GROUP BY keys, the r the rule gives with BY, the set it comes from)
