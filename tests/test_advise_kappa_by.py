@@ -17,6 +17,7 @@ from dpsql.backends.duckdb_files import per_unit_table
 from dpsql.errors import QueryRefused
 from dpsql.faces.advise_cmd import _finish, write_thresholds
 from dpsql.policy.loader import load_policy
+import table_rows
 
 POLICY = """[budget]
 default_rho = 0.1
@@ -43,7 +44,7 @@ def test_distinct_values_per_unit_count_null_as_one_value(tmp_path):
     src, out = tmp_path / "f.duckdb", tmp_path / "u.duckdb"
     con = duckdb.connect(str(src))
     con.execute("CREATE TABLE flights(tail VARCHAR, carrier VARCHAR, origin VARCHAR, delay INTEGER)")
-    con.executemany("INSERT INTO flights VALUES (?, ?, ?, ?)", rows)
+    table_rows.insert(con, "flights", rows)
     con.close()
     per_unit_table(src, "flights", "tail", ["carrier", "origin"], {"delay": 1.0}, out, per_key=["carrier", "origin"])
     con = duckdb.connect(str(out), read_only=True)

@@ -15,6 +15,7 @@ import pytest
 import dpsql
 from dpsql.policy.loader import load_policy
 from dpsql.testing import seeded_random
+import table_rows
 
 POLICY = """
 [budget]
@@ -34,7 +35,7 @@ def _files(tmp_path: Path, fields: str, values: list[int] | None = None) -> tupl
     con = duckdb.connect(str(db))
     con.execute("CREATE TABLE t (id BIGINT, g VARCHAR, v BIGINT)")
     if values:
-        con.executemany("INSERT INTO t VALUES (?, ?, ?)", [(i, "ab"[i % 2], x) for i, x in enumerate(values)])
+        table_rows.insert(con, "t", [(i, "ab"[i % 2], x) for i, x in enumerate(values)])
     con.close()
     policy.write_text(POLICY.format(fields=fields))
     return db, policy

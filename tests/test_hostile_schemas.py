@@ -36,6 +36,7 @@ def build(path: Path, columns: dict[str, str], rows: list[dict], public: tuple[s
     """A DuckDB file with private table t (id BIGINT, ``columns``) holding ``rows`` (absent
     columns NULL) and, with ``public`` = (key type, key values), public table lk(code, name)."""
     con = duckdb.connect(str(path))
+    con.execute("BEGIN TRANSACTION")  # one write of the file, not one per row (tests/table_rows.py)
     con.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, " + ", ".join(f"{c} {t}" for c, t in columns.items()) + ")")
     for row in rows:
         values = ", ".join([str(row["id"])] + [f"CAST({_sql_value(row.get(c))} AS {t})" for c, t in columns.items()])
@@ -45,6 +46,7 @@ def build(path: Path, columns: dict[str, str], rows: list[dict], public: tuple[s
         con.execute(f"CREATE TABLE lk (code {key_type}, name VARCHAR)")
         for i, k in enumerate(keys):
             con.execute(f"INSERT INTO lk VALUES (CAST({_sql_value(k)} AS {key_type}), 'g{i % 3}')")
+    con.execute("COMMIT")
     con.close()
     return path
 

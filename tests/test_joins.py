@@ -18,6 +18,7 @@ from dpsql.errors import DatabaseFileError, PolicyFileError, QueryRefused
 from dpsql.policy.loader import load_policy
 from dpsql.sql.rewrite import exact_sql, reference_sql
 from dpsql.testing import seeded_random
+import table_rows
 
 JOINED = [
     "SELECT s.region, COUNT(*), SUM(payann) FROM establishments e JOIN states s ON e.state = s.code GROUP BY s.region",
@@ -120,7 +121,7 @@ def _database(tmp_path: Path, lookup_rows: list[tuple], extra: str = "") -> Path
     con.execute("CREATE TABLE p (id BIGINT PRIMARY KEY, k VARCHAR, amount BIGINT NOT NULL)")
     con.execute("INSERT INTO p SELECT i, ['a', 'b', 'c', 'z'][1 + i % 4], i FROM range(400) t(i)")
     con.execute("CREATE TABLE lookup (code VARCHAR, grp VARCHAR)")
-    con.executemany("INSERT INTO lookup VALUES (?, ?)", lookup_rows)
+    table_rows.insert(con, "lookup", lookup_rows)
     con.execute("CREATE TABLE groups (grp VARCHAR PRIMARY KEY, label VARCHAR)")
     con.execute("INSERT INTO groups VALUES ('g1', 'first'), ('g2', 'second'), ('g3', NULL)")
     if extra:

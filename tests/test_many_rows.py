@@ -27,6 +27,7 @@ import pytest
 import dpsql
 from dpsql.testing import seeded_random
 from test_selection_kappa import pi_theorem1  # paper 002 Theorem 1, written from the paper
+import table_rows
 
 REGIONS = list("ABCDEFGHIJ")
 KAPPA, ROWS_T, AMOUNT_T, K = 3, 4, 50, 5  # max_groups, row_threshold, amount's threshold, max_splits
@@ -70,7 +71,7 @@ def _database(tmp_path: Path, rows: list[tuple], table: str = MANY, name: str = 
     con = duckdb.connect(str(db))
     con.execute("CREATE TABLE visits(pid INTEGER, region VARCHAR, amount BIGINT, shop VARCHAR)")
     if rows:
-        con.executemany("INSERT INTO visits VALUES (?, ?, ?, ?)", rows)
+        table_rows.insert(con, "visits", rows)
     con.close()
     policy.write_text(POLICY.format(table=table, t=AMOUNT_T, regions=REGIONS))
     return db, policy
@@ -409,9 +410,9 @@ def test_public_table_join_and_date_range_keys(tmp_path):
                  for _ in range(r.randint(1, 9))]
     con = duckdb.connect(str(db))
     con.execute("CREATE TABLE visits(pid INTEGER, region VARCHAR, amount INTEGER, day DATE NOT NULL)")
-    con.executemany("INSERT INTO visits VALUES (?, ?, ?, ?)", rows)
+    table_rows.insert(con, "visits", rows)
     con.execute("CREATE TABLE zones(code VARCHAR, zone VARCHAR)")
-    con.executemany("INSERT INTO zones VALUES (?, ?)", [(g, "north" if g in "AB" else "south") for g in REGIONS])
+    table_rows.insert(con, "zones", [(g, "north" if g in "AB" else "south") for g in REGIONS])
     con.close()
     policy.write_text(f"""
 [budget]

@@ -26,6 +26,7 @@ import pytest
 import dpsql
 from dpsql.testing import seeded_random
 from test_many_rows import assert_refused_by_the_final_check
+import table_rows
 
 KAPPA, R, RQ = 3, 2, 3  # max_groups, row_threshold (distinct values per unit-group), quantile_rows
 REGIONS = list("ABCDEFGHIJ")
@@ -59,7 +60,7 @@ def _database(tmp_path: Path, rows: list[tuple] | str, name: str = "q", rho: str
     if isinstance(rows, str):
         con.execute(rows)
     elif rows:
-        con.executemany("INSERT INTO visits VALUES (?, ?, ?, ?)", rows)
+        table_rows.insert(con, "visits", rows)
     con.close()
     policy.write_text(POLICY.format(rho=rho, kappa=KAPPA, r=R, extra=extra, hi=hi, points=points, regions=regions))
     return db, policy

@@ -21,6 +21,7 @@ import pytest
 
 import dpsql
 from dpsql.testing import seeded_random
+import table_rows
 
 STATES = ["CA", "NY", "TX", "WA"]
 FIRST, LAST = datetime.date(2014, 1, 1), datetime.date(2016, 12, 31)
@@ -43,7 +44,7 @@ def db(tmp_path_factory) -> tuple[Path, Path]:
     con = duckdb.connect(str(path))
     con.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, age BIGINT NOT NULL, state VARCHAR, opened DATE NOT NULL, "
                 "seen TIMESTAMP NOT NULL, income DOUBLE NOT NULL)")
-    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?)", _rows())
+    table_rows.insert(con, "t", _rows())
     con.close()
     policy = folder / "t.policy.toml"
     policy.write_text(textwrap.dedent(f"""

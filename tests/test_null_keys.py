@@ -23,6 +23,7 @@ import pytest
 import dpsql
 from dpsql.errors import PolicyFileError
 from dpsql.testing import seeded_random
+import table_rows
 
 SPECIES = ["Adelie", "Gentoo", "Chinstrap"]
 ISLANDS = ["Biscoe", "Dream", "Torgersen"]
@@ -65,9 +66,9 @@ def make(tmp_path: Path, rows: list[tuple], *, sex_not_null: bool = False, sex_e
     con = duckdb.connect(str(db))
     con.execute(f"CREATE TABLE penguins (id BIGINT NOT NULL, species VARCHAR NOT NULL, "
                 f"sex VARCHAR{' NOT NULL' if sex_not_null else ''}, island VARCHAR, mass BIGINT, day DATE)")
-    con.executemany("INSERT INTO penguins VALUES (?, ?, ?, ?, ?, ?)", rows)
+    table_rows.insert(con, "penguins", rows)
     con.execute("CREATE TABLE islands (name VARCHAR NOT NULL, ocean VARCHAR)")
-    con.executemany("INSERT INTO islands VALUES (?, ?)", [("Biscoe", "Southern"), ("Dream", None), ("Torgersen", "Southern")])
+    table_rows.insert(con, "islands", [("Biscoe", "Southern"), ("Dream", None), ("Torgersen", "Southern")])
     con.close()
     policy.write_text(POLICY.format(sex_extra=sex_extra, island=island))
     return db, policy
@@ -194,7 +195,7 @@ def test_many_rows_table_keeps_null_records(tmp_path):
     con = duckdb.connect(str(db))
     con.execute("CREATE TABLE visits (uid BIGINT NOT NULL, kind VARCHAR)")
     rows = [(u, None if u % 5 == 0 else ("a" if u % 2 else "b")) for u in range(200)]
-    con.executemany("INSERT INTO visits VALUES (?, ?)", rows)
+    table_rows.insert(con, "visits", rows)
     con.close()
     policy = tmp_path / "m.policy.toml"
     policy.write_text(textwrap.dedent("""

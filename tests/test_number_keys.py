@@ -24,6 +24,7 @@ from dpsql.errors import PolicyFileError, QueryRefused
 from dpsql.policy.loader import parse_policy
 from dpsql.sql.spellings import width_bucket_as_case
 from dpsql.testing import seeded_random
+import table_rows
 
 PUMS = Path(__file__).resolve().parents[2] / "shared" / "data" / "pums" / "PUMS_pid.csv"
 if not PUMS.exists():  # the main checkout and a worktree both sit beside ../shared
@@ -88,8 +89,7 @@ def pums(tmp_path_factory) -> tuple[Path, Path]:
     # NOT NULL as the sample is (no NULL): a nullable key would add its NULL group (tests/test_null_keys.py)
     con.execute("CREATE TABLE pums (age BIGINT NOT NULL, sex BIGINT NOT NULL, educ BIGINT NOT NULL, race BIGINT NOT NULL, "
                 "income DOUBLE NOT NULL, married BIGINT NOT NULL, pid BIGINT PRIMARY KEY)")
-    con.executemany("INSERT INTO pums VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [[r[c] for c in ("age", "sex", "educ", "race", "income", "married", "pid")] for r in _rows()])
+    table_rows.insert(con, "pums", [[r[c] for c in ("age", "sex", "educ", "race", "income", "married", "pid")] for r in _rows()])
     con.close()
     policy = folder / "pums.policy.toml"
     policy.write_text(textwrap.dedent("""
@@ -312,7 +312,7 @@ def test_many_rows_per_unit_bins_an_integer_key_in_two_roles(tmp_path):
     db = tmp_path / "dup.duckdb"
     con = duckdb.connect(str(db))
     con.execute("CREATE TABLE pums (age BIGINT NOT NULL, sex BIGINT NOT NULL, pid BIGINT NOT NULL)")
-    con.executemany("INSERT INTO pums VALUES (?, ?, ?)", [[r["age"], r["sex"], r["pid"]] for r in rows])
+    table_rows.insert(con, "pums", [[r["age"], r["sex"], r["pid"]] for r in rows])
     con.close()
     policy = tmp_path / "dup.toml"
     policy.write_text("[budget]\ndefault_rho = 1000.0\ntotal_rho = 1e6\n[tables.pums]\nprivacy_unit = 'pid'\n"

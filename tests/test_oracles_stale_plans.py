@@ -26,6 +26,7 @@ import pytest
 import dpsql
 from dpsql.errors import QueryRefused
 from dpsql.testing import seeded_random
+import table_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 SQL = "SELECT g, COUNT(*) AS n FROM t WHERE x = 3 GROUP BY g"
@@ -47,7 +48,7 @@ def _build(db: Path, x_type: str, values: list[object]) -> None:
         db.unlink()
     con = duckdb.connect(str(db))
     con.execute(f"CREATE TABLE t (id INTEGER, g VARCHAR NOT NULL, v INTEGER, x {x_type})")  # no NULL group (issue 32)
-    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?)", [[i, "ab"[i % 2], i % 7, values[i % len(values)]] for i in range(100)])
+    table_rows.insert(con, "t", [[i, "ab"[i % 2], i % 7, values[i % len(values)]] for i in range(100)])
     con.close()
 
 

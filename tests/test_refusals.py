@@ -16,6 +16,7 @@ from dpsql.errors import DpsqlError, PolicyFileError
 from dpsql.ledger.book import Charge, Ledger
 from dpsql.policy.model import Budget
 from dpsql.testing import seeded_random
+import table_rows
 
 CASES = [
     ("SELECT id, payann FROM establishments", "DP201"),
@@ -91,7 +92,7 @@ def small_database(tmp_path: Path, tables: dict[str, tuple[str, list[tuple]]], p
     for name, (ddl, rows) in tables.items():
         con.execute(f"CREATE TABLE {name} ({ddl})")
         if rows:
-            con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * len(rows[0]))})", rows)
+            table_rows.insert(con, name, rows)
     con.close()
     delta = "total_delta = 0.5\n" if "total_delta" in {f.name for f in dataclasses.fields(Budget)} else ""
     policy = tmp_path / "small.policy.toml"

@@ -22,6 +22,7 @@ import pytest
 
 import dpsql
 from dpsql.testing import seeded_random
+import table_rows
 
 MAKERS = ["AIRBUS", "BOEING", "EMBRAER"]  # the keyset of planes.manufacturer
 ORIGINS = ["EWR", "JFK", "LGA"]
@@ -68,9 +69,9 @@ def _database(tmp_path: Path, flights: list[tuple], planes: list[tuple], name: s
     con.execute(f"CREATE TABLE planes(tailnum {unit_types[1]}, manufacturer VARCHAR, seats INTEGER, model VARCHAR)")
     con.execute(f"CREATE TABLE engines(tailnum {unit_types[1]}, thrust INTEGER)")
     if flights:
-        con.executemany("INSERT INTO flights VALUES (?, ?, ?)", flights)
+        table_rows.insert(con, "flights", flights)
     if planes:
-        con.executemany("INSERT INTO planes VALUES (?, ?, ?, ?)", planes)
+        table_rows.insert(con, "planes", planes)
     con.close()
     return db, _policy(tmp_path / f"{name}.policy.toml", planes_policy)
 

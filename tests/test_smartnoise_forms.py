@@ -17,6 +17,7 @@ import pytest
 import dpsql
 from dpsql.errors import QueryRefused
 from dpsql.testing import seeded_random
+import table_rows
 
 PUMS = Path(__file__).resolve().parents[2] / "shared" / "data" / "pums" / "PUMS_pid.csv"
 if not PUMS.exists():
@@ -35,8 +36,7 @@ def pums(tmp_path_factory) -> tuple[Path, Path]:
     con = duckdb.connect(str(db))
     con.execute("CREATE TABLE pums (age BIGINT NOT NULL, sex BIGINT NOT NULL, educ BIGINT NOT NULL, income DOUBLE NOT NULL, "
                 "married BIGINT NOT NULL, label VARCHAR, pid BIGINT PRIMARY KEY)")
-    con.executemany("INSERT INTO pums VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [[r["age"], r["sex"], r["educ"], r["income"], r["married"], "abc", r["pid"]] for r in _rows()])
+    table_rows.insert(con, "pums", [[r["age"], r["sex"], r["educ"], r["income"], r["married"], "abc", r["pid"]] for r in _rows()])
     con.close()
     policy = folder / "pums.policy.toml"
     policy.write_text(textwrap.dedent("""
