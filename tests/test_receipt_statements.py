@@ -5,18 +5,33 @@ the test from the policy's numbers:
 
 * the κ > 1 selection's ``rule`` says what ran and why, including where π_opt's mid-point is the
   lower or equal one but its exact table does not fit, so Gaussian thresholding runs;
+* in geometric mode the receipt's top-level ``epsilon`` is a (unit, group) record's: beside it,
+  ``epsilon_unit_bound`` = κ·K·ε_split + κ·ε_const + ε_sel, E(u)'s bound, in the receipt, its
+  footer, EXPLAIN and the ledger's charges — and one row per unit keeps its receipt as it was;
+* `dpsql ledger` and ``\budget`` say "(ε, δ)-DP for a record never split"; with charges on a
+  many-row table they add what holds for a unit: P(u) ≤ Σ of the charges' per-unit bounds (κ·K²·ρ
+  for a sum, κ·ρ for a count of units) plus the ρ spent on other tables, converted.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import sys
 from fractions import Fraction
 
 import numpy as np
 
 import dpsql
+from dpsql.pipeline.format import explanation, footer
+from dpsql.privacy.accounting import guarantee
+from dpsql.privacy.budget import fmt_up
 from dpsql.testing import seeded_random
-from test_many_rows import _database, _rows
+from repl_harness import ENTER, drive
+from test_geometric_many_rows import _geometric
+from test_many_rows import KAPPA, K, MANY, _database, _rows
 from test_selection_kappa import pi_theorem1  # paper 002 Theorem 1, written from the paper
 
 MAX_TABLE, MAX_EPS = 250_000, 2**16  # π_opt's exact table: steps, and ε per group (docs/partition_selection.md)
@@ -122,3 +137,185 @@ def test_rule_says_which_ran_where_the_table_fits(tmp_path):
     assert sel["kappa_method"] == "gaussian" and _pi_midpoint(1 / 8, 1e-6 / 8) > sel["threshold"]
     assert sel["rule"] == _rule(_pi_midpoint(1 / 8, 1e-6 / 8), sel["threshold"],
                                 "Gaussian thresholding's mid-point is the lower: Gaussian thresholding ran")
+
+
+# ------------------------------------------------------------------ the receipt's epsilon in geometric mode
+
+E = Fraction(3, 5)  # test_geometric_many_rows's default_epsilon
+BOTH = "SELECT shop, SUM(amount), COUNT(*), COUNT(DISTINCT pid) FROM visits GROUP BY shop"
+PUBLIC = "SELECT region, SUM(amount), COUNT(*), COUNT(DISTINCT pid) FROM visits GROUP BY region"
+#: the receipt's keys before issue 31's statements (a one-row-per-unit table must keep exactly these)
+ONE_ROW_KEYS = {"rho", "epsilon", "delta", "mechanism", "table", "noise", "columns", "policy_terms", "charge_id", "budget"}
+
+
+def _run(db, policy, sql, home):
+    con = dpsql.connect(db, policy, _random_source=seeded_random(3))
+    try:
+        con.execute("SET dpsql.reuse = off")
+        cur = con.cursor()
+        cur.execute(sql)
+        cur.fetchall()
+        return cur.receipt, footer(cur.result), con.explain(sql)
+    finally:
+        con.close()
+
+
+def _ledger_json(policy, home):
+    p = subprocess.run([sys.executable, "-m", "dpsql", "ledger", "--json", "--policy", str(policy)], capture_output=True,
+                       text=True, env=dict(os.environ, DPSQL_HOME=str(home)), timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_geometric_receipt_states_the_units_bound_beside_the_records_epsilon(tmp_path):
+    """SUM, COUNT(*) and COUNT(DISTINCT pid) at ε = 0.6 (ε/3 each): the split term takes 2ε/3, the
+    constant term ε/3, and π_opt (κ = 3, "paper") is (1, δ)-DP per unit: E(u) ≤ κ·K·(2ε/3) + κ·(ε/3) + 1
+    = 7.6; by public region alone (no selection) 6.6. The query's epsilon stays 0.6."""
+    db, policy = _geometric(_database(tmp_path, _rows()))
+    for sql, eps_sel in ((BOTH, 1), (PUBLIC, 0)):
+        bound = KAPPA * K * (2 * E / 3) + KAPPA * (E / 3) + eps_sel
+        receipt, foot, ex = _run(db, policy, sql, tmp_path)
+        d = receipt.to_dict()
+        assert d["epsilon"] == fmt_up(E) == "0.6"
+        assert Fraction(d["epsilon_unit_bound_exact"]) == bound and d["epsilon_unit_bound"] == fmt_up(bound)
+        assert receipt.epsilon_unit_bound == fmt_up(bound)
+        assert (f"pure epsilon-DP: the noise's epsilon={fmt_up(E)} per (unit, group) record, at most {fmt_up(bound)} "
+                "for a unit (E(u))") in foot
+        assert ex.to_dict()["epsilon_unit_bound"] == fmt_up(bound)
+        assert ("pure epsilon-DP (geometric): each aggregate's epsilon is per (unit, group) record; a unit's E(u) over "
+                f"this query is at most {fmt_up(bound)}") in explanation(ex)
+    charges = _ledger_json(policy, tmp_path)["charges"]
+    assert [c["epsilon_unit_bound"] for c in charges] == [fmt_up(KAPPA * K * 2 * E / 3 + KAPPA * E / 3 + b) for b in (1, 0)]
+    assert all(c["epsilon"] == "0.6" for c in charges)
+
+
+def test_geometric_receipt_says_none_where_no_pure_bound_holds(tmp_path):
+    """Without max_splits the split term has no bound; Gaussian thresholding at the charge is zCDP,
+    not ε-DP: the unit's bound is "none (…)", never a number."""
+    db, policy = _geometric(_database(tmp_path, _rows(), table=MANY.replace(f"\nmax_splits = {K}", ""), name="nok"))
+    receipt, foot, _ = _run(db, policy, PUBLIC, tmp_path)
+    assert receipt.to_dict()["epsilon_unit_bound"] == "none (no max_splits)"
+    assert receipt.to_dict()["epsilon_unit_bound_exact"] == "None"
+    assert "at most none (no max_splits) for a unit (E(u))" in foot
+    db, policy = _geometric(_database(tmp_path, _rows(), name="charge"), rule="charge")
+    receipt, _, _ = _run(db, policy, BOTH, tmp_path)
+    assert receipt.epsilon_unit_bound == "none (the selection is Gaussian thresholding at the charge: zCDP, not epsilon-DP)"
+
+
+def test_one_row_per_unit_keeps_its_receipt(tmp_path):
+    """A table without max_groups (one row per unit, checked) in geometric mode: the receipt's keys
+    are what they were, its epsilon the query's, and neither the footer nor EXPLAIN speak of units."""
+    rows = [(u, "ABCDEF"[u % 6], u % 90, "s1") for u in range(200)]
+    db, policy = _geometric(_database(tmp_path, rows, table="", name="one"))
+    receipt, foot, ex = _run(db, policy, "SELECT region, SUM(amount), COUNT(*) FROM visits GROUP BY region", tmp_path)
+    d = receipt.to_dict()
+    assert set(d) - {"notes"} == ONE_ROW_KEYS and d["epsilon"] == "0.6" and receipt.epsilon_unit_bound is None
+    assert "pure epsilon" not in foot and "epsilon_unit_bound" not in ex.to_dict() and "pure epsilon" not in explanation(ex)
+    assert all("epsilon_unit_bound" not in c for c in _ledger_json(policy, tmp_path)["charges"])
+
+
+# ------------------------------------------------------------------ `dpsql ledger` and \budget
+
+PEOPLE = """
+[tables.people]
+privacy_unit = "pid"
+[tables.people.measures]
+income = { threshold = 100, range = [0, 1000] }
+"""
+
+
+def _two_tables(tmp_path):
+    """visits (many rows per unit, κ = 3, K = 5) and people (one row per unit) in one data set."""
+    import duckdb
+
+    db, policy = _database(tmp_path, _rows())
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE people AS SELECT range::INTEGER AS pid, (range % 500)::BIGINT AS income FROM range(300)")
+    con.close()
+    policy.write_text(policy.read_text() + PEOPLE)
+    return db, policy
+
+
+def _spend(db, policy, queries):
+    con = dpsql.connect(db, policy, _random_source=seeded_random(6))
+    try:
+        for rho, sql in queries:
+            con.execute(f"SET dpsql.rho = {rho}")
+            cur = con.cursor()
+            cur.execute(sql)
+            cur.fetchall()
+    finally:
+        con.close()
+
+
+def _ledger_text(policy, home):
+    p = subprocess.run([sys.executable, "-m", "dpsql", "ledger", "--policy", str(policy)], capture_output=True,
+                       text=True, env=dict(os.environ, DPSQL_HOME=str(home)), timeout=120)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def _record_line(rho: Fraction) -> str:
+    g = guarantee(rho, Fraction(0), Fraction(1, 10**6))
+    return (f"everything this analyst has spent is ({fmt_up(g.epsilon_tight)}, 1e-06)-DP for a record never split (a "
+            "split record r: dpsql policy gives its P(r)): epsilon converts rho by the tight conversion (paper 004 "
+            "Lemma 4) at delta'=1e-06, delta adds the delta spent; the analytic bound rho + 2 sqrt(rho ln(1/delta')) "
+            f"gives epsilon={fmt_up(g.epsilon_analytic)}")
+
+
+def _unit_sentence(visits_rho: Fraction, bound: Fraction, other: Fraction, evaluate: str) -> str:
+    g = guarantee(bound + other, Fraction(0), Fraction(1, 10**6))
+    return ("on visits (many rows per unit) a record is one unit's rows in one group of a query, so that holds for a "
+            "unit only if it is in one group of each query and never split; a unit pays P(u) = Σ_g ρ·|A_g(u)|² summed "
+            f"over its groups (at most {KAPPA} in each query): at most {float(bound):g} for the {float(visits_rho):g} spent on "
+            f"visits, so everything spent is ({fmt_up(g.epsilon_tight)}, 1e-06)-DP for every unit of visits (P(u) ≤ "
+            f"{float(bound + other):g}, "
+            f"its records in other tables never split); {evaluate} evaluates P(u) for a unit given one value per group")
+
+
+def test_ledger_states_what_holds_for_a_unit_of_a_many_row_table(tmp_path):
+    """ρ = 0.5 on visits, SUM and COUNT(DISTINCT pid) by region (0.25 each): the SUM's per-unit bound
+    is κ·K²·0.25 = 18.75, the count's κ·0.25 = 0.75, so P(u) ≤ 19.5 from visits; ρ = 0.25 on people
+    adds 0.25 for a record never split there: 19.75, converted at δ' = 10⁻⁶. The record line is unchanged."""
+    db, policy = _two_tables(tmp_path)
+    _spend(db, policy, [("0.5", "SELECT region, SUM(amount), COUNT(DISTINCT pid) FROM visits GROUP BY region"),
+                        ("0.25", "SELECT SUM(income) FROM people")])
+    bound = KAPPA * K**2 * Fraction(1, 4) + KAPPA * Fraction(1, 4)
+    assert bound == Fraction(39, 2)
+    out = _ledger_text(policy, tmp_path)
+    assert _record_line(Fraction(3, 4)) + "\n  " + _unit_sentence(Fraction(1, 2), bound, Fraction(1, 4), "dpsql policy") + "\n" in out
+    js = _ledger_json(policy, tmp_path)
+    assert js["many_rows_per_unit"] == [{"table": "visits", "max_groups": KAPPA, "rho": "0.5", "unit_bound": "19.5"}]
+
+
+def test_ledger_wording_is_unchanged_for_one_row_per_unit(tmp_path):
+    db, policy = _two_tables(tmp_path)
+    _spend(db, policy, [("0.25", "SELECT SUM(income) FROM people")])
+    out = _ledger_text(policy, tmp_path)
+    assert _record_line(Fraction(1, 4)) + "\n" in out and "many rows per unit" not in out
+    assert "many_rows_per_unit" not in _ledger_json(policy, tmp_path)
+
+
+def test_ledger_says_no_bound_without_max_splits(tmp_path):
+    db, policy = _database(tmp_path, _rows(), table=MANY.replace(f"\nmax_splits = {K}", ""))
+    _spend(db, policy, [("0.5", "SELECT region, SUM(amount) FROM visits GROUP BY region")])
+    out = _ledger_text(policy, tmp_path)
+    assert ("summed over its groups (at most 3 in each query), with no bound: a query summed a measure of visits "
+            "without max_splits; dpsql policy evaluates P(u) for a unit given one value per group\n") in out
+
+
+def test_repl_budget_states_what_holds_for_a_unit(tmp_path):
+    """The same charges through the REPL's \\budget: the record line as before, then the unit's."""
+    db, policy = _two_tables(tmp_path)
+    con = dpsql.connect(db, policy, _random_source=seeded_random(8))
+    try:
+        out, err, rc = drive(con, "\\set rho 0.5" + ENTER
+                             + "SELECT region, SUM(amount), COUNT(DISTINCT pid) FROM visits GROUP BY region;" + ENTER
+                             + "\\set rho 0.25" + ENTER + "SELECT SUM(income) FROM people;" + ENTER + "\\budget" + ENTER)
+    finally:
+        con.close()
+    assert rc == 0 and err == "", err
+    g = guarantee(Fraction(3, 4), Fraction(0), Fraction(1, 10**6))
+    assert f"Everything spent so far is ({fmt_up(g.epsilon_tight)}, 1e-06)-DP for a record never split" in out
+    sentence = _unit_sentence(Fraction(1, 2), Fraction(39, 2), Fraction(1, 4), "\\policy")
+    assert sentence[0].upper() + sentence[1:] + "." in out
