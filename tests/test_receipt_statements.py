@@ -311,7 +311,8 @@ def test_repl_budget_states_what_holds_for_a_unit(tmp_path):
     try:
         out, err, rc = drive(con, "\\set rho 0.5" + ENTER
                              + "SELECT region, SUM(amount), COUNT(DISTINCT pid) FROM visits GROUP BY region;" + ENTER
-                             + "\\set rho 0.25" + ENTER + "SELECT SUM(income) FROM people;" + ENTER + "\\budget" + ENTER)
+                             + "\\set rho 0.25" + ENTER + "SELECT SUM(income) FROM people;" + ENTER + "\\budget" + ENTER
+                             + "\\policy" + ENTER + "\\policy visits amount=120,10,400" + ENTER)
     finally:
         con.close()
     assert rc == 0 and err == "", err
@@ -319,3 +320,12 @@ def test_repl_budget_states_what_holds_for_a_unit(tmp_path):
     assert f"Everything spent so far is ({fmt_up(g.epsilon_tight)}, 1e-06)-DP for a record never split" in out
     sentence = _unit_sentence(Fraction(1, 2), Fraction(39, 2), Fraction(1, 4), "\\policy")
     assert sentence[0].upper() + sentence[1:] + "." in out
+    # \\policy: visits' is P(u), summed over the unit's groups; people's P(r) reads as before. For
+    # amount = 120, 10, 400 (T = 50, K = 5): |A_g(u)| = 3, 1, 5, so 0.25·(9 + 1 + 25) + 0.25·3 = 9.5
+    splits = [min(K, max(1, math.ceil(a / 50))) for a in (120, 10, 400)]
+    want = Fraction(1, 4) * sum(a * a for a in splits) + Fraction(1, 4) * 3
+    assert "a unit of visits (many rows per unit: a record is its rows in one group of a query):\n  P(u) = Σ_g 0.25·" in out
+    assert "a record of people:\n  P(r) = 0.25·|A1(r)|²\n" in out
+    assert "A record never split pays the sum of the ρ's." in out and "\\policy visits col=v1,v2,…" in out
+    assert "for the hypothetical unit, one value per group amount=120,10,400 (never an actual unit):" in out
+    assert f"    P(u) = {float(want):g}\n" in out and want == Fraction(19, 2)
