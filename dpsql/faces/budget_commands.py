@@ -148,6 +148,13 @@ def ledger(args: argparse.Namespace) -> int:
                           "ledgers": {name: {"spent": fmt(t.rho_all), "delta_spent": fmt(t.delta_all)}
                                       for name, t in everyone.items()}}
     if args.json:
+        from dpsql.privacy.policy_function import unit_tables
+
+        units = unit_tables([c for _, c in charges if args.all or c.analyst == analyst])
+        if units:  # tables with many rows per unit: the rho above is a (unit, group) record's; a unit's bound
+            out["many_rows_per_unit"] = [{"table": t.table, "max_groups": t.kappa, "rho": fmt(t.rho),
+                                          "unit_bound": "none (no max_splits)" if t.bound is None else fmt(t.bound)}
+                                         for t in units]
         print(fmt_mod.to_json({**out, "charges": [{**fmt_mod.charge_dict(c), "where": w} for w, c in charges]}))
         return 0
     for name, s in summaries.items():
@@ -156,7 +163,8 @@ def ledger(args: argparse.Namespace) -> int:
               f"delta={s['delta_spent']} of {s['delta_total']} (partition selection), {s['delta_remaining']} left"
               f"  (ledger {s['ledger']})")
         print(_guarantee_line("everything this analyst has spent" + (" through the server" if name == "served"
-                                                                     else ""), s))
+                                                                     else ""), s,
+                              [c for w, c in charges if w == name and c.analyst == analyst], conversion))
     if served is None:
         print(f"no dpsql serve of this data set found (no ledger.id in {server_state(args, policy)[0]}): give --state DIR "
               "to include its charges")
@@ -166,7 +174,8 @@ def ledger(args: argparse.Namespace) -> int:
         d = out["dataset"]
         parts = " + ".join(f"{name} {v['spent']}" for name, v in d["ledgers"].items())
         print(f"the data set (all analysts): spent rho={d['spent']} ({parts}), delta={d['delta_spent']}")
-        print(_guarantee_line("everything released from the data set (all analysts)", d))
+        print(_guarantee_line("everything released from the data set (all analysts)", d, [c for _, c in charges],
+                              conversion))
     if charges:
         for name in dict.fromkeys(w for w, _ in charges):
             print(f"\n{name}:\n" + fmt_mod.history([c for w, c in charges if w == name]))
@@ -175,11 +184,21 @@ def ledger(args: argparse.Namespace) -> int:
     return 0
 
 
-def _guarantee_line(what: str, s: dict[str, str]) -> str:
-    return (f"{what} is ({s['epsilon']}, {s['delta']})-DP for a record never split (a split record r: "
+def _guarantee_line(what: str, s: dict[str, str], charges: list[Any], conversion: Any) -> str:
+    """The (ε, δ)-DP of ``what`` for a record never split; with charges on tables with many rows per
+    unit, what holds for a unit of each (``policy_function.unit_guarantee``)."""
+    from fractions import Fraction
+
+    from dpsql.privacy.policy_function import unit_guarantee, unit_tables
+
+    text = (f"{what} is ({s['epsilon']}, {s['delta']})-DP for a record never split (a split record r: "
             f"dpsql policy gives its P(r)): epsilon converts rho by the tight conversion (paper 004 Lemma 4) at "
             f"delta'={s['conversion_delta']}, delta adds the delta spent; the analytic bound "
             f"rho + 2 sqrt(rho ln(1/delta')) gives epsilon={s['epsilon_analytic']}")
+    spent, delta = sum((c.rho for c in charges), Fraction(0)), sum((c.delta for c in charges), Fraction(0))
+    for t in unit_tables(charges):
+        text += "\n  " + unit_guarantee(t, spent, delta, conversion, "dpsql policy")
+    return text
 
 
 def policy(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpsql.privacy.budget import fmt, fmt_down, fmt_up
-from dpsql.pipeline.result import Explanation, Result
+from dpsql.pipeline.result import Explanation, Result, unit_epsilon_fields
 
 
 def _cell(value: Any) -> str:
@@ -79,6 +79,9 @@ def footer(result: Result) -> str:
         sel_rho = rc.selection["rho"]
         noise = f"{fmt(rc.rho - Fraction(sel_rho))} noise ({rc.mechanism.replace('_', ' ')}) + " if rc.noise else ""
         cost = f"zCDP: {noise}{sel_rho} partition selection, and delta={fmt_up(rc.delta)}"
+    if rc.epsilon_unit_bound is not None:  # geometric, many rows per unit: the query's epsilon is not a unit's
+        noise = f"the noise's epsilon={fmt_up(rc.epsilon)} per (unit, group) record, " if rc.epsilon is not None else ""
+        cost += f"; pure epsilon-DP: {noise}at most {rc.epsilon_unit_bound} for a unit (E(u))"
     charged = (f"charged rho={fmt(rc.rho)} ({cost})" if rc.charge_id is not None or rc.rho else
                "free (the groups are the policy's public values: no private row read, nothing charged)")
     text = (f"({n} row{'s' if n != 1 else ''}) {charged}; "
@@ -113,6 +116,10 @@ def explanation(ex: Explanation) -> str:
     delta = f", delta={fmt_up(ex.delta)}" if ex.delta else ""
     lines.append(f"rho for this query: {fmt(ex.rho)}{delta} ({len(ex.noise)} noisy aggregate(s)"
                  + (" + partition selection)" if ex.selection else ")"))
+    unit_eps = unit_epsilon_fields(ex.policy_terms)
+    if unit_eps:  # geometric, many rows per unit: what the query's epsilon means for a unit
+        lines.append("  pure epsilon-DP (geometric): each aggregate's epsilon is per (unit, group) record; a unit's "
+                     f"E(u) over this query is at most {unit_eps['epsilon_unit_bound']} (policy terms below)")
     for n in ex.noise:
         if "rank_error95" in n:
             lines.append(f"  {n['aggregate']}: exponential mechanism over {n['grid']}, rho={n['rho']} (epsilon "
@@ -238,6 +245,7 @@ def charge_dict(c: Any) -> dict[str, Any]:
            "policy_terms": list(c.policy_terms)}
     if c.epsilon is not None:
         out["epsilon"] = fmt_up(c.epsilon)
+    out.update(unit_epsilon_fields(tuple(c.policy_terms)))  # many rows per unit: the epsilon above is per (unit, group)
     return out
 
 

@@ -82,7 +82,10 @@ class Receipt:
     budget_total: Fraction
     budget_remaining: Fraction
     charge_id: int | None = None
-    epsilon: Fraction | None = None  # pure-DP ε of the release (geometric mode)
+    #: pure-DP ε of the release's noise (geometric mode): the sum of its aggregates' ε (a partition
+    #: selection's is apart), per record — on a table with many rows per unit, per (unit, group)
+    #: record; a unit's bound, the selection's ε included, is :attr:`epsilon_unit_bound`
+    epsilon: Fraction | None = None
     selection: dict[str, Any] | None = None  # partition selection of private keys, when any
     #: what the answer's post-processing did and what its values say, in words (clamped values,
     #: negative values of quantities that cannot be negative, an exact answer of public tables)
@@ -91,10 +94,20 @@ class Receipt:
     #: charge that paid for it, when, and its ρ then
     reused: dict[str, Any] | None = None
 
+    @property
+    def epsilon_unit_bound(self) -> str | None:
+        """Geometric mode on a table with many rows per unit: the query's pure-ε bound for a unit,
+        E(u) ≤ κ·K·ε_split + κ·ε_const + ε_sel (the sum of the policy terms' ``unit_epsilon_bound``;
+        docs/privacy.md, "Pure ε per unit"), or "none (why)" when there is none. :attr:`epsilon` is
+        then per (unit, group) record, not a unit's. None elsewhere: there a record is a unit."""
+        bound = query_unit_epsilon(self.policy_terms)
+        return None if bound is None else bound[1]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "rho": fmt(self.rho),
             **({"epsilon": fmt_up(self.epsilon)} if self.epsilon is not None else {}),
+            **unit_epsilon_fields(self.policy_terms),
             "delta": fmt_up(self.delta) if self.delta else 0,
             "mechanism": self.mechanism,
             "table": self.table,
@@ -111,6 +124,30 @@ class Receipt:
                 "total": fmt(self.budget_total),
             },
         }
+
+
+def query_unit_epsilon(terms: tuple[dict[str, Any], ...]) -> tuple[Fraction | None, str] | None:
+    """The pure-ε bound of one query for a unit, E(u) ≤ κ·K·ε_split + κ·ε_const + ε_sel: the sum of its
+    terms' ``unit_epsilon_bound_exact`` (``privacy/policy_function.unit_epsilon``), as (exact, shown),
+    or (None, why) when a term has none (no ``max_splits``; Gaussian thresholding at the charge). None
+    when no term states one (one row per unit, or Gaussian noise): a record is then a unit."""
+    stated = [t for t in terms if "unit_epsilon_bound_exact" in t]
+    if not stated:
+        return None
+    missing = [t["unit_epsilon_bound"] for t in stated if t["unit_epsilon_bound_exact"] == "None"]
+    if missing:
+        return None, missing[0]
+    total = sum((Fraction(t["unit_epsilon_bound_exact"]) for t in stated), Fraction(0))
+    return total, fmt_up(total)
+
+
+def unit_epsilon_fields(terms: tuple[dict[str, Any], ...]) -> dict[str, str]:
+    """``epsilon_unit_bound`` (shown, rounded up, or "none (why)") and its exact value, for a receipt,
+    an EXPLAIN or a charge whose terms state a pure-ε bound per unit; nothing otherwise."""
+    bound = query_unit_epsilon(terms)
+    if bound is None:
+        return {}
+    return {"epsilon_unit_bound": bound[1], "epsilon_unit_bound_exact": str(bound[0])}
 
 
 #: the only keys :attr:`Result.timings` may hold
@@ -162,6 +199,7 @@ class Explanation:
             "reference_sql": self.reference_sql,
             "finish_sql": self.finish_sql,
             "rho": fmt(self.rho),
+            **unit_epsilon_fields(self.policy_terms),
             "delta": float(self.delta),
             "noise": list(self.noise),
             "policy_terms": list(self.policy_terms),

@@ -343,3 +343,50 @@ def unit_epsilon(kappa: int, max_splits: int | None, term: dict[str, Any], eps_s
             out["selection_epsilon_exact"] = str(eps_sel)
     out["unit_epsilon"] = "E(u) = epsilon per group of the unit" + (", plus the selection's epsilon once" if eps_sel else "")
     return out
+
+
+@dataclass(frozen=True)
+class UnitTable:
+    """The charges on one table with many rows per unit, as the ledger's guarantee states them."""
+
+    table: str
+    kappa: int  # the largest κ among its charges (groups a unit keeps per query)
+    rho: Fraction  # the ρ its charges spent
+    bound: Fraction | None  # Σ of their terms' per-unit bounds (κ·K²·ρ, κ·ρ, ...): P(u) ≤ bound; None: unbounded
+
+
+def unit_tables(charges: Iterable[Charged]) -> list[UnitTable]:
+    """The tables with many rows per unit among ``charges`` (their terms carry ``max_groups``): on
+    them the ρ spent is a (unit, group) record's loss, and a unit's P(u) is bounded by the sum of the
+    terms' ``unit_bound_exact`` (None as soon as one has none: a SUM without ``max_splits``)."""
+    found: dict[str, tuple[int, Fraction, Fraction | None]] = {}
+    for c in charges:
+        for t in c.policy_terms:
+            if "max_groups" not in t:
+                continue
+            k, rho, bound = found.get(t["table"], (1, Fraction(0), Fraction(0)))
+            b = t.get("unit_bound_exact", "None")
+            found[t["table"]] = (max(k, int(t["max_groups"])), rho + Fraction(t["rho_exact"]),
+                                 None if bound is None or b == "None" else bound + Fraction(b))
+    return [UnitTable(name, *found[name]) for name in sorted(found)]
+
+
+def unit_guarantee(t: UnitTable, spent: Fraction, delta_spent: Fraction, conversion: Fraction, evaluate: str) -> str:
+    """The sentence `dpsql ledger` and ``\\budget`` add for a table with many rows per unit: what the
+    ρ spent means there, and what holds for a unit. Its bound over everything spent is P(u) on this
+    table (≤ ``t.bound``) plus the ρ spent elsewhere (a record never split pays that), converted as
+    the ledger converts its total (docs/privacy.md, "The (ε, δ)-DP of everything spent").
+    ``evaluate``: the command that evaluates P(u) for a unit (``dpsql policy``, ``\\policy``)."""
+    head = (f"on {t.table} (many rows per unit) a record is one unit's rows in one group of a query, so that holds for "
+            f"a unit only if it is in one group of each query and never split; a unit pays P(u) = Σ_g ρ·|A_g(u)|² "
+            f"summed over its groups (at most {t.kappa} in each query)")
+    tail = f"; {evaluate} evaluates P(u) for a unit given one value per group"
+    if t.bound is None:
+        return head + f", with no bound: a query summed a measure of {t.table} without max_splits" + tail
+    from dpsql.privacy.accounting import guarantee
+
+    total = t.bound + spent - t.rho
+    g = guarantee(total, delta_spent, conversion)
+    return (head + f": at most {fmt(t.bound)} for the {fmt(t.rho)} spent on {t.table}, so everything spent is "
+            f"({fmt_up(g.epsilon_tight)}, {fmt_up(g.delta)})-DP for every unit of {t.table} (P(u) ≤ {fmt(total)}, "
+            "its records in other tables never split)" + tail)

@@ -154,6 +154,9 @@ class SelectionPlan:
     gaussian_midpoint: int
     gaussian: DiscreteThresholding
     kappa_rule: str = "charge"  # how Gaussian thresholding was calibrated (:func:`plan`)
+    #: whether π_opt's exact table at (ε/κ, δ/κ) fits (``selection.table_fits``): where it does
+    #: not, Gaussian thresholding runs even when π_opt's mid-point is the lower or equal one
+    optimal_fits: bool = True
 
     def params(self, epsilon: Fraction, delta: Fraction) -> dict[str, Any]:
         """The public parameters a receipt and EXPLAIN state."""
@@ -161,9 +164,9 @@ class SelectionPlan:
 
         g = self.gaussian
         out: dict[str, Any] = {"kappa_method": self.method, "kappa_rule": self.kappa_rule, "rule": (
-            f"the lower mid-point: pi_opt at (epsilon/kappa, delta/kappa) keeps a group with probability 1/2 from "
-            f"{self.optimal_midpoint} units, Gaussian thresholding from {self.gaussian_midpoint}; ties go to pi_opt "
-            "(where its exact table runs); "
+            f"the lower mid-point, a tie to pi_opt, pi_opt only where its exact table fits: pi_opt at (epsilon/kappa, "
+            f"delta/kappa) keeps a group with probability 1/2 from {self.optimal_midpoint} units, Gaussian thresholding "
+            f"from {self.gaussian_midpoint}; " + self.why() + "; "
             + ("both charged at most (epsilon^2/2, delta)" if self.kappa_rule == "charge" else "both (epsilon, delta)-DP"))}
         if self.method == "gaussian":
             out["gaussian"] = (f"keep iff units + N_Z(sigma^2) >= {g.threshold}, sigma = {math.sqrt(float(g.sigma2)):.6g} "
@@ -176,6 +179,21 @@ class SelectionPlan:
             out["per_group"] = (f"epsilon {fmt_up(epsilon / self.kappa)}, delta {fmt_up(delta / self.kappa)} "
                                 f"(max_groups = {self.kappa})")
         return out
+
+
+    def why(self) -> str:
+        """Which method ran and why, in words: the lower mid-point, a tie going to π_opt, unless π_opt's
+        exact table does not fit (then Gaussian thresholding runs whatever the mid-points)."""
+        from dpsql.privacy.selection import _MAX_EPS, _MAX_TABLE
+
+        which = ("pi_opt's mid-point is the lower" if self.optimal_midpoint < self.gaussian_midpoint
+                 else "the mid-points are equal (a tie goes to pi_opt)")
+        if self.method == "optimal":
+            return f"{which}: pi_opt ran"
+        if self.optimal_fits:
+            return "Gaussian thresholding's mid-point is the lower: Gaussian thresholding ran"
+        return (f"{which}, but its exact table at (epsilon/{self.kappa}, delta/{self.kappa}) does not fit (more than "
+                f"{_MAX_TABLE:,} steps, or epsilon/kappa above {_MAX_EPS:,}): Gaussian thresholding ran")
 
 
 def _discrete_paper(epsilon: Fraction, delta: Fraction, kappa: int) -> DiscreteThresholding:
@@ -251,10 +269,11 @@ def plan(epsilon: Fraction, delta: Fraction, kappa: int, rule: str = "charge") -
 
     g = (_discrete_charge if rule == "charge" else _discrete_paper)(epsilon, delta, kappa)
     opt = midpoint(epsilon / kappa, delta / kappa, "optimal")
-    if opt <= g.threshold and table_fits(epsilon / kappa, delta / kappa):  # π_opt only where its exact table runs
+    fits = opt > g.threshold or table_fits(epsilon / kappa, delta / kappa)  # asked only where π_opt would run
+    if opt <= g.threshold and fits:  # π_opt only where its exact table runs
         return SelectionPlan("optimal", kappa, epsilon**2 / 2, delta, opt, g.threshold, g, rule)
     rho, d = g.charge
-    return SelectionPlan("gaussian", kappa, rho, d, opt, g.threshold, g, rule)
+    return SelectionPlan("gaussian", kappa, rho, d, opt, g.threshold, g, rule, fits)
 
 
 def refusal(epsilon: Fraction, delta: Fraction, kappa: int, rule: str = "charge") -> str | None:

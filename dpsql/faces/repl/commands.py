@@ -220,6 +220,10 @@ def _budget(repl: ReplState, arg: str) -> str:
               f"gives a split record's P(r)): epsilon converts the rho spent at delta'={b['conversion_delta']} "
               f"(tight; the analytic bound gives {b['epsilon_analytic']}), delta adds the delta spent. "
               "\\budget 1e-9 converts at another delta'.")]
+    spent, delta = sum((c.rho for c in charges), Fraction(0)), sum((c.delta for c in charges), Fraction(0))
+    for t in pf.unit_tables(charges):  # many rows per unit: what the line above means for a unit
+        text = pf.unit_guarantee(t, spent, delta, conversion, "\\policy")
+        lines.append(text[0].upper() + text[1:] + ".")
     if charges:
         rows = [[i, fmt(c.rho), _one_line(c.query)] for i, c in enumerate(charges, 1)]
         lines += ["", fmt_mod.grid(["#", "rho", "query"], rows[-20:])]
@@ -253,16 +257,26 @@ def _policy(repl: ReplState, arg: str) -> str:
     lines = [(f"P(r): the privacy loss (zCDP ρ) of one record r over the {len(charges)} "
               f"release{'s' if len(charges) != 1 else ''} from this data set; |A(r)| is the number of parts "
               "r is split into.")]
+    units = {t.table for t in terms if t.max_groups}  # many rows per unit: P(u) over the unit's groups
     for name in ([table] if table else tables):
-        lines += ["", f"a record of {name}:", *_formula([t for t in terms if t.table == name])]
+        if name in units:
+            lines += ["", f"a unit of {name} (many rows per unit: a record is its rows in one group of a query):",
+                      f"  {pf.formula([t for t in terms if t.table == name])[name]}"]
+        else:
+            lines += ["", f"a record of {name}:", *_formula([t for t in terms if t.table == name])]
         if record:
             total, why = pf.evaluate(terms, name, record)
-            lines.append(f"  for the hypothetical record {' '.join(words)} (never an actual record):")
+            which = ("unit", "unit, one value per group") if name in units else ("record", "record")
+            lines.append(f"  for the hypothetical {which[1]} {' '.join(words)} (never an actual {which[0]}):")
             lines += [f"    {w['why']}" for w in why]
-            lines.append(f"    P(r) = {fmt(total)}")
+            lines.append(f"    {'P(u)' if name in units else 'P(r)'} = {fmt(total)}")
     if not record:
-        lines += ["", ("A record never split pays the sum of the ρ's. For a hypothetical record: "
-                       "\\policy employees=150 payann=10000")]
+        if set(tables) - units:
+            lines += ["", ("A record never split pays the sum of the ρ's. For a hypothetical record: "
+                           "\\policy employees=150 payann=10000")]
+        for name in sorted(units):
+            lines += ["", (f"On {name} a unit pays each query's ρ in each of its groups, times |A_g(u)|² for sums: for "
+                           f"a hypothetical unit, \\policy {name} col=v1,v2,… rows=n1,n2,… (one value per group).")]
     return "\n".join(lines)
 
 
