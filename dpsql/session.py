@@ -354,7 +354,7 @@ class Session:
             columns, clamped = output.clamp(columns, d.plan, prims)
         names, types, rows, errors, notes = reuse.finished(d.plan, columns, clamped, prims, self.finisher)
         selection = selection_info(d, self.policy, released)  # the cells are kept: every page is shown from them
-        answers.keep(self.ledger, key, charge_id, lambda: reuse.encode(d, columns, clamped, noise_terms, selection))
+        answers.keep(self.ledger, key, charge_id, lambda: reuse.encode(d, columns, clamped, noise_terms, selection), self.policy.budget)
         names, types, rows = output.with_error_columns(names, types, rows, errors, self.output.error_columns)
         timings["finish"] = time.perf_counter() - t0
 

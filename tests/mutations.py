@@ -1274,6 +1274,25 @@ MUTATIONS: tuple[Mutation, ...] = (
              "`dpsql ledger` sums a file put in place of the server's adopted ledger as if it were the server's charges",
              (Patch("dpsql/faces/budget_commands.py", "    LedgerGuard(state, path).verify()", "    pass"),),
              (f"{OWNER}::test_a_replaced_server_ledger_is_refused_not_read",)),
+    # ------------------------------------------------------------------ issue 31: the answers kept are bounded
+    Mutation("answers_never_pruned",
+             "the answers kept for reuse are never pruned: the ledger file grows without bound",
+             (Patch("dpsql/ledger/answers.py", "    n, size = int(n), int(size)", "    n, size = 0, 0"),),
+             ("tests/test_answers_bound.py::test_the_count_bound_holds_and_the_least_recently_used_goes_first",
+              "tests/test_answers_bound.py::test_the_size_bound_holds")),
+    Mutation("answers_pruned_in_the_order_kept",
+             "a reuse does not mark its answer used: a dashboard's answer is pruned and charged again while "
+             "answers nobody asks for again are kept",
+             (Patch("dpsql/ledger/answers.py", '                db.execute(f"UPDATE answers SET used = {_NEXT} WHERE key = ?", (key,))',
+                    "                pass"),),
+             ("tests/test_answers_bound.py::test_the_count_bound_holds_and_the_least_recently_used_goes_first",)),
+    Mutation("answer_kept_and_pruned_apart",
+             "an answer is kept and the oldest pruned in two commits: a crash between them leaves the store "
+             "past its bound",
+             (Patch("dpsql/ledger/answers.py", '                db.execute("BEGIN IMMEDIATE")\n', '                db.execute("SELECT 1")\n'),
+              Patch("dpsql/ledger/answers.py", '                    db.execute("COMMIT")  # the answer and its pruning',
+                    '                    db.execute("SELECT 1")  # the answer and its pruning')),
+             (f"{CRASH}::test_a_kill_at_every_statement_of_keeping_and_pruning_an_answer",)),
     # ------------------------------------------------------------------ SQL over released answers (issue 32)
     Mutation("over_answers_outer_on_exact_rows",
              "the outer SQL over an aggregate subquery runs on the subquery's exact per-group values, not its release",
