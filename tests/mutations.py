@@ -1293,6 +1293,10 @@ MUTATIONS: tuple[Mutation, ...] = (
               Patch("dpsql/ledger/answers.py", '                    db.execute("COMMIT")  # the answer and its pruning',
                     '                    db.execute("SELECT 1")  # the answer and its pruning')),
              (f"{CRASH}::test_a_kill_at_every_statement_of_keeping_and_pruning_an_answer",)),
+    Mutation("advise_default_ignores_the_total",
+             "dpsql advise charges 0.1 by default whatever the policy's total: 40% of the total dpsql init drafts",
+             (Patch("dpsql/faces/advise_cmd.py", "else min(DEFAULT_RHO, total * DEFAULT_SHARE)", "else DEFAULT_RHO"),),
+             ("tests/test_advise_spend.py::test_the_default_is_a_tenth_of_the_drafted_total_and_said_before",)),
     # ------------------------------------------------------------------ SQL over released answers (issue 32)
     Mutation("over_answers_outer_on_exact_rows",
              "the outer SQL over an aggregate subquery runs on the subquery's exact per-group values, not its release",
