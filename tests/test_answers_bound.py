@@ -64,6 +64,24 @@ def test_the_count_bound_holds_and_the_least_recently_used_goes_first(demo, tmp_
         assert len(_file(policy)[1]) == 2
 
 
+def test_reloads_of_a_recent_answer_write_nothing(demo, tmp_path):
+    """A dashboard's reloads: an answer shown again is marked used only when an eighth of what the
+    store holds was kept or shown since (ledger/answers.py, _slack): with the default bounds,
+    alternating two answers ten times leaves the store's rows as they were (read with sqlite3)."""
+    def rows() -> list[tuple]:
+        db = sqlite3.connect(ledger_file(demo[1]))
+        try:
+            return db.execute("SELECT * FROM answers ORDER BY key").fetchall()
+        finally:
+            db.close()
+
+    with dpsql.connect(*demo, _random_source=seeded_random(9)) as c:
+        assert _run(c, Q[0]) and _run(c, Q[1])
+        before = rows()
+        assert all(_run(c, Q[i % 2]) == 0 for i in range(10))
+        assert rows() == before
+
+
 def test_a_pruned_answer_is_never_shown_free(demo, tmp_path):
     """answers_kept = 0: nothing is kept, so every repeat is a new release with its own charge."""
     policy = policy_with_budget(demo[1], tmp_path / "p.toml", answers_kept="0")
