@@ -70,17 +70,25 @@ def _ready(ledger: Ledger) -> None:
         assert ledger._opened[0] is not None
         with ledger._use() as db, ledger_fds.write_lock(ledger._opened[0]):
             db.executescript(SCHEMA)
-            db.execute("BEGIN IMMEDIATE")  # one process adds the columns, the others then see them
-            try:
-                if "used" not in {r[1] for r in db.execute("PRAGMA table_info(answers)")}:
-                    for statement in _MIGRATE:
-                        db.execute(statement)
-                db.execute(_INDEX)
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+            if not _current(db):  # a store written before the bound, or a new one: in one write transaction
+                db.execute("BEGIN IMMEDIATE")  # one process adds the columns, the others then see them
+                try:
+                    if "used" not in {r[1] for r in db.execute("PRAGMA table_info(answers)")}:
+                        for statement in _MIGRATE:
+                            db.execute(statement)
+                    db.execute(_INDEX)
+                    db.execute("COMMIT")
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
         ledger._answers_ready = True  # type: ignore[attr-defined]
+
+
+def _current(db: Any) -> bool:
+    """Whether the store already has the bound's columns and index (no write transaction needed)."""
+    return ("used" in {r[1] for r in db.execute("PRAGMA table_info(answers)")}
+            and db.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'answers_used'").fetchone()
+            is not None)
 
 
 def held(ledger: Ledger) -> tuple[int, int]:
