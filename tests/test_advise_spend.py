@@ -75,3 +75,19 @@ def test_json_keeps_stdout_json_and_says_what_it_charged(drafted):
     assert (Fraction(spend["rho"]), Fraction(spend["total_rho"]), spend["analyst"]) == (Fraction(1, 20), total, os_user())
     assert spend["share_of_total_rho"] == pytest.approx(float(Fraction(1, 20) / total))
     assert _charges(policy) == [(os_user(), Fraction(1, 20))]
+
+
+def test_a_many_row_table_is_charged_the_same_default(tmp_path):
+    """The many-row path (faces/advise_units.py) runs its own connection: it charges what was said."""
+    from tests.test_own_many_rows import _flights
+
+    _flights(tmp_path / "flights.csv", units=300)
+    assert _dpsql("init", "flights.csv", "--unit", "tail", cwd=tmp_path).returncode == 0
+    policy = tmp_path / "flights.policy.toml"
+    total = Fraction(str(tomllib.loads(policy.read_text())["budget"]["total_rho"]))
+    p = _dpsql("advise", "flights", "--db", "flights.duckdb", "--json", cwd=tmp_path, timeout=300)
+    assert p.returncode == 0, p.stderr
+    expected = min(Fraction(1, 10), total / 10)
+    assert f"dpsql advise will charge rho={float(expected):g} (the default" in p.stderr
+    assert Fraction(json.loads(p.stdout)["spend"]["rho"]) == expected
+    assert _charges(policy) == [(os_user(), expected)]
