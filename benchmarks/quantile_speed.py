@@ -43,19 +43,31 @@ def _clocks(fn) -> tuple[float, float]:  # type: ignore[no-untyped-def]
     return time.perf_counter() - t0, time.process_time() - c0
 
 
-def bench(rows: int, repeat: int) -> list[dict[str, object]]:
+def bench(rows: int, repeat: int, data_dir: Path = DATA_DIR) -> list[dict[str, object]]:
+    db, demo_policy = ensure_data(rows, data_dir)
+    tmp = tempfile.TemporaryDirectory(prefix="dpsql-quantile-")
+    home = os.environ.get("DPSQL_HOME")
+    try:
+        return _bench(rows, repeat, db, demo_policy, Path(tmp.name))
+    finally:  # `benchmarks performance` runs the next section in this process: not in a removed folder
+        if home is None:
+            os.environ.pop("DPSQL_HOME", None)
+        else:
+            os.environ["DPSQL_HOME"] = home
+        tmp.cleanup()
+
+
+def _bench(rows: int, repeat: int, db: Path, demo_policy: Path, tmp: Path) -> list[dict[str, object]]:
     import duckdb
 
     import dpsql
     from dpsql.backends.duckdb import LOCKDOWN
     from dpsql.backends.duckdb_arrays import fetch_arrays
 
-    db, demo_policy = ensure_data(rows, DATA_DIR)
-    tmp = tempfile.TemporaryDirectory(prefix="dpsql-quantile-")
-    policy = benchmark_policy(demo_policy, Path(tmp.name))
+    policy = benchmark_policy(demo_policy, tmp)
     # partition selection spends δ too: a large δ budget for the copy (never the demo's ledger)
     policy.write_text(re.sub(r"(?m)^(\s*total_delta\s*=\s*)[^#\n]*", r"\g<1>0.5", policy.read_text()))
-    os.environ["DPSQL_HOME"] = str(Path(tmp.name) / "home")
+    os.environ["DPSQL_HOME"] = str(tmp / "home")
     raw = duckdb.connect(str(db), read_only=True, config=dict(LOCKDOWN))
     con = dpsql.connect(db, policy, reuse=False)
     out = []
@@ -84,7 +96,7 @@ def bench(rows: int, repeat: int) -> list[dict[str, object]]:
     return out
 
 
-def split(rows: int, repeat: int) -> None:
+def split(rows: int, repeat: int, data_dir: Path = DATA_DIR) -> None:
     """Each stage of dpsql's MEDIAN alone, by key: DuckDB's MEDIAN; the exact query without and
     with handing its lists to Python (as numpy arrays, as the engine does); then, cumulated as
     the engine runs them (a chunk of groups at a time), the values counted into the grid's bins
@@ -97,7 +109,7 @@ def split(rows: int, repeat: int) -> None:
     from dpsql.privacy.randomness import SecureRandom
     from dpsql.session import Session
 
-    db, policy = ensure_data(rows, DATA_DIR)
+    db, policy = ensure_data(rows, data_dir)
     q, rng = Fraction(1, 2), SecureRandom()
     eps = quantile.epsilon_for_rho(Fraction(1, 10))
     for key in ("state", "county"):
@@ -133,15 +145,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
     p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--split", action="store_true", help="time each stage of dpsql's MEDIAN alone instead")
+    p.add_argument("--data-dir", type=Path, default=DATA_DIR, help="where the demo data of each size is built and kept")
     a = p.parse_args(argv)
     if a.split:
         for rows in a.rows:
-            split(rows, a.repeat)
+            split(rows, a.repeat, a.data_dir)
         return 0
     print("| rows | key | DuckDB MEDIAN | dpsql's exact query alone | dpsql MEDIAN | ratio | CPU-time ratio | load |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for rows in a.rows:
-        bench(rows, a.repeat)
+        bench(rows, a.repeat, a.data_dir)
     return 0
 
 

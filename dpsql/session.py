@@ -302,7 +302,7 @@ class Session:
             if record and planned is None and parameters is None:
                 plan_record.save(self._plan_context, sql, (d.plan, d.query))
             key = reuse.key(self.policy, self.analyst, self.database, d.plan, d.query, d.allocs, self.output.clamp_negative)
-            if (again := reuse.reused(answers.find(self.ledger, key, self.output.reuse), d.plan, self)):
+            if (again := reuse.reused(answers.find(self.ledger, key, self.output.reuse, self.policy.budget), d.plan, self)):
                 return again  # released before: shown again, charged nothing (pipeline/reuse.py)
             self.ledger.check(d.rho, d.delta)  # refuse early; the binding check is the charge itself
             timings["plan"] = time.perf_counter() - t0
@@ -354,7 +354,7 @@ class Session:
             columns, clamped = output.clamp(columns, d.plan, prims)
         names, types, rows, errors, notes = reuse.finished(d.plan, columns, clamped, prims, self.finisher)
         selection = selection_info(d, self.policy, released)  # the cells are kept: every page is shown from them
-        answers.keep(self.ledger, key, charge_id, lambda: reuse.encode(d, columns, clamped, noise_terms, selection))
+        answers.keep(self.ledger, key, charge_id, lambda: reuse.encode(d, columns, clamped, noise_terms, selection), self.policy.budget)
         names, types, rows = output.with_error_columns(names, types, rows, errors, self.output.error_columns)
         timings["finish"] = time.perf_counter() - t0
 

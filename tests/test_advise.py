@@ -88,7 +88,7 @@ def test_write_never_writes_a_flagged_quantile(tmp_path, capsys):
     written instead, it is within the data (≤ 575 up to the grid's 2.8% spacing), and it is said."""
     db, policy = _small(tmp_path, 400)
     capsys.readouterr()
-    assert main(["advise", "small", "--db", str(db), "--policy", str(policy), "--write", "--json"]) == 0
+    assert main(["advise", "small", "--db", str(db), "--policy", str(policy), "--rho", "0.1", "--write", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     delay = report["measures"]["delay"]
     at99 = next(c for c in delay["candidates"] if c["quantile"] == 0.99)

@@ -52,7 +52,7 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
                            "dpsql.errors", "dpsql.version", "dpsql.home", "dpsql.backends"),
     "dpsql.faces": ("dpsql", "dpsql.faces", "dpsql.session", "dpsql.intercept", "dpsql.pipeline.result", "dpsql.pipeline.format",
                     "dpsql.errors", "dpsql.version", "dpsql.privacy.budget", "dpsql.privacy.accounting",
-                    "dpsql.privacy.policy_function", "dpsql.ledger.book", "dpsql.policy.model", "dpsql.policy.loader",
+                    "dpsql.privacy.policy_function", "dpsql.ledger.book", "dpsql.ledger.answers", "dpsql.policy.model", "dpsql.policy.loader",
                     "dpsql.demo_db", "dpsql.home",
                     # dpsql init: the data owner's importer (backends/duckdb_files.py)
                     "dpsql.backends.duckdb_files", "dpsql.backends.files",

@@ -13,12 +13,14 @@ exactly when its COMMIT ran.
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 from fractions import Fraction
 
 import pytest
 
+from server_harness import policy_with_budget
 from tests.test_ledger import check_consistent, ledger_file
 
 CHILD = r"""
@@ -53,7 +55,7 @@ cur = con.cursor().execute(sql)
 cur.fetchall()
 sys.stdout.write(f"RELEASED {cur.receipt.charge_id}\n")
 armed[0] = True
-cur = con.cursor().execute(sql)
+cur = con.cursor().execute(sys.argv[4] if len(sys.argv) > 4 else sql)
 cur.fetchall()
 sys.stdout.write(f"RELEASED {cur.receipt.charge_id}\n")
 sys.stdout.write("STATEMENTS " + "|".join(statements) + "\n")
@@ -61,8 +63,8 @@ sys.stdout.flush()
 """
 
 
-def _child(db, policy, point: int) -> tuple[int, list[str]]:
-    p = subprocess.run([sys.executable, "-c", CHILD, str(db), str(policy), str(point)],
+def _child(db, policy, point: int, *second: str) -> tuple[int, list[str]]:
+    p = subprocess.run([sys.executable, "-c", CHILD, str(db), str(policy), str(point), *second],
                        capture_output=True, text=True, timeout=300)
     return p.returncode, p.stdout.splitlines()
 
@@ -90,3 +92,34 @@ def test_a_kill_at_every_statement_of_a_charge_leaves_the_ledger_consistent(demo
         assert new == (2 if k > commit_at else 1), (k, statements, new)
         charged_before = len(charges)
         assert sum((Fraction(c[2]) for c in charges), Fraction(0)) > 0
+
+
+@pytest.mark.slow
+def test_a_kill_at_every_statement_of_keeping_and_pruning_an_answer(demo, tmp_path):
+    """One answer kept (``budget.answers_kept = 1``): the second query's answer is kept and the
+    first one's pruned in one transaction (issue 31). A kill at any statement leaves the one or the
+    other stored, never both and never a half: the first until the keeping COMMIT ran, then the
+    second's (a new charge's)."""
+    db, policy = demo[0], policy_with_budget(demo[1], tmp_path / "p.toml", answers_kept="1")
+    ledger = ledger_file(policy)
+    other = "SELECT naics2, COUNT(*) FROM establishments GROUP BY naics2"
+
+    def stored() -> list[int]:
+        con = sqlite3.connect(ledger)
+        try:
+            return [r[0] for r in con.execute("SELECT charge_id FROM answers")]
+        finally:
+            con.close()
+
+    code, out = _child(db, policy, 0, other)
+    assert code == 0, out
+    statements = out[-1].removeprefix("STATEMENTS ").split("|")
+    assert "DELETE FROM" in statements, statements  # the pruning statement ran, inside the keeping transaction
+    kept_at = len(statements) - statements[::-1].index("COMMIT")  # the last COMMIT: the answer's
+    assert statements.index("DELETE FROM") + 1 < kept_at
+    for k in range(1, len(statements) + 1):
+        code, out = _child(db, policy, k, other)
+        assert code == -9 and out[-1] == f"DYING {statements[k - 1]}", (k, code, out)
+        released = [int(line.split()[1]) for line in out if line.startswith("RELEASED")]
+        charges = [c[0] for c in check_consistent(ledger)]
+        assert stored() == ([max(charges)] if k > kept_at else released), (k, statements, stored(), released)

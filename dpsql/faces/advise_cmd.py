@@ -23,6 +23,7 @@ import argparse
 import math
 import os
 import re
+import sys
 from dataclasses import replace
 from collections.abc import Callable
 from decimal import Decimal
@@ -34,7 +35,7 @@ from dpsql.errors import PolicyFileError, QueryRefused
 from dpsql.pipeline.format import to_json
 from dpsql.policy.model import Measure, Policy, QuantileGrid
 from dpsql.policy.loader import load_policy
-from dpsql.privacy.budget import fmt
+from dpsql.privacy.budget import fmt, parse_rho
 
 #: the quantiles advice releases per measure
 QUANTILES = (Fraction(1, 2), Fraction(4, 5), Fraction(9, 10), Fraction(19, 20), Fraction(99, 100), Fraction(999, 1000))
@@ -55,7 +56,9 @@ def add_command(sub: Any) -> None:
     p.add_argument("--db", metavar="FILE", help="the database file (default: the demo database)")
     p.add_argument("--policy", metavar="FILE", help="policy file (default: <db>.policy.toml beside the database)")
     p.add_argument("--measure", action="append", metavar="M", help="advise this measure only (repeatable)")
-    p.add_argument("--rho", metavar="R", default="0.1", help="the budget the advice query is charged (default 0.1)")
+    p.add_argument("--rho", metavar="R", help="the budget the advice query is charged (default: the smaller of 0.1 "
+                                              "and a tenth of your total_rho in the policy; what it charges, and "
+                                              "its share of total_rho, is printed before it runs)")
     p.add_argument("--split-share", metavar="S", default="0.01",
                    help="the share of units you accept to split (pay more than rho); default 0.01, paper 000's "
                         "Conservative scheme")
@@ -86,6 +89,7 @@ def advise(args: argparse.Namespace) -> int:
     with connect(args.db, args.policy, rho=args.rho) as con:
         session = con.session
         table, measures = _chosen(session.policy, args.table, args.measure)
+        args.rho = spend(args, session)  # the many-row path's own connection charges the same
         policy, database = session.policy, Path(session.database)
         if not policy.tables[table].many_rows:
             report = release(con, table, {m: m for m in measures}, target, share, at_rho)
@@ -93,6 +97,32 @@ def advise(args: argparse.Namespace) -> int:
     from dpsql.faces.advise_units import advise_units  # many rows per unit: kappa, R and T, per unit
 
     return advise_units(args, policy, database, table, measures, (share, at_rho, target), release, _finish, recommend)
+
+
+#: the most ρ advice charges by default, and its largest share of the charged analyst's total_rho
+DEFAULT_RHO, DEFAULT_SHARE = Fraction(1, 10), Fraction(1, 10)
+
+
+def spend(args: argparse.Namespace, session: Any) -> Fraction:
+    """The ρ the advice query is charged (``--rho``, else the smaller of :data:`DEFAULT_RHO` and
+    :data:`DEFAULT_SHARE` of the analyst's own total_rho: a default fixed at 0.1 was 40% of the
+    total ``dpsql init`` drafts), said before it runs with whose budget it comes out of and its
+    share of it (on stderr with --json); kept in ``args.spend`` for the report."""
+    b, ledger = session.policy.budget, session.ledger
+    total = b.walls(session.analyst)[0]
+    rho = parse_rho(args.rho, "--rho") if args.rho is not None else min(DEFAULT_RHO, total * DEFAULT_SHARE)
+    session.set_rho(rho)
+    left, where = ledger.remaining, ledger.path.resolve()
+    args.spend = {"rho": fmt(rho), "analyst": session.analyst, "ledger": str(where), "total_rho": fmt(total),
+                  "share_of_total_rho": float(rho / total), "rho_left_before": fmt(left), "default": args.rho is None}
+    whence = ("--rho" if args.rho is not None else
+              f"the default: the smaller of {fmt(DEFAULT_RHO)} and a tenth of total_rho; --rho R for another")
+    print(f"dpsql advise will charge rho={fmt(rho)} ({whence}): {100 * float(rho / total):.3g}% of the total_rho="
+          f"{fmt(total)} of analyst {session.analyst!r} (the login name; {fmt(left)} left) in the ledger {where}, "
+          "unless the same advice was released before (then it is shown again, free)"
+          + (f"; it adds to the data set's rho (dataset_rho={fmt(b.dataset_rho)})" if b.dataset_rho is not None else ""),
+          file=sys.stderr if args.json else sys.stdout, flush=True)
+    return rho
 
 
 def release(con: Any, table: str, columns: dict[str, str], target: Fraction, share: Fraction,
@@ -173,6 +203,8 @@ def _finish(args: argparse.Namespace, report: dict[str, Any], policy: Path, tabl
     """Print the report; with --write, write every recommendation (``fields``: those that are
     fields of the table, max_groups and row_threshold, not measures' thresholds), or nothing when
     one of them is flagged (DP406: a flagged quantile may be any grid value beyond the data)."""
+    if getattr(args, "spend", None) is not None:
+        report["spend"] = args.spend  # what advice said it would charge, and whose budget (:func:`spend`)
     values = {m: v["recommended"] for m, v in report["measures"].items()}
     unresolved = sorted(m for m, v in values.items() if v is None)
     if args.write and not unresolved:

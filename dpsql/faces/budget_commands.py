@@ -120,6 +120,8 @@ def _conversion_delta(text: str | None):
 def ledger(args: argparse.Namespace) -> int:
     from fractions import Fraction
 
+    from dpsql.ledger import answers
+
     from dpsql.privacy.accounting import guarantee
     from dpsql.privacy.budget import fmt, fmt_up
 
@@ -129,14 +131,18 @@ def ledger(args: argparse.Namespace) -> int:
         charges = [(name, c) for name, book in books for c in book.history(None if args.all else analyst)]
         summaries = {name: book.summary(conversion) for name, book in books}
         everyone = {name: book.totals for name, book in books}
+        kept = {name: answers.held(book) for name, book in books}  # the answers kept for reuse (ledger/answers.py)
     finally:
         for _, book in books:
             book.close()
-    out: dict[str, Any] = {"budget": summaries[books[0][0]]}
+    b = policy.budget
+    held = {name: {"kept": n, "bytes": size, "most": b.answers_kept, "most_bytes": b.answers_bytes}
+            for name, (n, size) in kept.items()}
+    out: dict[str, Any] = {"budget": summaries[books[0][0]], "answers": held[books[0][0]]}
     if served is not None:
         out["served"] = {"state": str(served["state"]), "ledger": str(served["ledger"]), "shared": served["shared"]}
         if "served" in summaries:
-            out["served"]["budget"] = summaries["served"]
+            out["served"]["budget"], out["served"]["answers"] = summaries["served"], held["served"]
     if args.all:
         # Every release of the data set, each ledger read once: rho and delta add (composition).
         rho = sum((t.rho_all for t in everyone.values()), Fraction(0))
@@ -165,6 +171,10 @@ def ledger(args: argparse.Namespace) -> int:
         print(_guarantee_line("everything this analyst has spent" + (" through the server" if name == "served"
                                                                      else ""), s,
                               [c for w, c in charges if w == name and c.analyst == analyst], conversion))
+        h = held[name]
+        print(f"answers kept for reuse{' by the server' if name == 'served' else ''}: {h['kept']} "
+              f"({h['bytes']:,} bytes), at most {h['most']} and {h['most_bytes'] / 2**20:g} MiB (budget.answers_kept, "
+              "budget.answers_mib: the least recently used go first; a statement whose answer went is charged again)")
     if served is None:
         print(f"no dpsql serve of this data set found (no ledger.id in {server_state(args, policy)[0]}): give --state DIR "
               "to include its charges")

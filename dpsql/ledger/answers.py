@@ -13,6 +13,14 @@ that charge, never the stored text's.
 A lost or unreadable row only means the next such statement is charged again; every
 ``sqlite3`` error is the ledger's :class:`~dpsql.errors.LedgerError`, through
 :meth:`dpsql.ledger.book.Ledger._use`.
+
+**Bounded** (issue 31): the store keeps at most ``budget.answers_kept`` answers and
+``budget.answers_mib`` of them (all analysts of the ledger together), the least recently used
+pruned first, in the transaction that keeps a new one (nothing half-written on a crash). ``used``
+is a counter the ledger advances at each keep and each reuse (a reuse writes it only when due,
+:func:`_slack`): the order of the ledger's own statements, and ``size`` the stored answer's bytes, a function of the charged noisy release
+alone — so whether an answer was pruned depends on no private row. A pruned answer only means
+the next such statement is a fresh release, charged like any other (docs/privacy.md).
 """
 
 from __future__ import annotations
@@ -20,18 +28,30 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from dpsql.errors import LedgerError
 from dpsql.ledger import fds as ledger_fds
 from dpsql.ledger.book import Ledger
+from dpsql.policy.model import Budget
+
+_DEFAULT = Budget(Fraction(1, 10), Fraction(1))  # the bound's defaults, for callers without a policy
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
     key TEXT PRIMARY KEY,         -- SHA-256 of all the release depends on (pipeline/reuse.py)
     charge_id INTEGER NOT NULL,   -- the charge that paid for it (charges.id)
-    answer TEXT NOT NULL          -- the released (noisy) answer: JSON text, or bytes (a large one)
+    answer TEXT NOT NULL,         -- the released (noisy) answer: JSON text, or bytes (a large one)
+    used INTEGER NOT NULL DEFAULT 0,  -- when last kept or reused: a counter, the highest the newest
+    size INTEGER NOT NULL DEFAULT 0   -- the answer's bytes
 );
 """
+#: added to a store written before the bound (issue 31): its answers count as used in the order kept
+_MIGRATE = ("ALTER TABLE answers ADD COLUMN used INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE answers ADD COLUMN size INTEGER NOT NULL DEFAULT 0",
+            "UPDATE answers SET used = rowid, size = length(answer)")
+_INDEX = "CREATE INDEX IF NOT EXISTS answers_used ON answers (used, size)"  # counts and bytes without a table scan
+_NEXT = "(SELECT COALESCE(MAX(used), 0) + 1 FROM answers)"
 
 
 @dataclass(frozen=True)
@@ -50,28 +70,85 @@ def _ready(ledger: Ledger) -> None:
         assert ledger._opened[0] is not None
         with ledger._use() as db, ledger_fds.write_lock(ledger._opened[0]):
             db.executescript(SCHEMA)
+            if not _current(db):  # a store written before the bound, or a new one: in one write transaction
+                db.execute("BEGIN IMMEDIATE")  # one process adds the columns, the others then see them
+                try:
+                    if "used" not in {r[1] for r in db.execute("PRAGMA table_info(answers)")}:
+                        for statement in _MIGRATE:
+                            db.execute(statement)
+                    db.execute(_INDEX)
+                    db.execute("COMMIT")
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
         ledger._answers_ready = True  # type: ignore[attr-defined]
 
 
-def find(ledger: Ledger, key: str | None, wanted: bool = True) -> Released | None:
+def _current(db: Any) -> bool:
+    """Whether the store already has the bound's columns and index (no write transaction needed)."""
+    return ("used" in {r[1] for r in db.execute("PRAGMA table_info(answers)")}
+            and db.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'answers_used'").fetchone()
+            is not None)
+
+
+def held(ledger: Ledger) -> tuple[int, int]:
+    """(how many answers the ledger keeps for reuse, their bytes), all analysts' together."""
+    _ready(ledger)
+    with ledger._use() as db:
+        n, size = db.execute("SELECT COUNT(*), TOTAL(size) FROM answers").fetchone()
+    return int(n), int(size)
+
+
+def find(ledger: Ledger, key: str | None, wanted: bool = True, used: Budget | None = None) -> Released | None:
     """The answer released under ``key`` to this ledger's analyst, or None (also when there is
-    no key, or no reuse is ``wanted``: ``SET dpsql.reuse = off``)."""
+    no key, or no reuse is ``wanted``: ``SET dpsql.reuse = off``). ``used``: the policy's budget
+    when the answer is about to be shown (not when a caller only asks whether it would be): it is
+    then marked used (:func:`_touch`) unless it was, lately enough for its bound."""
     if key is None or not wanted:
         return None
     _ready(ledger)
     with ledger._use() as db:
-        row = db.execute("SELECT c.id, c.time, c.rho, c.delta, a.answer FROM answers a JOIN charges c ON c.id = a.charge_id "
+        row = db.execute("SELECT c.id, c.time, c.rho, c.delta, a.answer, (SELECT MAX(used) FROM answers) - a.used, a.size "
+                         "FROM answers a JOIN charges c ON c.id = a.charge_id "
                          "WHERE a.key = ? AND c.analyst = ?", (key, ledger.analyst)).fetchone()
     if row is None:
         return None
+    if used is not None and row[5] >= _slack(used, row[6]):
+        _touch(ledger, key)
     answer = row[4] if isinstance(row[4], bytes) else str(row[4])
     return Released(int(row[0]), float(row[1]), Fraction(row[2]), Fraction(row[3]), answer)
 
 
-def keep(ledger: Ledger, key: str | None, charge_id: int, answer: Callable[[], str | bytes | None]) -> None:
+def _slack(budget: Budget, size: int) -> int:
+    """How many keeps and uses since an answer was last marked used leave it unmarked: an eighth
+    of the answers like it the store can hold (at least 1). A dashboard's answers are then written
+    once in many reuses (a write costs ~0.1 ms of a ~0.4 ms reuse, measured), and the least recently
+    used goes first to within that eighth."""
+    room = min(budget.answers_kept, budget.answers_bytes // max(1, size))
+    return max(1, room // 8)
+
+
+def _touch(ledger: Ledger, key: str) -> None:
+    """Make the answer under ``key`` the most recently used (pruned last). Not a charge: committed
+    without an fsync of its own, as in :func:`keep`; lost, it only changes the order of pruning."""
+    try:
+        with ledger._use() as db, ledger_fds.write_lock(ledger._opened[0]):  # type: ignore[arg-type]
+            db.execute("PRAGMA synchronous=NORMAL")
+            try:
+                db.execute(f"UPDATE answers SET used = {_NEXT} WHERE key = ?", (key,))
+            finally:
+                db.execute("PRAGMA synchronous=FULL")
+    except LedgerError:
+        pass
+
+
+def keep(ledger: Ledger, key: str | None, charge_id: int, answer: Callable[[], str | bytes | None],
+         budget: Budget | None = None) -> None:
     """Remember the answer charge ``charge_id`` released under ``key`` (none without a key), made
     by ``answer`` only then; a fresh release of the same statement replaces the one before (the
-    newest release is the one reused)."""
+    newest release is the one reused). The least recently used answers past ``budget``'s
+    ``answers_kept`` and ``answers_bytes`` are pruned in the same transaction (:func:`prune`)."""
+    budget = budget or _DEFAULT
     text = answer() if key is not None else None
     if text is None:  # no key, or not storable (pipeline/reuse.py): the next such statement is charged again
         return
@@ -84,9 +161,36 @@ def keep(ledger: Ledger, key: str | None, charge_id: int, answer: Callable[[], s
             # before that may lose it, and the next such statement is then charged again.
             db.execute("PRAGMA synchronous=NORMAL")
             try:
-                db.execute("INSERT OR REPLACE INTO answers (key, charge_id, answer) VALUES (?, ?, ?)",
-                           (key, charge_id, text))
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    size = len(text.encode() if isinstance(text, str) else text)
+                    db.execute(f"INSERT OR REPLACE INTO answers (key, charge_id, answer, used, size) "
+                               f"VALUES (?, ?, ?, {_NEXT}, ?)", (key, charge_id, text, size))
+                    prune(db, budget.answers_kept, budget.answers_bytes)
+                    db.execute("COMMIT")  # the answer and its pruning together, or neither
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
             finally:
                 db.execute("PRAGMA synchronous=FULL")  # and Ledger.charge sets it again before each charge
     except LedgerError:
         pass  # the charge is durable and the answer is shown; only its reuse is lost
+
+
+def prune(db: Any, most: int, most_bytes: int) -> None:
+    """Delete the least recently used answers until at most ``most`` are kept, of at most
+    ``most_bytes`` together (inside the caller's transaction). What it reads — how many answers,
+    their sizes and their order of use — is the ledger's own record of released answers: no
+    private row decides what is pruned."""
+    n, size = db.execute("SELECT COUNT(*), TOTAL(size) FROM answers").fetchone()
+    n, size = int(n), int(size)
+    if n <= most and size <= most_bytes:
+        return
+    doomed, oldest = [], db.execute("SELECT key, size FROM answers ORDER BY used, rowid")
+    for key, bytes_ in oldest:
+        if n <= most and size <= most_bytes:
+            break
+        doomed.append(key)
+        n, size = n - 1, size - int(bytes_)
+    oldest.close()
+    db.executemany("DELETE FROM answers WHERE key = ?", [(k,) for k in doomed])

@@ -12,6 +12,8 @@ File format (see ``docs/policy.md``)::
     dataset_delta = 1e-4                 # optional: all analysts together
     analysts = { alice = { total_rho = 20.0 } }   # optional: one analyst's own walls (rho, delta)
     ledger = "demo.ledger.sqlite"        # optional: default <policy>.ledger.sqlite beside it
+    answers_kept = 10000                 # optional (the default): answers kept for reuse, and
+    answers_mib = 256                    # the MiB they may take; the least recently used go first
 
     [noise]
     mechanism = "discrete_gaussian"
@@ -96,7 +98,8 @@ def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
 
     budget_doc = _table(doc.get("budget", {}), where, "budget")
     _only(budget_doc, {"default_rho", "total_rho", "dataset_rho", "ledger", "default_epsilon", "total_delta",
-                       "dataset_delta", "analysts", "max_query_rho"}, where, "budget")
+                       "dataset_delta", "analysts", "max_query_rho", "answers_kept", "answers_mib"},
+          where, "budget")
     default_epsilon = _rho(budget_doc.get("default_epsilon", 1), where, "budget.default_epsilon")
     default_rho = _rho(budget_doc.get("default_rho", 0.1), where, "budget.default_rho")
     total_rho = _rho(budget_doc.get("total_rho", 1.0), where, "budget.total_rho")
@@ -106,6 +109,11 @@ def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
     total_delta = _delta(budget_doc.get("total_delta", 1e-5), where, "budget.total_delta")
     dataset_delta = _delta(budget_doc["dataset_delta"], where, "budget.dataset_delta") if "dataset_delta" in budget_doc else None
     cap = _rho(budget_doc["max_query_rho"], where, "budget.max_query_rho") if "max_query_rho" in budget_doc else None
+    kept, mib = budget_doc.get("answers_kept", 10_000), budget_doc.get("answers_mib", 256)
+    if type(kept) is not int or kept < 0:
+        raise _err(where, "budget.answers_kept", "must be a whole number of answers (0: keep none, so none is reused)")
+    if type(mib) not in (int, float) or not 0 <= mib < 2**40:
+        raise _err(where, "budget.answers_mib", "must be a number of MiB, 0 or more (0: keep no answer)")
     analysts = {}
     for name, walls in _table(budget_doc.get("analysts", {}), where, "budget.analysts").items():
         field = f"budget.analysts.{name}"
@@ -164,7 +172,8 @@ def parse_policy(doc: dict[str, Any], path: Path | None = None) -> Policy:
         if name.lower() in tables:
             raise _err(where, pfield, f"table {name!r} is also declared private in [tables.{name}]")
         public_tables[name.lower()] = PublicTable(name.lower(), key.lower())
-    budget = Budget(default_rho, total_rho, dataset_rho, default_epsilon, ledger, total_delta, dataset_delta, analysts, cap)
+    budget = Budget(default_rho, total_rho, dataset_rho, default_epsilon, ledger, total_delta, dataset_delta, analysts, cap,
+                    kept, int(Fraction(str(mib)) * 2**20))
     limits = _table(doc.get("limits", {}), where, "limits")
     _only(limits, {"query_memory_mib"}, where, "limits")
     memory = limits.get("query_memory_mib")

@@ -334,6 +334,9 @@ class Budget:
     analysts: dict[str, tuple[Fraction, Fraction]] = field(default_factory=dict)
     #: the most ρ one query may cost, selection included (None: no cap but the walls)
     max_query_rho: Fraction | None = None
+    #: the most answers, and bytes of them, the ledger keeps for reuse (ledger/answers.py; 0: none)
+    answers_kept: int = 10_000
+    answers_bytes: int = 256 << 20
 
     def walls(self, analyst: str) -> tuple[Fraction, Fraction]:
         """(total ρ, total δ) of one analyst: their own when the policy names them, else the default."""
