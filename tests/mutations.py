@@ -1304,9 +1304,19 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("answers_pruned_in_the_order_kept",
              "a reuse does not mark its answer used: a dashboard's answer is pruned and charged again while "
              "answers nobody asks for again are kept",
-             (Patch("dpsql/ledger/answers.py", '                db.execute(f"UPDATE answers SET used = {_NEXT} WHERE key = ?", (key,))',
+             (Patch("dpsql/ledger/answers.py", '                db.execute(f"UPDATE answers SET used = {_NEXT} WHERE key = ?", (ledger.analyst, key))',
                     "                pass"),),
              ("tests/test_answers_bound.py::test_the_count_bound_holds_and_the_least_recently_used_goes_first",)),
+    Mutation("answers_pruned_across_analysts",
+             "the bound counts every analyst's answers together: one analyst's many statements push another's "
+             "answers out, and that analyst is charged again for a repeat",
+             (Patch("dpsql/ledger/answers.py",
+                    '    n, size = db.execute("SELECT COUNT(*), TOTAL(size) FROM answers WHERE analyst = ?", (analyst,)).fetchone()',
+                    '    n, size = db.execute("SELECT COUNT(*), TOTAL(size) FROM answers WHERE analyst = ? OR 1", (analyst,)).fetchone()'),
+              Patch("dpsql/ledger/answers.py",
+                    'db.execute("SELECT key, size FROM answers WHERE analyst = ? ORDER BY used, rowid", (analyst,))',
+                    'db.execute("SELECT key, size FROM answers WHERE analyst = ? OR 1 ORDER BY used, rowid", (analyst,))')),
+             ("tests/test_answers_bound.py::test_one_analysts_statements_never_push_out_anothers_answers",)),
     Mutation("answer_kept_and_pruned_apart",
              "an answer is kept and the oldest pruned in two commits: a crash between them leaves the store "
              "past its bound",

@@ -64,6 +64,36 @@ def test_the_count_bound_holds_and_the_least_recently_used_goes_first(demo, tmp_
         assert len(_file(policy)[1]) == 2
 
 
+def _kept_by(policy: Path) -> dict[str, list[int]]:
+    """Each analyst's stored answers (the charge ids), read with sqlite3 through the charges table."""
+    db = sqlite3.connect(ledger_file(policy))
+    try:
+        out: dict[str, list[int]] = {}
+        for analyst, charge in db.execute("SELECT c.analyst, a.charge_id FROM answers a JOIN charges c "
+                                          "ON c.id = a.charge_id ORDER BY a.charge_id"):
+            out.setdefault(analyst, []).append(charge)
+    finally:
+        db.close()
+    return out
+
+
+def test_one_analysts_statements_never_push_out_anothers_answers(demo, tmp_path):
+    """The bound is per analyst: bob's many statements leave alice's answers kept, and alice's repeat
+    is shown again free, charged nothing (a bound over all analysts would let bob make alice pay again
+    from her own budget, and tell bob how many statements alice had run)."""
+    policy = policy_with_budget(demo[1], tmp_path / "p.toml", answers_kept="2")
+    with dpsql.connect(demo[0], policy, analyst="alice", _random_source=seeded_random(1)) as alice, \
+            dpsql.connect(demo[0], policy, analyst="bob", _random_source=seeded_random(2)) as bob:
+        a0, a1 = _run(alice, Q[0]), _run(alice, Q[1])
+        bobs = [_run(bob, q) for q in Q]  # four statements: two over bob's bound
+        assert a0 and a1 and all(bobs)
+        kept = _kept_by(policy)
+        assert kept["alice"] == [a0, a1]  # untouched by bob's statements
+        assert kept["bob"] == bobs[2:]  # bob's own bound: his two most recent
+        assert _run(alice, Q[0]) == 0 and _run(alice, Q[1]) == 0  # alice's repeats: free
+        assert _run(bob, Q[0]) > bobs[-1]  # bob's pruned answer: charged again
+
+
 def test_reloads_of_a_recent_answer_write_nothing(demo, tmp_path):
     """A dashboard's reloads: an answer shown again is marked used only when an eighth of what the
     store holds was kept or shown since (ledger/answers.py, _slack): with the default bounds,
@@ -149,7 +179,7 @@ def test_dpsql_ledger_says_how_many_answers_are_kept(demo, tmp_path):
     assert out.returncode == 0, out.stderr
     line, = [x for x in out.stdout.splitlines() if x.startswith("answers kept for reuse")]
     assert f": {len(stored)} ({sum(n for _, n in stored):,} bytes" in line, line
-    assert "at most 3 and 1.5 MiB" in line, line
+    assert "at most 3 and 1.5 MiB per analyst" in line, line
 
 
 @pytest.mark.parametrize("field, value", [("answers_kept", "-1"), ("answers_kept", "1.5"), ("answers_kept", "true"),

@@ -172,9 +172,10 @@ def ledger(args: argparse.Namespace) -> int:
                                                                      else ""), s,
                               [c for w, c in charges if w == name and c.analyst == analyst], conversion))
         h = held[name]
-        print(f"answers kept for reuse{' by the server' if name == 'served' else ''}: {h['kept']} "
-              f"({h['bytes']:,} bytes), at most {h['most']} and {h['most_bytes'] / 2**20:g} MiB (budget.answers_kept, "
-              "budget.answers_mib: the least recently used go first; a statement whose answer went is charged again)")
+        print(f"answers kept for reuse for this analyst{' by the server' if name == 'served' else ''}: {h['kept']} "
+              f"({h['bytes']:,} bytes), at most {h['most']} and {h['most_bytes'] / 2**20:g} MiB per analyst "
+              "(budget.answers_kept, budget.answers_mib: the least recently used go first; a statement whose answer "
+              "went is charged again)")
     if served is None:
         print(f"no dpsql serve of this data set found (no ledger.id in {server_state(args, policy)[0]}): give --state DIR "
               "to include its charges")

@@ -15,12 +15,14 @@ A lost or unreadable row only means the next such statement is charged again; ev
 :meth:`dpsql.ledger.book.Ledger._use`.
 
 **Bounded** (issue 31): the store keeps at most ``budget.answers_kept`` answers and
-``budget.answers_mib`` of them (all analysts of the ledger together), the least recently used
-pruned first, in the transaction that keeps a new one (nothing half-written on a crash). ``used``
-is a counter the ledger advances at each keep and each reuse (a reuse writes it only when due,
-:func:`_slack`): the order of the ledger's own statements, and ``size`` the stored answer's bytes, a function of the charged noisy release
-alone — so whether an answer was pruned depends on no private row. A pruned answer only means
-the next such statement is a fresh release, charged like any other (docs/privacy.md).
+``budget.answers_mib`` of them *per analyst*, the analyst's least recently used pruned first, in
+the transaction that keeps a new one (nothing half-written on a crash). ``used`` is a counter of
+the analyst's own keeps and reuses (a reuse writes it only when due, :func:`_slack`), and ``size``
+the stored answer's bytes, a function of the charged noisy release alone — so whether an answer
+was pruned depends on no private row, and on nothing another analyst did: one analyst's many
+statements never push out another's answers (which would charge them again, from their budget).
+A pruned answer only means the next such statement is a fresh release, charged like any other
+(docs/privacy.md).
 """
 
 from __future__ import annotations
@@ -43,15 +45,19 @@ CREATE TABLE IF NOT EXISTS answers (
     charge_id INTEGER NOT NULL,   -- the charge that paid for it (charges.id)
     answer TEXT NOT NULL,         -- the released (noisy) answer: JSON text, or bytes (a large one)
     used INTEGER NOT NULL DEFAULT 0,  -- when last kept or reused: a counter, the highest the newest
-    size INTEGER NOT NULL DEFAULT 0   -- the answer's bytes
+    size INTEGER NOT NULL DEFAULT 0,  -- the answer's bytes
+    analyst TEXT NOT NULL DEFAULT ''  -- whose: the charge's analyst (each analyst's answers are bounded apart)
 );
 """
 #: added to a store written before the bound (issue 31): its answers count as used in the order kept
 _MIGRATE = ("ALTER TABLE answers ADD COLUMN used INTEGER NOT NULL DEFAULT 0",
             "ALTER TABLE answers ADD COLUMN size INTEGER NOT NULL DEFAULT 0",
-            "UPDATE answers SET used = rowid, size = length(answer)")
-_INDEX = "CREATE INDEX IF NOT EXISTS answers_used ON answers (used, size)"  # counts and bytes without a table scan
-_NEXT = "(SELECT COALESCE(MAX(used), 0) + 1 FROM answers)"
+            "ALTER TABLE answers ADD COLUMN analyst TEXT NOT NULL DEFAULT ''",
+            "UPDATE answers SET used = rowid, size = length(answer), "
+            "analyst = COALESCE((SELECT c.analyst FROM charges c WHERE c.id = answers.charge_id), '')")
+#: an analyst's counts, bytes and newest use without a table scan
+_INDEX = "CREATE INDEX IF NOT EXISTS answers_by_analyst ON answers (analyst, used, size)"
+_NEXT = "(SELECT COALESCE(MAX(used), 0) + 1 FROM answers WHERE analyst = ?)"  # the analyst's next use
 
 
 @dataclass(frozen=True)
@@ -73,9 +79,12 @@ def _ready(ledger: Ledger) -> None:
             if not _current(db):  # a store written before the bound, or a new one: in one write transaction
                 db.execute("BEGIN IMMEDIATE")  # one process adds the columns, the others then see them
                 try:
-                    if "used" not in {r[1] for r in db.execute("PRAGMA table_info(answers)")}:
+                    if "analyst" not in {r[1] for r in db.execute("PRAGMA table_info(answers)")}:
+                        have = {r[1] for r in db.execute("PRAGMA table_info(answers)")}
                         for statement in _MIGRATE:
-                            db.execute(statement)
+                            if not any(f"COLUMN {c} " in statement for c in have):
+                                db.execute(statement)
+                    db.execute("DROP INDEX IF EXISTS answers_used")  # the bound's first form, over all analysts
                     db.execute(_INDEX)
                     db.execute("COMMIT")
                 except BaseException:
@@ -86,16 +95,16 @@ def _ready(ledger: Ledger) -> None:
 
 def _current(db: Any) -> bool:
     """Whether the store already has the bound's columns and index (no write transaction needed)."""
-    return ("used" in {r[1] for r in db.execute("PRAGMA table_info(answers)")}
-            and db.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'answers_used'").fetchone()
-            is not None)
+    return ("analyst" in {r[1] for r in db.execute("PRAGMA table_info(answers)")}
+            and db.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'answers_by_analyst'")
+            .fetchone() is not None)
 
 
 def held(ledger: Ledger) -> tuple[int, int]:
-    """(how many answers the ledger keeps for reuse, their bytes), all analysts' together."""
+    """(how many answers the ledger keeps for reuse for its analyst, their bytes)."""
     _ready(ledger)
     with ledger._use() as db:
-        n, size = db.execute("SELECT COUNT(*), TOTAL(size) FROM answers").fetchone()
+        n, size = db.execute("SELECT COUNT(*), TOTAL(size) FROM answers WHERE analyst = ?", (ledger.analyst,)).fetchone()
     return int(n), int(size)
 
 
@@ -108,7 +117,8 @@ def find(ledger: Ledger, key: str | None, wanted: bool = True, used: Budget | No
         return None
     _ready(ledger)
     with ledger._use() as db:
-        row = db.execute("SELECT c.id, c.time, c.rho, c.delta, a.answer, (SELECT MAX(used) FROM answers) - a.used, a.size "
+        row = db.execute("SELECT c.id, c.time, c.rho, c.delta, a.answer, "
+                         "(SELECT MAX(used) FROM answers WHERE analyst = c.analyst) - a.used, a.size "
                          "FROM answers a JOIN charges c ON c.id = a.charge_id "
                          "WHERE a.key = ? AND c.analyst = ?", (key, ledger.analyst)).fetchone()
     if row is None:
@@ -135,7 +145,7 @@ def _touch(ledger: Ledger, key: str) -> None:
         with ledger._use() as db, ledger_fds.write_lock(ledger._opened[0]):  # type: ignore[arg-type]
             db.execute("PRAGMA synchronous=NORMAL")
             try:
-                db.execute(f"UPDATE answers SET used = {_NEXT} WHERE key = ?", (key,))
+                db.execute(f"UPDATE answers SET used = {_NEXT} WHERE key = ?", (ledger.analyst, key))
             finally:
                 db.execute("PRAGMA synchronous=FULL")
     except LedgerError:
@@ -164,9 +174,9 @@ def keep(ledger: Ledger, key: str | None, charge_id: int, answer: Callable[[], s
                 db.execute("BEGIN IMMEDIATE")
                 try:
                     size = len(text.encode() if isinstance(text, str) else text)
-                    db.execute(f"INSERT OR REPLACE INTO answers (key, charge_id, answer, used, size) "
-                               f"VALUES (?, ?, ?, {_NEXT}, ?)", (key, charge_id, text, size))
-                    prune(db, budget.answers_kept, budget.answers_bytes)
+                    db.execute(f"INSERT OR REPLACE INTO answers (key, charge_id, answer, used, size, analyst) "
+                               f"VALUES (?, ?, ?, {_NEXT}, ?, ?)", (key, charge_id, text, ledger.analyst, size, ledger.analyst))
+                    prune(db, ledger.analyst, budget.answers_kept, budget.answers_bytes)
                     db.execute("COMMIT")  # the answer and its pruning together, or neither
                 except BaseException:
                     db.execute("ROLLBACK")
@@ -177,16 +187,16 @@ def keep(ledger: Ledger, key: str | None, charge_id: int, answer: Callable[[], s
         pass  # the charge is durable and the answer is shown; only its reuse is lost
 
 
-def prune(db: Any, most: int, most_bytes: int) -> None:
-    """Delete the least recently used answers until at most ``most`` are kept, of at most
-    ``most_bytes`` together (inside the caller's transaction). What it reads — how many answers,
-    their sizes and their order of use — is the ledger's own record of released answers: no
-    private row decides what is pruned."""
-    n, size = db.execute("SELECT COUNT(*), TOTAL(size) FROM answers").fetchone()
+def prune(db: Any, analyst: str, most: int, most_bytes: int) -> None:
+    """Delete ``analyst``'s least recently used answers until at most ``most`` are kept, of at most
+    ``most_bytes`` together (inside the caller's transaction). What it reads — how many answers the
+    analyst has, their sizes and their order of use — is the ledger's own record of what it released
+    to that analyst: no private row, and nothing of another analyst's, decides what is pruned."""
+    n, size = db.execute("SELECT COUNT(*), TOTAL(size) FROM answers WHERE analyst = ?", (analyst,)).fetchone()
     n, size = int(n), int(size)
     if n <= most and size <= most_bytes:
         return
-    doomed, oldest = [], db.execute("SELECT key, size FROM answers ORDER BY used, rowid")
+    doomed, oldest = [], db.execute("SELECT key, size FROM answers WHERE analyst = ? ORDER BY used, rowid", (analyst,))
     for key, bytes_ in oldest:
         if n <= most and size <= most_bytes:
             break

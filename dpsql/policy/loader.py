@@ -12,8 +12,8 @@ File format (see ``docs/policy.md``)::
     dataset_delta = 1e-4                 # optional: all analysts together
     analysts = { alice = { total_rho = 20.0 } }   # optional: one analyst's own walls (rho, delta)
     ledger = "demo.ledger.sqlite"        # optional: default <policy>.ledger.sqlite beside it
-    answers_kept = 10000                 # optional (the default): answers kept for reuse, and
-    answers_mib = 256                    # the MiB they may take; the least recently used go first
+    answers_kept = 10000                 # optional (the default): answers kept for reuse per analyst,
+    answers_mib = 256                    # and the MiB they may take; each analyst's least recently used go first
 
     [noise]
     mechanism = "discrete_gaussian"

@@ -335,7 +335,7 @@ class Budget:
     #: the most ρ one query may cost, selection included (None: no cap but the walls)
     max_query_rho: Fraction | None = None
     #: the most answers, and bytes of them, the ledger keeps for reuse (ledger/answers.py; 0: none)
-    answers_kept: int = 10_000
+    answers_kept: int = 10_000  # per analyst
     answers_bytes: int = 256 << 20
 
     def walls(self, analyst: str) -> tuple[Fraction, Fraction]:
