@@ -45,16 +45,21 @@ def _with_selection(db_policy, epsilon: str, kappa: int, rule: str = "charge"):
     return db, policy
 
 
-def _selection(db, policy, sql="SELECT shop, COUNT(DISTINCT pid) FROM visits GROUP BY shop"):
-    con = dpsql.connect(db, policy, _random_source=seeded_random(4))
+def _released(db, policy, sql: str, seed: int, explain: bool = False):
+    """(the cursor of a fresh release of ``sql``, and its EXPLAIN when asked)."""
+    con = dpsql.connect(db, policy, _random_source=seeded_random(seed))
     try:
         con.execute("SET dpsql.reuse = off")
         cur = con.cursor()
         cur.execute(sql)
         cur.fetchall()
-        return cur.receipt.selection
+        return cur, con.explain(sql) if explain else None
     finally:
         con.close()
+
+
+def _selection(db, policy, sql="SELECT shop, COUNT(DISTINCT pid) FROM visits GROUP BY shop"):
+    return _released(db, policy, sql, 4)[0].receipt.selection
 
 
 def _theorem1_n2(eps: float, delta: float) -> int:
@@ -149,15 +154,8 @@ ONE_ROW_KEYS = {"rho", "epsilon", "delta", "mechanism", "table", "noise", "colum
 
 
 def _run(db, policy, sql, home):
-    con = dpsql.connect(db, policy, _random_source=seeded_random(3))
-    try:
-        con.execute("SET dpsql.reuse = off")
-        cur = con.cursor()
-        cur.execute(sql)
-        cur.fetchall()
-        return cur.receipt, footer(cur.result), con.explain(sql)
-    finally:
-        con.close()
+    cur, ex = _released(db, policy, sql, 3, explain=True)
+    return cur.receipt, footer(cur.result), ex
 
 
 def _ledger_json(policy, home):
