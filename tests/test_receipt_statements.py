@@ -325,5 +325,7 @@ def test_repl_budget_states_what_holds_for_a_unit(tmp_path):
     assert "a unit of visits (many rows per unit: a record is its rows in one group of a query):\n  P(u) = Σ_g 0.25·" in out
     assert "a record of people:\n  P(r) = 0.25·|A1(r)|²\n" in out
     assert "A record never split pays the sum of the ρ's." in out and "\\policy visits col=v1,v2,…" in out
+    # the hint names this data set's summed measure (people's income), not the demo's columns
+    assert "For a hypothetical record: \\policy income=100" in out and "employees" not in out
     assert "for the hypothetical unit, one value per group amount=120,10,400 (never an actual unit):" in out
     assert f"    P(u) = {float(want):g}\n" in out and want == Fraction(19, 2)

@@ -271,9 +271,10 @@ def _policy(repl: ReplState, arg: str) -> str:
             lines += [f"    {w['why']}" for w in why]
             lines.append(f"    {'P(u)' if name in units else 'P(r)'} = {fmt(total)}")
     if not record:
-        if set(tables) - units:
-            lines += ["", ("A record never split pays the sum of the ρ's. For a hypothetical record: "
-                           "\\policy employees=150 payann=10000")]
+        if set(tables) - units:  # the hint names the measures these releases summed (the demo's: employees, payann)
+            summed = list(dict.fromkeys(m for t in terms if t.table not in units for m in t.measures))[:2]
+            lines += ["", "A record never split pays the sum of the ρ's." + (
+                " For a hypothetical record: \\policy " + " ".join(f"{m}=100" for m in summed) if summed else "")]
         for name in sorted(units):
             lines += ["", (f"On {name} a unit pays each query's ρ in each of its groups, times |A_g(u)|² for sums: for "
                            f"a hypothetical unit, \\policy {name} col=v1,v2,… rows=n1,n2,… (one value per group).")]
