@@ -286,6 +286,20 @@ def test_ledger_states_what_holds_for_a_unit_of_a_many_row_table(tmp_path):
     assert js["many_rows_per_unit"] == [{"table": "visits", "max_groups": KAPPA, "rho": "0.5", "unit_bound": "19.5"}]
 
 
+def test_the_dbapi_budget_states_what_holds_for_a_unit(tmp_path):
+    """Connection.budget(): the same per-unit sentence as `dpsql ledger`, under ``units``, only when a
+    table with many rows per unit was charged (the same spending as the test above)."""
+    db, policy = _two_tables(tmp_path)
+    with dpsql.connect(db, policy, _random_source=seeded_random(6)) as con:
+        con.execute("SET dpsql.rho = 0.25")
+        con.cursor().execute("SELECT SUM(income) FROM people").fetchall()
+        assert "units" not in con.budget  # one row per unit so far: the record line says it all
+        con.execute("SET dpsql.rho = 0.5")
+        con.cursor().execute("SELECT region, SUM(amount), COUNT(DISTINCT pid) FROM visits GROUP BY region").fetchall()
+        got = con.budget["units"]
+    assert got == _unit_sentence(Fraction(1, 2), Fraction(39, 2), Fraction(1, 4), "dpsql policy")
+
+
 def test_ledger_wording_is_unchanged_for_one_row_per_unit(tmp_path):
     db, policy = _two_tables(tmp_path)
     _spend(db, policy, [("0.25", "SELECT SUM(income) FROM people")])

@@ -155,10 +155,23 @@ class Connection:
         """This analyst's budget as text: ρ ``spent`` / ``remaining`` / ``total``, ``delta_spent`` /
         ``delta_remaining`` / ``delta_total`` (partition selection), ``rho_per_query``, and the
         (``epsilon``, ``delta``)-DP guarantee of everything spent (ρ converted at
-        ``conversion_delta`` = 1e-6, tight; ``epsilon_analytic`` the analytic bound)."""
-        from dpsql.privacy.budget import fmt
+        ``conversion_delta`` = 1e-6, tight; ``epsilon_analytic`` the analytic bound). That guarantee is a
+        record's never split; when the charges include tables with many rows per unit, ``units`` says
+        what holds for a unit of each (as ``\\budget`` and ``dpsql ledger`` do: P(u) summed over its groups)."""
+        from fractions import Fraction
 
-        return {**self.session.ledger.summary(), "rho_per_query": fmt(self.session.rho)}
+        from dpsql.privacy.accounting import DEFAULT_CONVERSION_DELTA
+        from dpsql.privacy.budget import fmt
+        from dpsql.privacy.policy_function import unit_guarantee, unit_tables
+
+        led = self.session.ledger
+        out = {**led.summary(), "rho_per_query": fmt(self.session.rho)}
+        charges = list(led.charges)
+        spent, delta = sum((c.rho for c in charges), Fraction(0)), sum((c.delta for c in charges), Fraction(0))
+        units = [unit_guarantee(t, spent, delta, DEFAULT_CONVERSION_DELTA, "dpsql policy") for t in unit_tables(charges)]
+        if units:
+            out["units"] = "; ".join(units)
+        return out
 
     def __enter__(self) -> Connection:
         return self
