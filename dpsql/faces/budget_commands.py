@@ -197,18 +197,15 @@ def ledger(args: argparse.Namespace) -> int:
 
 def _guarantee_line(what: str, s: dict[str, str], charges: list[Any], conversion: Any) -> str:
     """The (ε, δ)-DP of ``what`` for a record never split; with charges on tables with many rows per
-    unit, what holds for a unit of each (``policy_function.unit_guarantee``)."""
-    from fractions import Fraction
-
-    from dpsql.privacy.policy_function import unit_guarantee, unit_tables
+    unit, what holds for a unit of each (``policy_function.unit_sentences``)."""
+    from dpsql.privacy.policy_function import unit_sentences
 
     text = (f"{what} is ({s['epsilon']}, {s['delta']})-DP for a record never split (a split record r: "
             f"dpsql policy gives its P(r)): epsilon converts rho by the tight conversion (paper 004 Lemma 4) at "
             f"delta'={s['conversion_delta']}, delta adds the delta spent; the analytic bound "
             f"rho + 2 sqrt(rho ln(1/delta')) gives epsilon={s['epsilon_analytic']}")
-    spent, delta = sum((c.rho for c in charges), Fraction(0)), sum((c.delta for c in charges), Fraction(0))
-    for t in unit_tables(charges):
-        text += "\n  " + unit_guarantee(t, spent, delta, conversion, "dpsql policy")
+    for sentence in unit_sentences(charges, conversion, "dpsql policy"):
+        text += "\n  " + sentence
     return text
 
 

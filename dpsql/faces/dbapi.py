@@ -158,17 +158,13 @@ class Connection:
         ``conversion_delta`` = 1e-6, tight; ``epsilon_analytic`` the analytic bound). That guarantee is a
         record's never split; when the charges include tables with many rows per unit, ``units`` says
         what holds for a unit of each (as ``\\budget`` and ``dpsql ledger`` do: P(u) summed over its groups)."""
-        from fractions import Fraction
-
         from dpsql.privacy.accounting import DEFAULT_CONVERSION_DELTA
         from dpsql.privacy.budget import fmt
-        from dpsql.privacy.policy_function import unit_guarantee, unit_tables
+        from dpsql.privacy.policy_function import unit_sentences
 
         led = self.session.ledger
         out = {**led.summary(), "rho_per_query": fmt(self.session.rho)}
-        charges = list(led.charges)
-        spent, delta = sum((c.rho for c in charges), Fraction(0)), sum((c.delta for c in charges), Fraction(0))
-        units = [unit_guarantee(t, spent, delta, DEFAULT_CONVERSION_DELTA, "dpsql policy") for t in unit_tables(charges)]
+        units = unit_sentences(led.charges, DEFAULT_CONVERSION_DELTA, "dpsql policy")
         if units:
             out["units"] = "; ".join(units)
         return out

@@ -79,8 +79,8 @@ def _ready(ledger: Ledger) -> None:
             if not _current(db):  # a store written before the bound, or a new one: in one write transaction
                 db.execute("BEGIN IMMEDIATE")  # one process adds the columns, the others then see them
                 try:
-                    if "analyst" not in {r[1] for r in db.execute("PRAGMA table_info(answers)")}:
-                        have = {r[1] for r in db.execute("PRAGMA table_info(answers)")}
+                    have = {r[1] for r in db.execute("PRAGMA table_info(answers)")}
+                    if "analyst" not in have:
                         for statement in _MIGRATE:
                             if not any(f"COLUMN {c} " in statement for c in have):
                                 db.execute(statement)

@@ -390,3 +390,11 @@ def unit_guarantee(t: UnitTable, spent: Fraction, delta_spent: Fraction, convers
     return (head + f": at most {fmt(t.bound)} for the {fmt(t.rho)} spent on {t.table}, so everything spent is "
             f"({fmt_up(g.epsilon_tight)}, {fmt_up(g.delta)})-DP for every unit of {t.table} (P(u) ≤ {fmt(total)}, "
             "its records in other tables never split)" + tail)
+
+
+def unit_sentences(charges: Iterable[Charged], conversion: Fraction, evaluate: str) -> list[str]:
+    """:func:`unit_guarantee` for each table with many rows per unit among ``charges``, with the ρ and
+    δ those charges spent in all (what `dpsql ledger`, ``\\budget`` and ``Connection.budget`` add)."""
+    charges = list(charges)
+    spent, delta = sum((c.rho for c in charges), Fraction(0)), sum((c.delta for c in charges), Fraction(0))
+    return [unit_guarantee(t, spent, delta, conversion, evaluate) for t in unit_tables(charges)]

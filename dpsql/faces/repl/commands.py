@@ -220,9 +220,7 @@ def _budget(repl: ReplState, arg: str) -> str:
               f"gives a split record's P(r)): epsilon converts the rho spent at delta'={b['conversion_delta']} "
               f"(tight; the analytic bound gives {b['epsilon_analytic']}), delta adds the delta spent. "
               "\\budget 1e-9 converts at another delta'.")]
-    spent, delta = sum((c.rho for c in charges), Fraction(0)), sum((c.delta for c in charges), Fraction(0))
-    for t in pf.unit_tables(charges):  # many rows per unit: what the line above means for a unit
-        text = pf.unit_guarantee(t, spent, delta, conversion, "\\policy")
+    for text in pf.unit_sentences(charges, conversion, "\\policy"):  # many rows per unit: the line above for a unit
         lines.append(text[0].upper() + text[1:] + ".")
     if charges:
         rows = [[i, fmt(c.rho), _one_line(c.query)] for i, c in enumerate(charges, 1)]
