@@ -6,9 +6,10 @@
 Each accepted case of grammar_tests/ runs on the demo database (its own copy of the policy, so a
 fresh ledger) with the test-only ``seeded_random(7)``; the rows (or the error code) are written
 as JSON. ``--compare`` names the cases whose answers differ between the first file and the
-others. A case whose answer differs between two runs of the *same* tree depends on DuckDB's
-thread-dependent group order (private keys: the order the groups meet partition selection), not
-on the code: run the same tree twice and leave those out. Not a timing; no noise is released
+others. Since 2026-11-26 a seeded source hands partition selection's draws to the groups in
+their sorted order (``pipeline/columnar.py`` seeded_order), so two runs of the same tree agree on
+every case (before, the private-key cases followed DuckDB's thread-dependent group order: run a
+tree older than that twice and leave out what differs). Not a timing; no noise is released
 anywhere but on the local demo data.
 """
 

@@ -1307,6 +1307,17 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/ledger/answers.py", '                db.execute(f"UPDATE answers SET used = {_NEXT} WHERE key = ?", (ledger.analyst, key))',
                     "                pass"),),
              ("tests/test_answers_bound.py::test_the_count_bound_holds_and_the_least_recently_used_goes_first",)),
+    Mutation("seeded_order_ignored",
+             "a seeded run hands partition selection's draws to the groups in DuckDB's order again: the same "
+             "seed on the same rows releases other groups when the file's order differs",
+             (Patch("dpsql/pipeline/columnar.py", "    if groups is None or not isinstance(rng, SeededRandom):",
+                    "    if True:"),),
+             ("tests/test_seeded_order.py",)),
+    Mutation("seeded_order_noisy_counts_misplaced",
+             "in a seeded run the truncated geometric's noisy counts go to the kept groups in sorted order, "
+             "not back to each group's own place",
+             (Patch("dpsql/pipeline/columnar.py", "        noisy = at[back]", "        noisy = noisy"),),
+             ("tests/test_seeded_order.py",)),
     Mutation("answers_pruned_across_analysts",
              "the bound counts every analyst's answers together: one analyst's many statements push another's "
              "answers out, and that analyst is charged again for a repeat",

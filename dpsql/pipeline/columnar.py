@@ -69,12 +69,14 @@ def supported(d: Decision, cols: Columns) -> bool:
             and not np.ma.is_masked(cols.arrays[-1]))
 
 
-def keep_mask(counts: Any, sel: Selection, rng: RandomSource, kappa: int) -> tuple[np.ndarray, np.ndarray | None]:
+def keep_mask(counts: Any, sel: Selection, rng: RandomSource, kappa: int,
+              groups: Callable[[], list[tuple[Any, ...]]] | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """Partition selection over the exact counts of groups 0, 1, ... (a list or an array): which
     groups are kept, and — for the truncated geometric (paper 002 Theorems 5-6) — their noisy
     counts. ``kappa``: the groups a unit may be in (a many-row table's ``max_groups``,
     sql/units.py): each group is then kept by π_opt at (ε/κ, δ/κ) or by discrete Gaussian
-    thresholding, as :func:`dpsql.privacy.selection_gauss.plan` decides from (ε, δ, κ)."""
+    thresholding, as :func:`dpsql.privacy.selection_gauss.plan` decides from (ε, δ, κ).
+    ``groups``: the groups' keys, read only for a seeded source (:func:`seeded_order`)."""
     import numpy as np
 
     from dpsql.privacy.selection import select
@@ -86,6 +88,9 @@ def keep_mask(counts: Any, sel: Selection, rng: RandomSource, kappa: int) -> tup
         n = np.minimum(np.array(counts, dtype=np.int64), COUNT_CAP)
     except (OverflowError, TypeError, ValueError):  # past int64, or not Python ints
         n = np.array([min(int(c), COUNT_CAP) for c in counts], dtype=np.int64)
+    order = seeded_order(rng, groups)
+    if order is not None:
+        n = n[order]
     noisy = None
     if sel.method == "truncated_geometric":
         keep, noisy = thresholded_release(n, sel.epsilon, sel.delta, rng)
@@ -97,7 +102,34 @@ def keep_mask(counts: Any, sel: Selection, rng: RandomSource, kappa: int) -> tup
         keep = how.gaussian.keep(n, rng) if how.method == "gaussian" else select_kappa(n, sel.epsilon, sel.delta, kappa, rng)
     else:
         keep = select(n, sel.epsilon, sel.delta, rng)  # the optimal primitive, Theorem 1
-    return np.asarray(keep, dtype=bool), noisy
+    keep = np.asarray(keep, dtype=bool)
+    if order is None:
+        return keep, noisy
+    back = np.empty_like(keep)
+    back[order] = keep  # each group's decision at its own place again
+    if noisy is not None:  # the kept groups' noisy counts, in the order of the groups given
+        at = np.zeros(keep.size, dtype=np.int64)
+        at[order[keep]] = noisy
+        noisy = at[back]
+    return back, noisy
+
+
+def seeded_order(rng: RandomSource, groups: Callable[[], list[tuple[Any, ...]]] | None) -> np.ndarray | None:
+    """For a seeded source (tests, the studies' reproducible runs): the groups' permutation into
+    :func:`~dpsql.pipeline.domain.sort_key`'s order, so that each group's selection draw does not
+    depend on the order DuckDB returned the groups in (which varies between runs with its
+    threads). None for every other source: its draws are independent, so which group takes which
+    draw changes no distribution, and the production path sorts nothing it does not release."""
+    from dpsql.privacy.randomness import SeededRandom
+
+    if groups is None or not isinstance(rng, SeededRandom):
+        return None
+    import numpy as np
+
+    from dpsql.pipeline.domain import sort_key
+
+    keys = groups()
+    return np.array(sorted(range(len(keys)), key=lambda i: sort_key(keys[i])), dtype=np.int64)
 
 
 def select_rows(d: Decision, cols: Columns, rng: RandomSource) -> tuple[list[tuple[Any, ...]], np.ndarray]:
@@ -108,7 +140,8 @@ def select_rows(d: Decision, cols: Columns, rng: RandomSource) -> tuple[list[tup
 
     assert d.selection is not None
     nk = len(d.plan.keys)
-    keep, _ = keep_mask(cols.arrays[-1], d.selection, rng, d.plan.table.max_groups or 1)
+    keep, _ = keep_mask(cols.arrays[-1], d.selection, rng, d.plan.table.max_groups or 1,
+                        lambda: list(zip(*[a.tolist() for a in cols.arrays[:nk]])))
     rows = np.flatnonzero(keep)
     keys = [a[rows] for a in cols.arrays[:nk]]
     if nk == 1 and keys[0].dtype.kind in "iu" and not np.ma.is_masked(keys[0]):

@@ -280,7 +280,7 @@ def _select(kept_of: Callable[[list[bool]], list[tuple[Any, ...]]], counts: list
     """:func:`select_groups` over the exact counts of groups 0, 1, ... (``kept_of``: the groups a
     mask keeps), plus that mask (:func:`~dpsql.pipeline.columnar.keep_mask`: the draws are
     vectorised), only the kept groups are made."""
-    keep, noisy = keep_mask(counts, sel, rng, kappa)
+    keep, noisy = keep_mask(counts, sel, rng, kappa, lambda: kept_of([True] * len(counts)))
     kept = kept_of(keep.tolist())
     return sorted_groups(kept), None if noisy is None else dict(zip(kept, noisy.tolist())), keep
 
