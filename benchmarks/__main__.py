@@ -143,8 +143,8 @@ def do_performance(args: argparse.Namespace, sizes: dict[str, Any], out: Path, d
     """Every figure of docs/performance.md (benchmarks/performance.py), each section with its load."""
     from . import performance
 
-    performance.run(args.quick, args.only, args.doc if args.what == "performance" else None, args.data_dir)
-    return {}
+    wrote = performance.run(args.quick, args.only, args.doc if args.what == "performance" else None, args.data_dir)
+    return {"wrote": wrote}
 
 
 STEPS: dict[str, Callable[..., dict[str, Any]]] = {
@@ -180,13 +180,16 @@ def main(argv: list[str] | None = None) -> int:
         prepare_quick_doc(doc)
     t0 = time.perf_counter()
     steps = list(STEPS) if args.what == "all" else [args.what]
+    wrote: list[str] = [] if args.what == "performance" else [str(doc), f"{out}/"]
     for name in steps:
         command = "python -m benchmarks " + " ".join([name, *(["--quick"] if args.quick else [])])
         log(f"== {name}")
         t = time.perf_counter()
-        STEPS[name](args, sizes, out, doc, command)
+        done = STEPS[name](args, sizes, out, doc, command)
+        if "wrote" in done:
+            wrote.append(str(done["wrote"]))
         log(f"== {name}: {time.perf_counter() - t:.0f} s")
-    log(f"done in {time.perf_counter() - t0:.0f} s: {doc}, {out}/")
+    log(f"done in {time.perf_counter() - t0:.0f} s: {', '.join(wrote)}")
     return 0
 
 

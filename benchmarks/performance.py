@@ -61,6 +61,8 @@ SECTIONS: tuple[Section, ...] = (
             ("--repeat", "9"), ("--repeat", "1")),
     Section("many-rows", "Many rows per unit: dpsql, its floor and the plain query", "many_rows",
             ("--rows", "10000000", "--units", "1000000", "--runs", "5"), ("--rows", "20000", "--runs", "1")),
+    Section("many-groups", "Many groups: 100k and 1M groups against raw DuckDB's GROUP BY", "many_groups",
+            ("--rows", "10000000", "--repeat", "7"), ("--rows", "20000", "--repeat", "1")),
     Section("quantile-speed", "Quantiles against DuckDB's own MEDIAN, by a public and a private key", "quantile_speed",
             ("--repeat", "5"), ("--rows", "20000", "--repeat", "1")),
     Section("quantile-memory", "A median by a private key of many groups: peak memory", "quantile_memory",
@@ -81,7 +83,7 @@ def _missing(module: str) -> str | None:
 def run_section(s: Section, quick: bool, data_dir: Path) -> str:
     """The section's Markdown: its command, its load before and after, and what it printed."""
     argv = list(s.quick if quick else s.full)
-    if s.module in ("speed", "server", "quantile_speed", "quantile_memory") and data_dir != DATA_DIR:
+    if s.module in ("speed", "server", "quantile_speed", "quantile_memory", "many_groups") and data_dir != DATA_DIR:
         argv += ["--data-dir", str(data_dir)]
     command = f"python -m benchmarks.{s.module} {' '.join(argv)}".rstrip()
     head = f"### {s.title}\n\n`{command}`"

@@ -18,12 +18,12 @@ def test_the_quick_run_writes_its_sections_with_their_load(demo_files, tmp_path)
                    "<!-- END generated: perf-quantile-speed -->\n\nProse after it.\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, "-m", "benchmarks", "performance", "--quick", "--only", "open", "fixed-cost",
-                           "quantile-memory", "quantile-speed", "--doc", str(doc), "--data-dir", str(tmp_path / "data")],
+                           "quantile-memory", "quantile-speed", "many-groups", "--doc", str(doc), "--data-dir", str(tmp_path / "data")],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     text = doc.read_text()
     assert text.startswith("# Performance\n\nProse that stays.\n")
-    for name in ("open", "fixed-cost", "quantile-memory", "quantile-speed"):
+    for name in ("open", "fixed-cost", "quantile-memory", "quantile-speed", "many-groups"):
         begin, end = f"<!-- BEGIN generated: perf-{name} -->", f"<!-- END generated: perf-{name} -->"
         assert text.count(begin) == 1 and text.count(end) == 1
         section = text.split(begin)[1].split(end)[0]
@@ -31,6 +31,8 @@ def test_the_quick_run_writes_its_sections_with_their_load(demo_files, tmp_path)
     opened = text.split("<!-- BEGIN generated: perf-open -->")[1]
     assert "| dpsql: open + close |" in opened and "| raw DuckDB: open + close |" in opened
     assert "<!-- BEGIN generated: perf-server -->" not in text  # --only: the other sections are not run
+    groups = text.split("<!-- BEGIN generated: perf-many-groups -->")[1].split("<!-- END generated")[0]
+    assert "| 100k groups, public keyset |" in groups and "--rows 20000" in groups
     # quantile-speed rewritten in place (its markers were there): its table of both keys, the prose after it kept
     speed = text.split("<!-- BEGIN generated: perf-quantile-speed -->")[1].split("<!-- END generated")[0]
     assert "old figures" not in speed and "--rows 20000" in speed
