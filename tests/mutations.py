@@ -376,9 +376,9 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/pipeline/release.py", "_select(kept_of, counts, sel, rng, plan.table.max_groups or 1)",
                     "_select(kept_of, counts, sel, rng, max([plan.table.max_groups or 1, *plan.table.max_groups_by.values()]))"),
               # the same κ where a selection's exact rows come as columns (pipeline/columnar.py, issue 34)
-              Patch("dpsql/pipeline/columnar.py", "keep, _ = keep_mask(cols.arrays[-1], d.selection, rng, d.plan.table.max_groups or 1)",
+              Patch("dpsql/pipeline/columnar.py", "keep, _ = keep_mask(cols.arrays[-1], d.selection, rng, d.plan.table.max_groups or 1,",
                     "keep, _ = keep_mask(cols.arrays[-1], d.selection, rng, max([d.plan.table.max_groups or 1, "
-                    "*d.plan.table.max_groups_by.values()]))")),
+                    "*d.plan.table.max_groups_by.values()]),")),
              (f"{KAPPA_BY}::test_selection_runs_at_the_kappa_of_the_set",)),
     Mutation("kappa_set_applied_to_a_grouping_it_does_not_cover",
              "a declared set bounds a grouping that reads a column outside it (it holds only some of the keys' columns)",
@@ -537,8 +537,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     # issue 34: a large answer's selection on its exact columns (pipeline/columnar.py)
     Mutation("columns_selection_on_first_aggregate",
              "selection on columns reads the query's first aggregate (a SUM) instead of the unit count",
-             (Patch("dpsql/pipeline/columnar.py", "keep, _ = keep_mask(cols.arrays[-1], d.selection, rng, d.plan.table.max_groups or 1)",
-                    "keep, _ = keep_mask(cols.arrays[nk], d.selection, rng, d.plan.table.max_groups or 1)"),),
+             (Patch("dpsql/pipeline/columnar.py", "keep, _ = keep_mask(cols.arrays[-1], d.selection, rng, d.plan.table.max_groups or 1,",
+                    "keep, _ = keep_mask(cols.arrays[nk], d.selection, rng, d.plan.table.max_groups or 1,"),),
              ("tests/test_columnar.py::test_selection_on_columns_counts_units_not_sums",)),
     Mutation("columns_selection_mask_inverted",
              "selection on columns releases the groups the draws did not keep",
@@ -1312,12 +1312,12 @@ MUTATIONS: tuple[Mutation, ...] = (
              "seed on the same rows releases other groups when the file's order differs",
              (Patch("dpsql/pipeline/columnar.py", "    if groups is None or not isinstance(rng, SeededRandom):",
                     "    if True:"),),
-             ("tests/test_seeded_order.py",)),
+             ("tests/test_seeded_order.py::test_a_seeded_answer_does_not_depend_on_the_groups_order",)),
     Mutation("seeded_order_noisy_counts_misplaced",
              "in a seeded run the truncated geometric's noisy counts go to the kept groups in sorted order, "
              "not back to each group's own place",
              (Patch("dpsql/pipeline/columnar.py", "        noisy = at[back]", "        noisy = noisy"),),
-             ("tests/test_seeded_order.py",)),
+             ("tests/test_seeded_order.py::test_a_seeded_answer_does_not_depend_on_the_groups_order",)),
     Mutation("answers_pruned_across_analysts",
              "the bound counts every analyst's answers together: one analyst's many statements push another's "
              "answers out, and that analyst is charged again for a repeat",
