@@ -16,6 +16,7 @@ import sys
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -126,13 +127,49 @@ def engines(demo_parquet):
 AT_SCALE = ACCEPTED[::3]
 
 
+def _on_spark(spark: Any, policy: Path, cases: list[Any]) -> dict[str, Any]:
+    """Each case's exact SQL run on Spark (rows, or the exception it raised), sent from
+    SPARK_JOBS threads at once: an engine each on the one session, ``spark`` among them (a job's
+    time here is mostly the driver's and the cluster's round trips, which overlap)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    parquet = load_policy(policy).parquet
+    engines = [spark] + [open_engine(policy, parquet=parquet, engine="spark", spark_master=MASTER)
+                         for _ in range(SPARK_JOBS - 1)]
+
+    def run(engine: Any, part: list[Any]) -> list[tuple[str, Any]]:
+        out = []
+        for c in part:
+            try:
+                out.append((c.id, canon(engine.run(c.expected))))
+            except Exception as exc:  # noqa: BLE001 - the case's own test reports it
+                out.append((c.id, exc))
+        return out
+
+    try:
+        with ThreadPoolExecutor(SPARK_JOBS) as pool:
+            parts = pool.map(run, engines, [cases[i::SPARK_JOBS] for i in range(SPARK_JOBS)])
+            return dict(pair for part in parts for pair in part)
+    finally:
+        for e in engines[1:]:
+            e.close()
+
+
+@pytest.fixture(scope="module")
+def spark_at_scale(engines, demo_parquet):
+    """AT_SCALE's rows on Spark, computed together (:func:`_on_spark`); each case compares its own."""
+    return _on_spark(engines[1], demo_parquet[1], AT_SCALE)
+
+
 @pytest.mark.parametrize("case", AT_SCALE, ids=[c.id for c in AT_SCALE])
-def test_corpus_values_agree_on_both_engines(engines, case):
+def test_corpus_values_agree_on_both_engines(engines, spark_at_scale, case):
     """Accepted corpus cases' exact SQL, over the same Parquet files: DuckDB's and Spark's
     per-group rows are equal, to the digit (counts, sums, split-row sums, group keys)."""
-    duck, spark = engines
-    expected = duck.run(case.expected)
-    assert canon(spark.run(case.expected)) == canon(expected), f"{case.file}:{case.line} ({case.id})"
+    duck, _ = engines
+    got = spark_at_scale[case.id]
+    if isinstance(got, Exception):
+        raise got
+    assert got == canon(duck.run(case.expected)), f"{case.file}:{case.line} ({case.id})"
 
 
 # ------------------------------------------------------------------------------ hostile rows
@@ -162,41 +199,41 @@ def hostile_engines(demo_files, tmp_path_factory):
 def test_corpus_values_agree_on_hostile_rows(hostile_engines):
     """On BIGINT/HUGEINT/DECIMAL(38) bounds, ±inf, NaN, megabyte strings and NULLs, the exact
     SQL of every accepted case runs on Spark (total: nothing raises) with DuckDB's values."""
-    from concurrent.futures import ThreadPoolExecutor
-
     duck, spark, policy = hostile_engines
-    # Spark's time per query here is mostly the driver's and the cluster's round trips, not work:
-    # the cases go to Spark from SPARK_JOBS threads at once (an engine each on the one session:
-    # Spark runs the jobs of several threads side by side); 92 s in one thread, ~35 s in three
-    parquet = load_policy(policy).parquet
-    engines = [spark] + [open_engine(policy, parquet=parquet, engine="spark", spark_master=MASTER)
-                         for _ in range(SPARK_JOBS - 1)]
-    try:
-        chunks = [ACCEPTED[i::SPARK_JOBS] for i in range(SPARK_JOBS)]
-        with ThreadPoolExecutor(SPARK_JOBS) as pool:
-            done = list(pool.map(lambda e, cases: [(c.id, canon(e.run(c.expected))) for c in cases], engines, chunks))
-    finally:
-        for e in engines[1:]:
-            e.close()
-    differ = [cid for part, cases in zip(done, chunks) for (cid, got), case in zip(part, cases)
-              if got != canon(duck.run(case.expected))]
+    # from SPARK_JOBS threads at once (_on_spark): 92 s in one thread, ~35 s in three
+    done = _on_spark(spark, policy, ACCEPTED)
+    raised = {cid: repr(got) for cid, got in done.items() if isinstance(got, Exception)}
+    assert raised == {}
+    differ = [case.id for case in ACCEPTED if done[case.id] != canon(duck.run(case.expected))]
     assert differ == []
 
 
 def test_hostile_rows_are_answered_through_dpsql_on_spark(hostile_engines):
     """Every accepted corpus query, end to end on Spark over the hostile rows: answered, never
     a failure after the rows were read (DP900/DP901), no message quoting a value. Every third
-    case (the exact SQL of all of them is run on these rows above; this adds planning and release)."""
+    case (the exact SQL of all of them is run on these rows above; this adds planning and release),
+    from SPARK_JOBS connections at once, as the corpus above (one ledger for them all)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     _, _, policy = hostile_engines
-    con = dpsql.connect(None, policy, rho=1, engine="spark", spark_master=MASTER)
-    try:
-        for case in ACCEPTED[::3]:
-            try:
-                con.cursor().execute(case.sql)
-            except DpsqlError as exc:  # pragma: no cover - the assertion says which
-                pytest.fail(f"{case.id}: {exc.code} {exc}")
-    finally:
-        con.close()
+    cases = ACCEPTED[::3]
+
+    def answer(part: list[Any]) -> list[str]:
+        failed = []
+        con = dpsql.connect(None, policy, rho=1, engine="spark", spark_master=MASTER)
+        try:
+            for case in part:
+                try:
+                    con.cursor().execute(case.sql)
+                except DpsqlError as exc:
+                    failed.append(f"{case.id}: {exc.code} {exc}")
+        finally:
+            con.close()
+        return failed
+
+    with ThreadPoolExecutor(SPARK_JOBS) as pool:
+        failed = [f for part in pool.map(answer, [cases[i::SPARK_JOBS] for i in range(SPARK_JOBS)]) for f in part]
+    assert failed == []
 
 
 @pytest.mark.parametrize("sql", [
