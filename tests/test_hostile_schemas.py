@@ -38,14 +38,16 @@ def build(path: Path, columns: dict[str, str], rows: list[dict], public: tuple[s
     con = duckdb.connect(str(path))
     con.execute("BEGIN TRANSACTION")  # one write of the file, not one per row (tests/table_rows.py)
     con.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, " + ", ".join(f"{c} {t}" for c, t in columns.items()) + ")")
-    for row in rows:
-        values = ", ".join([str(row["id"])] + [f"CAST({_sql_value(row.get(c))} AS {t})" for c, t in columns.items()])
-        con.execute(f"INSERT INTO t VALUES ({values})")
+    if rows:  # one statement of many rows: each row's values cast as before
+        con.execute("INSERT INTO t VALUES " + ", ".join(
+            "(" + ", ".join([str(row["id"])] + [f"CAST({_sql_value(row.get(c))} AS {t})" for c, t in columns.items()]) + ")"
+            for row in rows))
     if public is not None:
         key_type, keys = public
         con.execute(f"CREATE TABLE lk (code {key_type}, name VARCHAR)")
-        for i, k in enumerate(keys):
-            con.execute(f"INSERT INTO lk VALUES (CAST({_sql_value(k)} AS {key_type}), 'g{i % 3}')")
+        if keys:
+            con.execute("INSERT INTO lk VALUES " + ", ".join(
+                f"(CAST({_sql_value(k)} AS {key_type}), 'g{i % 3}')" for i, k in enumerate(keys)))
     con.execute("COMMIT")
     con.close()
     return path

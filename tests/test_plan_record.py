@@ -200,6 +200,25 @@ def test_a_damaged_record_is_planned_again(demo, fresh_memory, damage):
     assert json.loads(path.read_text())["sql"] == QUERY  # written again, whole
 
 
+def test_past_its_size_a_store_drops_its_oldest_an_eighth_at_a_time(tmp_path, monkeypatch):
+    """At most ``size`` documents; past it the oldest go until an eighth is free (the next
+    size // 8 puts then add without sorting), the newest always kept."""
+    from dpsql.records.store import Documents
+
+    monkeypatch.setenv("DPSQL_HOME", str(tmp_path))
+    store = Documents("docs", 16)
+    for i in range(16):
+        store.put(f"k{i}", {"i": i})
+        os.utime(store.path(f"k{i}"), ns=(i * 10**9, i * 10**9))  # an order of writing the clock cannot blur
+    assert len(list(store.path("k0").parent.glob("*.json"))) == 16
+    store.put("k16", {"i": 16})  # the 17th: the 3 oldest go (16 - 2 = 14 kept)
+    kept = sorted(int(json.loads(p.read_text())["i"]) for p in store.path("k0").parent.glob("*.json"))
+    assert kept == list(range(3, 17))
+    store.put("k17", {"i": 17})
+    store.put("k18", {"i": 18})  # 16 again: nothing dropped until past 16
+    assert len(list(store.path("k0").parent.glob("*.json"))) == 16
+
+
 def test_the_oldest_records_are_dropped(demo, monkeypatch, fresh_memory):
     monkeypatch.setattr(plan_record.DOCUMENTS, "size", 3)
     with dpsql.connect(*demo) as con:

