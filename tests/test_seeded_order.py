@@ -75,13 +75,8 @@ def two_files(tmp_path_factory) -> tuple[Path, Path, Path]:
 
 
 def _answer(db: Path, policy: Path, sql: str, seed: int = 3) -> list[tuple]:
-    con = dpsql.connect(db, policy, reuse=False, _random_source=seeded_random(seed))
-    try:
-        cur = con.cursor()
-        cur.execute(sql)
-        return cur.fetchall()
-    finally:
-        con.close()
+    with dpsql.connect(db, policy, reuse=False, _random_source=seeded_random(seed)) as con:
+        return con.cursor().execute(sql).fetchall()
 
 
 def test_the_two_files_return_their_groups_in_different_orders(two_files):
