@@ -138,6 +138,9 @@ def test_receipt_states_theorem_3_11s_rank_error_and_prints_it_rounded_up(demo, 
     assert term.rank_error95 == pytest.approx(want, rel=1e-9)
     printed = re.search(r"is within ([0-9.e+-]+) units of the best", footer(result))
     assert printed and want <= float(printed.group(1)) <= want * 1.01, (printed, want)
+    # n values give every candidate a score within max(q, 1 − q)·n <= n of the best: below the
+    # bound it is no bound at all, and the footer says so
+    assert "a group of fewer values than that has every grid value within the bound" in footer(result)
 
 
 # ------------------------------------------------------------------------------ the SQL forms

@@ -93,7 +93,9 @@ def footer(result: Result) -> str:
         if t.rank_error95 is not None:
             text += (f"\n{t.aggregate}: one of {t.grid}, drawn by the exponential mechanism; with 95% probability "
                      f"its score |(1−q)·below − q·above| is within {fmt_up(t.rank_error95, 3)} units of the best "
-                     "of them (a bound on the score gap, not on the units between the two values).")
+                     "of them (a bound on the score gap, not on the units between the two values); a group of "
+                     "fewer values than that has every grid value within the bound, so it may be answered "
+                     "anywhere on the grid.")
     return text + "".join(f"\nNote: {note}." for note in rc.notes)
 
 
