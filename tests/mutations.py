@@ -1307,6 +1307,12 @@ MUTATIONS: tuple[Mutation, ...] = (
              (Patch("dpsql/ledger/answers.py", '                db.execute(f"UPDATE answers SET used = {_NEXT} WHERE key = ?", (ledger.analyst, key))',
                     "                pass"),),
              ("tests/test_answers_bound.py::test_the_count_bound_holds_and_the_least_recently_used_goes_first",)),
+    Mutation("pure_statement_despite_selection",
+             "the ledger states everything spent as pure (sum of epsilon, 0)-DP even when a partition selection "
+             "(delta > 0) was among the charges",
+             (Patch("dpsql/privacy/accounting.py", "    if not charges or any(c.epsilon is None or c.delta != 0 or",
+                    "    if not charges or any(c.epsilon is None or"),),
+             ("tests/test_pure_statement.py::test_a_selection_or_a_zcdp_charge_states_nothing_pure",)),
     Mutation("seeded_order_ignored",
              "a seeded run hands partition selection's draws to the groups in DuckDB's order again: the same "
              "seed on the same rows releases other groups when the file's order differs",

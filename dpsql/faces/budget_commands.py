@@ -156,7 +156,12 @@ def ledger(args: argparse.Namespace) -> int:
     if args.json:
         from dpsql.privacy.policy_function import unit_tables
 
-        units = unit_tables([c for _, c in charges if args.all or c.analyst == analyst])
+        from dpsql.privacy.accounting import pure_total
+
+        mine = [c for _, c in charges if args.all or c.analyst == analyst]
+        units = unit_tables(mine)
+        if (pure := pure_total(mine)) is not None:  # every charge pure epsilon-DP: their epsilons add up, delta 0
+            out["pure"] = {"epsilon": fmt_up(pure), "delta": "0"}
         if units:  # tables with many rows per unit: the rho above is a (unit, group) record's; a unit's bound
             out["many_rows_per_unit"] = [{"table": t.table, "max_groups": t.kappa, "rho": fmt(t.rho),
                                           "unit_bound": "none (no max_splits)" if t.bound is None else fmt(t.bound)}
@@ -198,12 +203,18 @@ def ledger(args: argparse.Namespace) -> int:
 def _guarantee_line(what: str, s: dict[str, str], charges: list[Any], conversion: Any) -> str:
     """The (ε, δ)-DP of ``what`` for a record never split; with charges on tables with many rows per
     unit, what holds for a unit of each (``policy_function.unit_sentences``)."""
+    from dpsql.privacy.accounting import pure_total
+    from dpsql.privacy.budget import fmt_up
     from dpsql.privacy.policy_function import unit_sentences
 
     text = (f"{what} is ({s['epsilon']}, {s['delta']})-DP for a record never split (a split record r: "
             f"dpsql policy gives its P(r)): epsilon converts rho by the tight conversion (paper 004 Lemma 4) at "
             f"delta'={s['conversion_delta']}, delta adds the delta spent; the analytic bound "
             f"rho + 2 sqrt(rho ln(1/delta')) gives epsilon={s['epsilon_analytic']}")
+    pure = pure_total(charges)
+    if pure is not None:
+        text += (f"\n  and pure ({fmt_up(pure)}, 0)-DP for a record never split: every charge was pure epsilon-DP "
+                 "(geometric mode, no partition selection), so their epsilons add up (basic composition)")
     for sentence in unit_sentences(charges, conversion, "dpsql policy"):
         text += "\n  " + sentence
     return text

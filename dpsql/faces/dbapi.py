@@ -158,8 +158,8 @@ class Connection:
         ``conversion_delta`` = 1e-6, tight; ``epsilon_analytic`` the analytic bound). That guarantee is a
         record's never split; when the charges include tables with many rows per unit, ``units`` says
         what holds for a unit of each (as ``\\budget`` and ``dpsql ledger`` do: P(u) summed over its groups)."""
-        from dpsql.privacy.accounting import DEFAULT_CONVERSION_DELTA
-        from dpsql.privacy.budget import fmt
+        from dpsql.privacy.accounting import DEFAULT_CONVERSION_DELTA, pure_total
+        from dpsql.privacy.budget import fmt, fmt_up
         from dpsql.privacy.policy_function import unit_sentences
 
         led = self.session.ledger
@@ -167,6 +167,8 @@ class Connection:
         units = unit_sentences(led.charges, DEFAULT_CONVERSION_DELTA, "dpsql policy")
         if units:
             out["units"] = "; ".join(units)
+        if (pure := pure_total(led.charges)) is not None:  # every charge pure epsilon-DP, no selection
+            out["pure_epsilon"] = fmt_up(pure)
         return out
 
     def __enter__(self) -> Connection:

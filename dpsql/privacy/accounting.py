@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from numbers import Rational, Real
+from typing import Any
 
 __all__ = [
     "epsilon_from_rdp_at",
@@ -252,6 +253,20 @@ def compose_pure(epsilons: Iterable[object]) -> Fraction:
     this sum over its seven levels.
     """
     return sum((_exact(e, "epsilon") for e in epsilons), Fraction(0))
+
+
+def pure_total(charges: Iterable[Any]) -> Fraction | None:
+    """The ε of everything in ``charges`` as pure ε-DP for a record never split, when there is
+    one: every charge pure (geometric mode records each release's ε, the exponential mechanism's
+    among them; under zCDP it records none), with no partition selection (δ = 0) and no table with
+    many rows per unit (there a record is a unit's rows in one group: ``policy_function``'s
+    per-unit sentences). Then their ε add up (:func:`compose_pure`), a guarantee with δ = 0 that
+    the conversion of the ρ charged (ε²/2 each) cannot state. None otherwise."""
+    charges = list(charges)
+    if not charges or any(c.epsilon is None or c.delta != 0 or any("max_groups" in t for t in c.policy_terms)
+                          for c in charges):
+        return None
+    return compose_pure(c.epsilon for c in charges)
 
 
 def zcdp_of_pure(epsilon: object) -> Fraction:
