@@ -200,21 +200,31 @@ def ledger(args: argparse.Namespace) -> int:
     return 0
 
 
-def _guarantee_line(what: str, s: dict[str, str], charges: list[Any], conversion: Any) -> str:
-    """The (ε, δ)-DP of ``what`` for a record never split; with charges on tables with many rows per
-    unit, what holds for a unit of each (``policy_function.unit_sentences``)."""
+def pure_sentence(charges: list[Any]) -> str | None:
+    """What `dpsql ledger` and ``\\budget`` add when every charge is pure ε-DP with δ = 0
+    (``accounting.pure_total``), else None."""
     from dpsql.privacy.accounting import pure_total
     from dpsql.privacy.budget import fmt_up
+
+    pure = pure_total(charges)
+    if pure is None:
+        return None
+    return (f"and pure ({fmt_up(pure)}, 0)-DP for a record never split: every charge was pure epsilon-DP "
+            "(geometric mode, no partition selection), so their epsilons add up (basic composition)")
+
+
+def _guarantee_line(what: str, s: dict[str, str], charges: list[Any], conversion: Any) -> str:
+    """The (ε, δ)-DP of ``what`` for a record never split, and pure ε-DP where it holds
+    (:func:`pure_sentence`); with charges on tables with many rows per unit, what holds for a unit
+    of each (``policy_function.unit_sentences``)."""
     from dpsql.privacy.policy_function import unit_sentences
 
     text = (f"{what} is ({s['epsilon']}, {s['delta']})-DP for a record never split (a split record r: "
             f"dpsql policy gives its P(r)): epsilon converts rho by the tight conversion (paper 004 Lemma 4) at "
             f"delta'={s['conversion_delta']}, delta adds the delta spent; the analytic bound "
             f"rho + 2 sqrt(rho ln(1/delta')) gives epsilon={s['epsilon_analytic']}")
-    pure = pure_total(charges)
-    if pure is not None:
-        text += (f"\n  and pure ({fmt_up(pure)}, 0)-DP for a record never split: every charge was pure epsilon-DP "
-                 "(geometric mode, no partition selection), so their epsilons add up (basic composition)")
+    if (pure := pure_sentence(charges)) is not None:
+        text += "\n  " + pure
     for sentence in unit_sentences(charges, conversion, "dpsql policy"):
         text += "\n  " + sentence
     return text

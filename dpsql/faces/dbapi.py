@@ -157,7 +157,8 @@ class Connection:
         (``epsilon``, ``delta``)-DP guarantee of everything spent (ρ converted at
         ``conversion_delta`` = 1e-6, tight; ``epsilon_analytic`` the analytic bound). That guarantee is a
         record's never split; when the charges include tables with many rows per unit, ``units`` says
-        what holds for a unit of each (as ``\\budget`` and ``dpsql ledger`` do: P(u) summed over its groups)."""
+        what holds for a unit of each (as ``\\budget`` and ``dpsql ledger`` do: P(u) summed over its groups);
+        when every charge is pure ε-DP with δ = 0 (geometric mode), ``pure_epsilon`` is their sum."""
         from dpsql.privacy.accounting import DEFAULT_CONVERSION_DELTA, pure_total
         from dpsql.privacy.budget import fmt, fmt_up
         from dpsql.privacy.policy_function import unit_sentences

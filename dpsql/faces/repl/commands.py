@@ -193,7 +193,8 @@ def _explain(repl: ReplState, arg: str) -> str:
 @command("\\budget", args="[DELTA']",
          help="budget spent and left in rho and delta, the (epsilon, delta)-DP of it all, and the charges")
 def _budget(repl: ReplState, arg: str) -> str:
-    from dpsql.privacy.accounting import DEFAULT_CONVERSION_DELTA, pure_total
+    from dpsql.faces.budget_commands import pure_sentence
+    from dpsql.privacy.accounting import DEFAULT_CONVERSION_DELTA
     from dpsql.privacy.budget import parse_rho
 
     s = repl.session
@@ -220,9 +221,8 @@ def _budget(repl: ReplState, arg: str) -> str:
               f"gives a split record's P(r)): epsilon converts the rho spent at delta'={b['conversion_delta']} "
               f"(tight; the analytic bound gives {b['epsilon_analytic']}), delta adds the delta spent. "
               "\\budget 1e-9 converts at another delta'.")]
-    if (pure := pure_total(charges)) is not None:  # geometric mode, no selection: a guarantee with delta 0
-        lines.append(f"And pure ({fmt_up(pure)}, 0)-DP for a record never split: every charge was pure epsilon-DP "
-                     "(geometric mode, no partition selection), so their epsilons add up (basic composition).")
+    if (pure := pure_sentence(charges)) is not None:  # geometric mode, no selection: a guarantee with delta 0
+        lines.append(pure[0].upper() + pure[1:] + ".")
     for text in pf.unit_sentences(charges, conversion, "\\policy"):  # many rows per unit: the line above for a unit
         lines.append(text[0].upper() + text[1:] + ".")
     if charges:
