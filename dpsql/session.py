@@ -5,8 +5,8 @@
    budget left — every refusal happens here;
 2. **compute** the exact per-group values with a total query (:mod:`dpsql.backends`);
 3. **release**: partition selection and noise (:mod:`dpsql.pipeline.release`);
-4. **charge** durably (:mod:`dpsql.ledger.book`), before anything derived from the noisy values
-   leaves;
+4. **charge** durably (:mod:`dpsql.ledger.book`; the answer kept for reuse in the same commit),
+   before anything derived from the noisy values leaves;
 5. **finish** on noisy values only (:mod:`dpsql.pipeline.finish`) and return rows with their receipt.
 
 After phase 2 begins the only outcomes are a charged noisy answer or a charged fixed-text
@@ -223,23 +223,15 @@ class Session:
 
     def on_part(self, d: Decision, salt: int, parts: int, part: int) -> Decision:
         """``d`` answered on one part of a secret partition of the units: the rows whose unit
-        hashes, with ``salt``, to ``part`` modulo ``parts`` (docs/workloads.md, "Random-partition
-        composition"). A unit's part is a function of its own id and the salt alone, so adding
-        or removing a unit changes one part only: the parts compose in parallel. The condition
-        is total (a hash of any value, modulo a positive literal) and checked on the empty twin."""
+        hashes, with ``salt``, to ``part`` modulo ``parts`` (:func:`dpsql.sql.partition.part_condition`,
+        docs/workloads.md). The condition is total and checked on the empty twin."""
         from sqlglot import exp
 
+        from dpsql.sql.partition import part_condition
         from dpsql.sql.rewrite import exact_sql
 
         assert d.plan.finish is not None, "a workload plans from the text, never from a record"
-        unit = exp.column(d.plan.table.privacy_unit, quoted=True)
-        # HASH(XOR(HASH(unit), salt)): the salt is mixed in before the last hash. DuckDB's
-        # HASH(unit, salt) combines the two hashes by XOR, so its low bits were HASH(unit)'s low
-        # bits flipped by the salt's: modulo 2, 4, 8 ... every salt gave the same partition.
-        salted = exp.Anonymous(this="XOR", expressions=[exp.Anonymous(this="HASH", expressions=[unit]),
-                                                        exp.cast(exp.Literal.number(salt), exp.DataType.Type.UBIGINT)])
-        hashed = exp.Anonymous(this="HASH", expressions=[salted])
-        cond = exp.EQ(this=exp.Mod(this=hashed, expression=exp.Literal.number(parts)), expression=exp.Literal.number(part))
+        cond = part_condition(d.plan.table.privacy_unit, salt, parts, part)
         plan = replace(d.plan, where=cond if d.plan.where is None else exp.and_(d.plan.where, cond))
         query = exact_sql(plan, self.schema[plan.table.name])
         self.engine.check(query)
@@ -310,6 +302,7 @@ class Session:
             failure: BaseException | None = None
             try:
                 columns, noise_terms, released = self._compute_and_release(d)
+                prepared = self._prepared(d, columns, noise_terms, released, timings, key if d.reads_rows else None)
             except BaseException as exc:  # noqa: BLE001 - the backstop: charge, then a fixed message
                 failure = self._charged_failure(d, exc)
             if failure is not None:
@@ -318,9 +311,9 @@ class Session:
                 raise failure from None
 
             t0 = time.perf_counter()  # charge BEFORE anything derived from the noisy values is returned
-            charge_id = self.ledger.charge(self._charge(d)) if d.reads_rows else None  # public keysets only: nothing
+            charge_id = self.ledger.charge(self._charge(d), prepared[-1]) if d.reads_rows else None  # public keysets only: nothing
             timings["charge"] = time.perf_counter() - t0
-            return self._finished(d, columns, noise_terms, released, charge_id, timings, key)
+            return self._finished(d, prepared, charge_id, timings)
 
     def execute_decided(self, decisions: list[Decision], charge: Charge) -> list[Result]:
         """A workload's phases 2-5 (dpsql/workload/run.py): every decided query computed and
@@ -333,7 +326,7 @@ class Session:
             for d in decisions:
                 timings: dict[str, float] = {}
                 try:
-                    released_all.append((d, *self._compute_and_release(d), timings))
+                    released_all.append((d, self._prepared(d, *self._compute_and_release(d), timings), timings))
                 except BaseException as exc:  # noqa: BLE001 - the backstop, as in execute()
                     read = bool(released_all) or not isinstance(exc, InterruptedBeforeStart)
                     failure = self._charged_failure(d, exc, charge if read else None)
@@ -341,22 +334,28 @@ class Session:
             if failure is not None:
                 raise failure from None
             charge_id = self.ledger.charge(charge)  # before anything derived from noisy values leaves
-            return [self._finished(d, columns, noise_terms, released, charge_id, timings)
-                    for d, columns, noise_terms, released, timings in released_all]
+            return [self._finished(d, prepared, charge_id, timings) for d, prepared, timings in released_all]
 
-    def _finished(self, d: Decision, columns: dict[str, Any], noise_terms: list[NoiseTerm],
-                  released: list[tuple[Any, ...]] | None, charge_id: int | None, timings: dict[str, float],
-                  key: str | None = None) -> Result:
-        """Phase 5 on charged noisy values only; the answer kept under ``key`` to be reused."""
-        t0 = time.perf_counter()  # from here on, noisy (charged) values only: dpsql/pipeline/output.py
+    def _prepared(self, d: Decision, columns: dict[str, Any], noise_terms: list[NoiseTerm],
+                  released: list[tuple[Any, ...]] | None, timings: dict[str, float], key: str | None = None) -> tuple[Any, ...]:
+        """Phase 5's first steps, on noisy values only, before the charge (in the backstop: a failure
+        here is charged); the answer under ``key`` is kept in the charge's transaction (answers.kept)."""
+        t0 = time.perf_counter()  # from here on, noisy values only: dpsql/pipeline/output.py
         prims, clamped = output.nonnegative_primitives(d.plan, self.nonnegative), None
         if self.output.clamp_negative:
             columns, clamped = output.clamp(columns, d.plan, prims)
-        names, types, rows, errors, notes = reuse.finished(d.plan, columns, clamped, prims, self.finisher)
         selection = selection_info(d, self.policy, released)  # the cells are kept: every page is shown from them
-        answers.keep(self.ledger, key, charge_id, lambda: reuse.encode(d, columns, clamped, noise_terms, selection), self.policy.budget)
-        names, types, rows = output.with_error_columns(names, types, rows, errors, self.output.error_columns)
+        keep = answers.kept(self.ledger, key, lambda: reuse.encode(d, columns, clamped, noise_terms, selection), self.policy.budget)
         timings["finish"] = time.perf_counter() - t0
+        return columns, clamped, prims, selection, noise_terms, keep
+
+    def _finished(self, d: Decision, prepared: tuple[Any, ...], charge_id: int | None, timings: dict[str, float]) -> Result:
+        """Phase 5 on charged noisy values only (``prepared``: :meth:`_prepared`'s)."""
+        t0 = time.perf_counter()
+        columns, clamped, prims, selection, noise_terms, _ = prepared
+        names, types, rows, errors, notes = reuse.finished(d.plan, columns, clamped, prims, self.finisher)
+        names, types, rows = output.with_error_columns(names, types, rows, errors, self.output.error_columns)
+        timings["finish"] = timings.pop("finish") + time.perf_counter() - t0  # shown after the charge
 
         spent, remaining = self.ledger.rho_spent_and_left(after=charge_id)  # as its charge's commit left them
         receipt = Receipt(rho=d.rho, delta=d.delta, epsilon=d.epsilon, mechanism=d.mechanism, table=d.plan.table.name,

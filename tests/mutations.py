@@ -863,8 +863,8 @@ MUTATIONS: tuple[Mutation, ...] = (
              (f"{ORC}::test_every_run_of_a_random_partition_draws_a_fresh_salt",)),
     Mutation("random_partition_hash_of_two_arguments",
              "HASH(unit, salt): modulo a power of two every salt gives the same partition",
-             (Patch("dpsql/session.py", "        hashed = exp.Anonymous(this=\"HASH\", expressions=[salted])",
-                    "        hashed = exp.Anonymous(this=\"HASH\", expressions=[unit, exp.Literal.number(salt)])"),),
+             (Patch("dpsql/sql/partition.py", "    hashed = exp.Anonymous(this=\"HASH\", expressions=[salted])",
+                    "    hashed = exp.Anonymous(this=\"HASH\", expressions=[column, exp.Literal.number(salt)])"),),
              (f"{ORC}::test_every_run_of_a_random_partition_draws_a_fresh_salt",)),
     # ------------------------------------------------------------------ the two release paths
     Mutation("per_group_noise_at_first_threshold",
@@ -1195,13 +1195,13 @@ MUTATIONS: tuple[Mutation, ...] = (
                     "        idle = next((v for v in _IDLE.values() if v), None)"),),
              ("tests/test_ledger_pool.py::test_a_file_put_in_place_of_the_ledger_gets_its_own_connection",)),
     Mutation("charge_after_kept_answer_not_synced",
-             "after an answer is kept for reuse (committed without fsync) the next charges commit without fsync "
-             "too: a crash can lose a charge whose answer was already shown",
-             (Patch("dpsql/ledger/answers.py", '                db.execute("PRAGMA synchronous=FULL")  # and Ledger.charge',
-                    '                pass  # and Ledger.charge'),
+             "after an answer is marked used for reuse (committed without fsync) the next charges commit without "
+             "fsync too: a crash can lose a charge whose answer was already shown",
+             (Patch("dpsql/ledger/answers.py", '                db.execute("PRAGMA synchronous=FULL")',
+                    '                pass'),
               Patch("dpsql/ledger/group.py", '        db.execute("PRAGMA synchronous=FULL")  # whatever ran before',
                     '        pass  # whatever ran before')),
-             ("tests/test_ledger_sync.py::test_charges_are_synced_and_kept_answers_are_not",)),
+             ("tests/test_ledger_sync.py::test_a_charge_after_an_answer_marked_used_is_synced",)),
     Mutation("group_commit_checks_with_the_leaders_caps",
              "a batch of charges is checked against the leading session's budget caps, not each one's own: "
              "an analyst with a smaller wall overspends it when another analyst's charge leads",
@@ -1335,12 +1335,19 @@ MUTATIONS: tuple[Mutation, ...] = (
                     'db.execute("SELECT key, size FROM answers WHERE analyst = ? OR 1 ORDER BY used, rowid", (analyst,))')),
              ("tests/test_answers_bound.py::test_one_analysts_statements_never_push_out_anothers_answers",)),
     Mutation("answer_kept_and_pruned_apart",
-             "an answer is kept and the oldest pruned in two commits: a crash between them leaves the store "
-             "past its bound",
-             (Patch("dpsql/ledger/answers.py", '                db.execute("BEGIN IMMEDIATE")\n', '                db.execute("SELECT 1")\n'),
-              Patch("dpsql/ledger/answers.py", '                    db.execute("COMMIT")  # the answer and its pruning',
-                    '                    db.execute("SELECT 1")  # the answer and its pruning')),
+             "an answer is kept with its charge and the oldest pruned in a second commit: a crash between them "
+             "leaves the store past its bound",
+             (Patch("dpsql/ledger/answers.py", "            prune(db, ledger.analyst, budget.answers_kept, budget.answers_bytes)\n",
+                    "            pass\n"),
+              Patch("dpsql/ledger/answers.py", '        db.execute("RELEASE kept")\n',
+                    '        db.execute("RELEASE kept")\n        db.execute("COMMIT")\n        db.execute("BEGIN IMMEDIATE")\n'
+                    '        prune(db, ledger.analyst, budget.answers_kept, budget.answers_bytes)\n')),
              (f"{CRASH}::test_a_kill_at_every_statement_of_keeping_and_pruning_an_answer",)),
+    Mutation("answer_store_failure_fails_the_charge",
+             "an answer SQLite refuses to keep fails its charge's whole transaction: the query is refused "
+             "after its rows were read, where only the reuse should be lost",
+             (Patch("dpsql/ledger/answers.py", "        except sqlite3.Error:", "        except ZeroDivisionError:"),),
+             ("tests/test_reuse.py::test_an_answer_the_store_refuses_leaves_its_charge_standing",)),
     Mutation("advise_default_ignores_the_total",
              "dpsql advise charges 0.1 by default whatever the policy's total: 40% of the total dpsql init drafts",
              (Patch("dpsql/faces/advise_cmd.py", "else min(DEFAULT_RHO, total * DEFAULT_SHARE)", "else DEFAULT_RHO"),),

@@ -149,14 +149,38 @@ def test_a_stored_answer_is_found_only_through_the_analysts_own_charge(demo, tmp
     path = tmp_path / "l.sqlite"
     alice, bob = Ledger(path, "alice", Fraction(1)), Ledger(path, "bob", Fraction(1))
     try:
-        cid = alice.charge(Charge(query="q", rho=Fraction(1, 10), mechanism="discrete_gaussian"))
-        answers.keep(alice, "k", cid, lambda: '{"rows": []}')
+        alice.charge(Charge(query="q", rho=Fraction(1, 10), mechanism="discrete_gaussian"),
+                     answers.kept(alice, "k", lambda: '{"rows": []}'))
         assert answers.find(alice, "k") is not None and answers.find(alice, "k").rho == Fraction(1, 10)
         assert answers.find(bob, "k") is None
         assert answers.find(alice, "k", wanted=False) is None and answers.find(alice, None) is None
     finally:
         alice.close()
         bob.close()
+
+
+def test_an_answer_the_store_refuses_leaves_its_charge_standing(demo):
+    """The answer is written in its charge's transaction, in a SAVEPOINT (ledger/answers.py
+    ``kept``): when SQLite refuses it (here a trigger the data owner's tools might have left),
+    the answer is rolled back alone, the charge commits and the rows are shown; only the reuse
+    is lost, so the statement is charged again."""
+    other = "SELECT state, COUNT(*) AS n FROM establishments GROUP BY state ORDER BY state"
+    with dpsql.connect(*demo, _random_source=seeded_random(5)) as c:
+        c.execute(Q)  # the store made ready, one answer kept
+        db = sqlite3.connect(c.session.ledger.path)
+        db.execute("CREATE TRIGGER refuse_answers BEFORE INSERT ON answers BEGIN SELECT RAISE(ABORT, 'no'); END")
+        db.commit()
+        db.close()
+        first = c.execute(other)
+        assert first.fetchall() and first.receipt.charge_id is not None and _charges(c) == 2
+        again = c.execute(other)
+        assert again.receipt.reused is None and _charges(c) == 3  # not kept: charged again
+        assert c.execute(Q).receipt.reused is not None  # the answer kept before is untouched
+    db = sqlite3.connect(demo[1].parent / f"{demo[1].name.removesuffix('.toml')}.ledger.sqlite")
+    try:
+        assert [r[0] for r in db.execute("SELECT charge_id FROM answers")] == [1]
+    finally:
+        db.close()
 
 
 def test_a_changed_data_file_is_charged(demo, tmp_path):

@@ -8,6 +8,7 @@ error text through (it can quote private rows).
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -15,6 +16,7 @@ if TYPE_CHECKING:  # annotations only: the seam itself does not need numpy
     import numpy as np
 
 
+@functools.cache  # the machine's memory, read once a process (a system call a query otherwise)
 def memory_budget() -> int:
     """The memory one query may take in this process (bytes): half the machine's physical memory
     (public: nothing private decides it), or 2 GiB where the machine does not say. The DuckDB

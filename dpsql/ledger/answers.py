@@ -27,6 +27,7 @@ A pruned answer only means the next such statement is a fresh release, charged l
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -140,7 +141,8 @@ def _slack(budget: Budget, size: int) -> int:
 
 def _touch(ledger: Ledger, key: str) -> None:
     """Make the answer under ``key`` the most recently used (pruned last). Not a charge: committed
-    without an fsync of its own, as in :func:`keep`; lost, it only changes the order of pruning."""
+    without an fsync of its own (the next charge's commit syncs it); lost, it only changes the
+    order of pruning."""
     try:
         with ledger._use() as db, ledger_fds.write_lock(ledger._opened[0]):  # type: ignore[arg-type]
             db.execute("PRAGMA synchronous=NORMAL")
@@ -152,39 +154,41 @@ def _touch(ledger: Ledger, key: str) -> None:
         pass
 
 
-def keep(ledger: Ledger, key: str | None, charge_id: int, answer: Callable[[], str | bytes | None],
-         budget: Budget | None = None) -> None:
-    """Remember the answer charge ``charge_id`` released under ``key`` (none without a key), made
-    by ``answer`` only then; a fresh release of the same statement replaces the one before (the
-    newest release is the one reused). The least recently used answers past ``budget``'s
-    ``answers_kept`` and ``answers_bytes`` are pruned in the same transaction (:func:`prune`)."""
+def kept(ledger: Ledger, key: str | None, answer: Callable[[], str | bytes | None],
+         budget: Budget | None = None) -> Callable[[Any, int], None] | None:
+    """The write that keeps the answer ``answer`` makes (made now, before the charge: noisy
+    values only, and nothing leaves until the charge commits) under ``key``, for
+    :meth:`Ledger.charge`'s ``keep``: run inside the charge's own transaction, right after its
+    charge, with that charge's id — one commit and one fsync for both (dpsql/ledger/group.py). A
+    fresh release of the same statement replaces the one before (the newest release is the one
+    reused), and the least recently used answers past ``budget``'s ``answers_kept`` and
+    ``answers_bytes`` are pruned in the same transaction (:func:`prune`). None when there is
+    nothing to keep (no key, an answer not storable, a store that cannot be made ready): the
+    next such statement is then charged again.
+
+    The write runs in a SAVEPOINT: if SQLite refuses it, it is rolled back alone and the charge
+    commits without it (the answer is shown; only its reuse is lost)."""
     budget = budget or _DEFAULT
     text = answer() if key is not None else None
-    if text is None:  # no key, or not storable (pipeline/reuse.py): the next such statement is charged again
-        return
+    if text is None:  # no key, or not storable (pipeline/reuse.py)
+        return None
     try:
         _ready(ledger)
-        assert ledger._opened[0] is not None
-        with ledger._use() as db, ledger_fds.write_lock(ledger._opened[0]):  # in turn with the charges
-            # Not a charge: committed without an fsync of its own (~5 ms of every answer on this disk,
-            # issue 34). The next commit with synchronous=FULL (every charge's) syncs it too; a crash
-            # before that may lose it, and the next such statement is then charged again.
-            db.execute("PRAGMA synchronous=NORMAL")
-            try:
-                db.execute("BEGIN IMMEDIATE")
-                try:
-                    size = len(text.encode() if isinstance(text, str) else text)
-                    db.execute(f"INSERT OR REPLACE INTO answers (key, charge_id, answer, used, size, analyst) "
-                               f"VALUES (?, ?, ?, {_NEXT}, ?, ?)", (key, charge_id, text, ledger.analyst, size, ledger.analyst))
-                    prune(db, ledger.analyst, budget.answers_kept, budget.answers_bytes)
-                    db.execute("COMMIT")  # the answer and its pruning together, or neither
-                except BaseException:
-                    db.execute("ROLLBACK")
-                    raise
-            finally:
-                db.execute("PRAGMA synchronous=FULL")  # and Ledger.charge sets it again before each charge
     except LedgerError:
-        pass  # the charge is durable and the answer is shown; only its reuse is lost
+        return None
+    size = len(text.encode() if isinstance(text, str) else text)
+
+    def write(db: Any, charge_id: int) -> None:
+        db.execute("SAVEPOINT kept")
+        try:
+            db.execute(f"INSERT OR REPLACE INTO answers (key, charge_id, answer, used, size, analyst) "
+                       f"VALUES (?, ?, ?, {_NEXT}, ?, ?)", (key, charge_id, text, ledger.analyst, size, ledger.analyst))
+            prune(db, ledger.analyst, budget.answers_kept, budget.answers_bytes)
+        except sqlite3.Error:
+            db.execute("ROLLBACK TO kept")  # the answer and its pruning together, or neither
+        db.execute("RELEASE kept")
+
+    return write
 
 
 def prune(db: Any, analyst: str, most: int, most_bytes: int) -> None:

@@ -41,7 +41,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -331,8 +331,10 @@ class Ledger:
         if refusal is not None:
             raise refusal
 
-    def charge(self, charge: Charge) -> int:
-        """Record a charge durably, atomically with the check; returns its id.
+    def charge(self, charge: Charge, keep: Callable[[Any, int], None] | None = None) -> int:
+        """Record a charge durably, atomically with the check; returns its id. ``keep``: the
+        write that keeps the answer it pays for (:func:`dpsql.ledger.answers.kept`), run in the
+        same transaction.
 
         The binding check: inside one ``BEGIN IMMEDIATE`` transaction, read the totals, refuse
         or insert, commit — together with the process's other charges on this file that arrive
@@ -344,11 +346,13 @@ class Ledger:
             BudgetExceededError: the remaining ρ or δ cannot cover it; nothing is recorded.
             LedgerError: the ledger cannot record it; the caller must release nothing.
         """
-        pending = ledger_group.Pending(self, charge)
+        pending = ledger_group.Pending(self, charge, keep)
         charge_id = ledger_group.charge(self._opened, pending, lambda batch: ledger_group.commit(self, batch))
-        with self._use():  # verified after the commit (the leader verified its own files before)
+        # not verified again: the batch's leader verified these very files (the queue is per
+        # identity) after its COMMIT returned, and a failed check there failed every charge of it
+        with self._lock:
             self._after = (int(charge_id), Spent(*pending.after))
-            return int(charge_id)
+        return int(charge_id)
 
     def _refusal(self, rho: Fraction, delta: Fraction, s: Spent) -> BudgetExceededError | None:
         """The refusal of a charge of (rho, delta) after ``s``, naming each currency that ran out."""
