@@ -17,8 +17,9 @@ statements as before.
 
 A charge may bring the answer it pays for, to keep for reuse (``keep``, made by
 :func:`dpsql.ledger.answers.kept`): written in the same transaction right after its charge, so
-one commit and one fsync hold both (a second transaction of its own cost ~7% of the server's CPU
-per answer, issue 34), and an answer is never kept without the charge that paid for it.
+one commit and one fsync hold both (a second transaction of its own cost the server CPU per
+answer: docs/performance.md, "Fifth step"), and an answer is never kept without the charge that
+paid for it.
 """
 
 from __future__ import annotations
