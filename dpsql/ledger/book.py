@@ -350,8 +350,7 @@ class Ledger:
         charge_id = ledger_group.charge(self._opened, pending, lambda batch: ledger_group.commit(self, batch))
         # not verified again: the batch's leader verified these very files (the queue is per
         # identity) after its COMMIT returned, and a failed check there failed every charge of it
-        with self._lock:
-            self._after = (int(charge_id), Spent(*pending.after))
+        self._after = (int(charge_id), Spent(*pending.after))  # one assignment: read whole or not at all
         return int(charge_id)
 
     def _refusal(self, rho: Fraction, delta: Fraction, s: Spent) -> BudgetExceededError | None:
